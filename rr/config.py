@@ -1,0 +1,119 @@
+"""Config schemas, the job-id resolver and the one ``instantiate`` entry point.
+
+Every registered component (see :mod:`rr.registry`) gets a dataclass schema in Hydra's
+ConfigStore named ``<group>/<option>_schema``; each option YAML starts with
+``defaults: [<option>_schema@_here_, _self_]``. The top level has its own schema
+(:class:`RootSchema`), so a misspelled key anywhere fails at compose time.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import MISSING, DictConfig, OmegaConf
+
+from rr.hashing import content_hash
+from rr.registry import COMPONENT_MODULES, COMPONENTS, schema_for
+
+#: Config groups that select several options at once (one cell dimension each); their
+#: option YAMLs are placed at ``<group>.<option>`` (``# @package retriever.bm25``).
+MULTI_GROUPS = ("retriever", "strategy")
+
+#: Top-level keys that do not change results and so are left out of the job id.
+NON_SEMANTIC_KEYS = ("hydra", "paths", "logger", "progress", "name")
+#: Keys left out of the job id wherever they occur (throughput settings, not semantics).
+NON_SEMANTIC_LEAVES = ("batch_size", "device", "num_workers", "cache_dir", "show_progress")
+
+
+@dataclass
+class GridSchema:
+    """The cells of a job. ``k``: retrieval sizes (0 = closed-book); ``orders``: document orders."""
+
+    k: list[int] = field(default_factory=lambda: [5, 10, 25, 50, 75, 100])
+    orders: list[str] = field(default_factory=lambda: ["original", "reversed", "shuffled"])
+    closed_book: bool = True
+
+
+@dataclass
+class PathsSchema:
+    """Where outputs and caches go (relative paths are relative to the launch folder)."""
+
+    output_root: str = "outputs"
+    cache_dir: str = "${paths.output_root}/cache"
+    model_cache_dir: str = "${oc.env:RR_MODEL_CACHE,${oc.env:HOME,.}/.cache/rr/models}"
+
+
+@dataclass
+class RootSchema:
+    """Top-level stage settings; the groups (dataset, generator, ...) have their own schemas."""
+
+    name: str = "rr"
+    seed: int = 0
+    grid: GridSchema = field(default_factory=GridSchema)
+    paths: PathsSchema = field(default_factory=PathsSchema)
+    progress: bool = True
+    dataset: Any = MISSING
+    corpus: Any = MISSING
+    retriever: Any = field(default_factory=dict)
+    generator: Any = MISSING
+    strategy: Any = field(default_factory=dict)
+    judge: Any = MISSING
+    perturbation: Any = field(default_factory=dict)
+    logger: Any = field(default_factory=dict)
+    experiment: Any = None
+
+
+def import_components() -> None:
+    """Import every built-in component module so that their ``@component`` decorators run."""
+    for mod in COMPONENT_MODULES:
+        importlib.import_module(mod)
+
+
+def register_configs() -> None:
+    """Store the root schema and one schema per registered component in Hydra's ConfigStore."""
+    import_components()
+    cs = ConfigStore.instance()
+    cs.store(name="rr_root_schema", node=RootSchema)
+    for group, options in COMPONENTS.items():
+        for name, cls in options.items():
+            cs.store(group=group, name=f"{name}_schema", node=schema_for(cls))
+    if not OmegaConf.has_resolver("rr_job_id"):
+        OmegaConf.register_new_resolver("rr_job_id", _job_id_resolver)
+
+
+def semantic_config(cfg: DictConfig) -> dict[str, Any]:
+    """The resolved config minus everything that does not change results (see module constants)."""
+
+    def strip(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {k: strip(v) for k, v in node.items() if k not in NON_SEMANTIC_LEAVES}
+        if isinstance(node, list):
+            return [strip(v) for v in node]
+        return node
+
+    plain = {k: v for k, v in cfg.items() if k not in NON_SEMANTIC_KEYS}
+    container = OmegaConf.to_container(OmegaConf.create(plain), resolve=True)
+    return strip(container)
+
+
+def job_id(cfg: DictConfig) -> str:
+    """A job's identity: 12 hex digits of the hash of its semantic config (seed included)."""
+    return content_hash(semantic_config(cfg), 12)
+
+
+def _job_id_resolver(*, _root_: DictConfig) -> str:
+    return job_id(_root_)
+
+
+def instantiate(node: Any, **kwargs: Any) -> Any:
+    """The one place ``rr`` turns a config node into an object.
+
+    Every ``_target_`` goes through here, so an allow-list of importable targets is a
+    one-line change. ``_convert_="all"`` hands plain lists/dicts to constructors.
+    """
+    from hydra.utils import instantiate as hydra_instantiate
+
+    return hydra_instantiate(node, _convert_="all", **kwargs)

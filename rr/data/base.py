@@ -1,0 +1,92 @@
+"""Dataset and corpus protocols, shared sampling, and row-validation errors."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Protocol, runtime_checkable
+
+from rr.hashing import content_hash, rng_for
+from rr.records import Example, Passage
+
+
+class DataError(ValueError):
+    """A dataset or corpus row is malformed. The message names the file and the row."""
+
+
+@runtime_checkable
+class Dataset(Protocol):
+    """A source of :class:`Example` records.
+
+    Implementations take ``n`` (sample size, ``None`` = all) and ``seed`` in their
+    constructor and return the same examples, in the same order, on every call.
+    """
+
+    name: str
+
+    def load(self) -> list[Example]:
+        """Return the (sampled) examples. Raises :class:`DataError` on malformed rows."""
+        ...
+
+    def fingerprint(self) -> dict:
+        """Everything that determines :meth:`load`'s output (source, split, n, seed)."""
+        ...
+
+
+class Corpus:
+    """An in-memory passage collection with id lookup.
+
+    Args:
+        passages: The passages; ids must be unique.
+        name: Short name used in cache keys and file names.
+        source: Where the passages came from (a path or package), part of the fingerprint.
+    """
+
+    def __init__(self, passages: Iterable[Passage], name: str, source: str = "") -> None:
+        self.passages: list[Passage] = list(passages)
+        self.name = name
+        self.source = source
+        self._by_id: dict[str, Passage] = {}
+        for i, p in enumerate(self.passages):
+            if p.id in self._by_id:
+                raise DataError(f"corpus {name!r}: duplicate passage id {p.id!r} at position {i}")
+            self._by_id[p.id] = p
+        self._fingerprint = content_hash(
+            {"name": name, "source": source, "ids": [p.id for p in self.passages],
+             "text": content_hash([p.title + "\x00" + p.text for p in self.passages])},
+            16,
+        )
+
+    def __len__(self) -> int:
+        return len(self.passages)
+
+    def __getitem__(self, passage_id: str) -> Passage:
+        return self._by_id[passage_id]
+
+    def __contains__(self, passage_id: object) -> bool:
+        return passage_id in self._by_id
+
+    def get_many(self, ids: Sequence[str]) -> list[Passage]:
+        return [self._by_id[i] for i in ids]
+
+    def ids_with_title(self, titles: Iterable[str]) -> list[str]:
+        """Ids of passages whose title is one of ``titles`` (gold passages for oracle settings)."""
+        wanted = set(titles)
+        return [p.id for p in self.passages if p.title in wanted]
+
+    def fingerprint(self) -> str:
+        """A 16-hex-digit hash of the corpus content (ids, titles, texts)."""
+        return self._fingerprint
+
+
+def sample_examples(examples: Sequence[Example], n: int | None, seed: int) -> list[Example]:
+    """Sample ``n`` examples without replacement, reproducibly (``None`` or ``n >= len`` = all).
+
+    The sample keeps the source order of the chosen examples, so growing ``n`` with the same
+    seed does not reshuffle what was already there in the table.
+    """
+    if n is None or n >= len(examples):
+        return list(examples)
+    if n <= 0:
+        raise ValueError(f"dataset.n must be positive or null, got {n}")
+    idx = rng_for("sample", seed, len(examples)).choice(len(examples), size=n, replace=False)
+    return [examples[i] for i in sorted(idx.tolist())]
