@@ -25,7 +25,7 @@ MULTI_GROUPS = ("retriever", "strategy")
 #: Top-level keys that do not change results and so are left out of the job id.
 NON_SEMANTIC_KEYS = ("hydra", "paths", "logger", "progress", "name")
 #: Keys left out of the job id wherever they occur (throughput settings, not semantics).
-NON_SEMANTIC_LEAVES = ("batch_size", "device", "num_workers", "cache_dir", "show_progress")
+NON_SEMANTIC_LEAVES = ("batch_size", "device", "num_workers", "cache_dir", "model_cache_dir", "show_progress")
 
 
 @dataclass
@@ -94,9 +94,12 @@ def semantic_config(cfg: DictConfig) -> dict[str, Any]:
             return [strip(v) for v in node]
         return node
 
-    plain = {k: v for k, v in cfg.items() if k not in NON_SEMANTIC_KEYS}
-    container = OmegaConf.to_container(OmegaConf.create(plain), resolve=True)
-    return strip(container)
+    # Resolve first (semantic keys may interpolate non-semantic ones), then drop; never touch
+    # the hydra node, whose run dir interpolates the job id itself.
+    keys = [k for k in cfg.keys() if k != "hydra"]
+    container = OmegaConf.to_container(OmegaConf.masked_copy(cfg, keys), resolve=True)
+    assert isinstance(container, dict)
+    return strip({k: v for k, v in container.items() if k not in NON_SEMANTIC_KEYS})
 
 
 def job_id(cfg: DictConfig) -> str:

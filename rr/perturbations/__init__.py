@@ -1,0 +1,1 @@
+"""Query and document perturbations: deterministic pure transforms ``apply(item, rng) -> item``."""

@@ -1,0 +1,234 @@
+"""One job: dataset -> retrieval (once, at max k) -> cells -> strategies -> judge -> score table.
+
+See DESIGN.md ("The pipeline"). Everything a job writes goes to its output folder:
+``scores.parquet`` (the score table), ``summary.json`` (counts, timings, metrics),
+``retrieval.csv`` (answer recall per retriever and k) and ``config.yaml`` (resolved config).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import platform
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from omegaconf import DictConfig, OmegaConf
+
+from rr.config import instantiate, job_id, semantic_config
+from rr.context import ORDERS, RankedDoc, order_indices
+from rr.data.base import Corpus
+from rr.generation.cache import GenerationCache
+from rr.generation.client import LLM
+from rr.judges.base import JudgeItem
+from rr.judges.normalize import has_answer
+from rr.records import Example, Hit
+from rr.results import write_scores
+from rr.retrieval.runs import RunCache
+from rr.strategies.base import Cell, CellInput
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class JobResult:
+    """What :func:`run_job` returns (and writes under ``output_dir``)."""
+
+    scores: pd.DataFrame
+    summary: dict[str, Any]
+    output_dir: Path
+
+
+class Stopwatch:
+    """Wall time per named stage, for ``summary.json``."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        t0 = time.perf_counter()
+        log.info("stage %s ...", name)
+        try:
+            yield
+        finally:
+            self.seconds[name] = round(self.seconds.get(name, 0.0) + time.perf_counter() - t0, 3)
+
+
+def grid_ks(cfg: DictConfig) -> tuple[list[int], bool]:
+    """The positive k values of the grid (sorted, unique) and whether k = 0 cells are made."""
+    ks = [int(k) for k in cfg.grid.k]
+    if any(k < 0 for k in ks):
+        raise ValueError(f"grid.k must be >= 0, got {ks}")
+    return sorted({k for k in ks if k > 0}), bool(cfg.grid.closed_book) or 0 in ks
+
+
+def answer_recall(examples: list[Example], runs: dict[str, list[Hit]], corpus: Corpus, ks: list[int]) -> dict[int, float]:
+    """Cao et al. Fig. 3: share of examples whose gold answer occurs in the concatenated top-k."""
+    out = {}
+    for k in ks:
+        found = [
+            has_answer(" ".join(corpus[h.passage_id].text for h in runs[ex.id][:k]), ex.answers) for ex in examples
+        ]
+        out[k] = sum(found) / len(found) if found else 0.0
+    return out
+
+
+def build_cells(strategy: Any, retrievers: list[str], ks: list[int], orders: list[str], closed_book: bool) -> list[Cell]:
+    """The cells a strategy is evaluated on: k = 0 (if enabled), then retriever x k x order."""
+    cells = [Cell("none", 0, "none")] if closed_book or not getattr(strategy, "uses_retrieval", True) else []
+    if getattr(strategy, "uses_retrieval", True):
+        cells += [Cell(r, k, o) for r in retrievers for k in ks for o in orders]
+    return cells
+
+
+def run_job(cfg: DictConfig, output_dir: str | Path) -> JobResult:
+    """Run one job described by a composed ``rr`` config; write and return its results."""
+    t_start = time.perf_counter()
+    output_dir = Path(output_dir)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    jid = job_id(cfg)
+    watch = Stopwatch()
+    show = bool(cfg.get("progress", True))
+    ks, closed_book = grid_ks(cfg)
+    orders = list(cfg.grid.orders)
+    for o in orders:
+        if o not in ORDERS:
+            raise ValueError(f"grid.orders: unknown order {o!r}; known: {', '.join(ORDERS)}")
+    (output_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
+
+    logger = instantiate(cfg.logger) if cfg.get("logger") else None
+    try:
+        with watch.stage("load_data"):
+            dataset = instantiate(cfg.dataset)
+            examples = dataset.load()
+            if not examples:
+                raise ValueError(f"dataset {dataset.name!r} produced no examples")
+            corpus = instantiate(cfg.corpus).load() if ks else None
+        query_pert = instantiate(cfg.perturbation.query)
+        doc_pert = instantiate(cfg.perturbation.doc)
+        retrievers = {key: instantiate(node) for key, node in (cfg.retriever or {}).items()} if ks else {}
+        strategies = [instantiate(node) for node in cfg.strategy.values()]
+        if not strategies:
+            raise ValueError("no strategy selected: set strategy=vanilla (or a list: strategy=[vanilla,closed_book])")
+
+        # Retrieve once per retriever at max(k); every k and order is a slice of that run.
+        runs: dict[str, dict[str, list[Hit]]] = {}
+        recall: dict[str, dict[int, float]] = {}
+        run_cache = RunCache(cfg.paths.cache_dir)
+        if ks and not retrievers:
+            raise ValueError(f"grid.k has k > 0 ({ks}) but no retriever is selected (retriever=[bm25])")
+        with watch.stage("retrieve"):
+            for key, retriever in retrievers.items():
+                runs[retriever.name] = run_cache.retrieve(
+                    retriever, corpus, [ex.id for ex in examples], [ex.question for ex in examples], max(ks),
+                    index_dir=cfg.paths.cache_dir,
+                )
+                recall[retriever.name] = answer_recall(examples, runs[retriever.name], corpus, ks)
+
+        generator = instantiate(cfg.generator)
+        cache = GenerationCache(cfg.paths.cache_dir, generator.identity(), writer=jid)
+        llm = LLM(generator, cache, show_progress=show)
+        judge = instantiate(cfg.judge)
+
+        rows: list[dict[str, Any]] = []
+        for strategy in strategies:
+            cells = build_cells(strategy, list(runs), ks, orders, closed_book)
+            inputs = [
+                CellInput(ex, Cell(c.retriever, c.k, c.order, query_pert.name, doc_pert.name),
+                          _docs_for(ex, c, runs, corpus, int(cfg.seed)))
+                for c in cells for ex in examples
+            ]
+            log.info("strategy %s: %d cells x %d examples = %d inputs", strategy.name, len(cells), len(examples), len(inputs))
+            with watch.stage(f"generate:{strategy.name}"):
+                outputs = strategy.run(inputs, llm)
+            with watch.stage(f"judge:{strategy.name}"):
+                judgments = judge.judge([
+                    JudgeItem(i.example.question, o.prediction, i.example.answers, i.example.answer_groups)
+                    for i, o in zip(inputs, outputs, strict=True)
+                ])
+            for inp, out, jd in zip(inputs, outputs, judgments, strict=True):
+                ex, c = inp.example, inp.cell
+                rows.append({
+                    "example_id": ex.id, "dataset": dataset.name, "generator": generator.name,
+                    "strategy": strategy.name, "retriever": c.retriever, "k": c.k, "order": c.order,
+                    "query_perturbation": c.query_perturbation, "doc_perturbation": c.doc_perturbation,
+                    "n_docs_used": len(out.docs_used), "prediction": out.prediction, "raw_output": out.raw_output,
+                    "score": float(jd.score), "judge": jd.judge, "refused": bool(jd.refused),
+                    "job_id": jid, "seed": int(cfg.seed), "question": ex.question, "answers": list(ex.answers),
+                    "doc_ids": [d.passage.id for d in out.docs_used],
+                    "answer_in_docs": bool(out.docs_used) and has_answer(
+                        " ".join(d.passage.text for d in out.docs_used), ex.answers),
+                    "marker_found": out.marker_found, **jd.extra, **out.extra,
+                })
+        scores = pd.DataFrame(rows)
+        with watch.stage("write"):
+            write_scores(scores, output_dir)
+            pd.DataFrame(
+                [{"retriever": r, "k": k, "answer_recall": v} for r, per_k in recall.items() for k, v in per_k.items()]
+            ).to_csv(output_dir / "retrieval.csv", index=False)
+            summary = _summary(cfg, jid, scores, examples, llm, run_cache, recall, watch, t_start)
+            (output_dir / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
+        if logger is not None:
+            logger.log_job(jid, semantic_config(cfg), summary, scores, str(output_dir))
+        return JobResult(scores, summary, output_dir)
+    finally:
+        if logger is not None:
+            logger.finish()
+
+
+def _docs_for(ex: Example, cell: Cell, runs: dict[str, dict[str, list[Hit]]], corpus: Corpus | None,
+              seed: int) -> tuple[RankedDoc, ...]:
+    if cell.k == 0 or corpus is None:
+        return ()
+    hits = runs[cell.retriever][ex.id][: cell.k]
+    ranked = [RankedDoc(corpus[h.passage_id], h.rank) for h in hits]
+    return tuple(ranked[i] for i in order_indices(len(ranked), cell.order, seed, ex.id, cell.k))
+
+
+def _summary(cfg: DictConfig, jid: str, scores: pd.DataFrame, examples: list[Example], llm: LLM, run_cache: RunCache,
+             recall: dict[str, dict[int, float]], watch: Stopwatch, t_start: float) -> dict[str, Any]:
+    from rr.metrics.robustness import robustness_table
+
+    import torch
+    import transformers
+
+    metrics: list[dict[str, Any]] = []
+    rag = scores[scores["k"] > 0]
+    if len(rag) and (scores["k"] == 0).any() and rag["k"].nunique() >= 2:
+        table = robustness_table(scores, by=["generator", "strategy"], per_retriever=True)
+        metrics = table.to_dict(orient="records")
+    stats = asdict(llm.stats)
+    truncated = int(((scores["k"] > 0) & (scores["n_docs_used"] < scores["k"])).sum())
+    return {
+        "job_id": jid,
+        "name": cfg.get("name"),
+        "model": llm.identity,
+        "examples": len(examples),
+        "rows": len(scores),
+        "cells": int(scores.groupby(["strategy", "retriever", "k", "order"]).ngroups),
+        "requests": stats["requests"],
+        "unique_requests": stats["unique_requests"],
+        "model_calls": stats["model_calls"],
+        "cache_hits": stats["cache_hits"],
+        "prompt_tokens_generated_for": stats["prompt_tokens"],
+        "completion_tokens": stats["completion_tokens"],
+        "generation_steps": stats["steps"],
+        "cache_torn_lines": llm.cache.torn_lines,
+        "retrieval_runs_cached": run_cache.hits,
+        "retrieval_runs_computed": run_cache.misses,
+        "answer_extraction_fallbacks": int((~scores["marker_found"]).sum()),
+        "rows_truncated_to_fit_window": truncated,
+        "accuracy": float(scores["score"].mean()),
+        "answer_recall": {r: {str(k): round(v, 4) for k, v in per_k.items()} for r, per_k in recall.items()},
+        "metrics": metrics,
+        "timings_s": watch.seconds,
+        "wall_s": round(time.perf_counter() - t_start, 3),
+        "versions": {"python": platform.python_version(), "torch": torch.__version__,
+                     "transformers": transformers.__version__},
+    }

@@ -1,0 +1,58 @@
+"""Extract the short answer from a model's raw output.
+
+The paper's prompts (``templates/*.j2``) ask the model to "Indicate your answer with 'Answer:'".
+Models follow that loosely: markdown (``**Answer:** Paris``), lower case, a trailing period,
+quotes, an echo of the prompt's example ("Question: ... Answer: Hong Kong.") before their own
+answer, or no marker at all. :func:`extract_answer` handles these and reports whether the
+marker was found, so a run can count fallbacks.
+"""
+
+from __future__ import annotations
+
+import re
+
+# "Answer:", "answer :", "**Answer:**", "**Answer**:", "__Answer:__"; not "...Answer:" inside a word.
+_MARKER = re.compile(r"(?<![A-Za-z])answer[ \t]*(?:\*\*|__)?[ \t]*:[ \t]*(?:\*\*|__)?", re.IGNORECASE)
+# Stripped from both ends of the answer: whitespace, markdown emphasis, straight and curly quotes.
+_WRAPPERS = " \t\r\n*_`\"'\u201c\u201d\u2018\u2019"
+
+
+def _clean(text: str) -> str:
+    """Strip whitespace, surrounding quotes/asterisks and one trailing period."""
+    text = text.strip(_WRAPPERS)
+    if text.endswith("."):
+        text = text[:-1]
+    return text.strip(_WRAPPERS)
+
+
+def extract_answer(raw: str) -> tuple[str, bool]:
+    """The answer in a model's output, and whether an "Answer:" marker was found.
+
+    Rules:
+        * The answer is the text after the **last** "Answer:" marker (case-insensitive;
+          markdown variants such as ``**Answer:**`` and ``**Answer**:`` included), up to the
+          end of that line. If the rest of the marker's line is empty, the next non-empty line
+          is used ("Answer:\\nParis").
+        * Without a marker, the first non-empty line of the output is used.
+        * Either way the result is stripped of whitespace, surrounding quotes (straight or curly),
+          asterisks/underscores/backticks, and one trailing period.
+
+    Args:
+        raw: The generated text (any length, possibly empty).
+
+    Returns:
+        ``(answer, found_marker)``: ``answer`` may be ``""``; ``found_marker`` is ``False`` when
+        the fallback was used (and for empty output: ``("", False)``).
+    """
+    markers = list(_MARKER.finditer(raw))
+    if markers:
+        lines = raw[markers[-1].end() :].splitlines()
+        answer = _clean(lines[0]) if lines else ""
+        if not answer:
+            answer = next((c for c in (_clean(line) for line in lines[1:]) if c), "")
+        return answer, True
+    for line in raw.splitlines():
+        answer = _clean(line)
+        if answer:
+            return answer, False
+    return "", False

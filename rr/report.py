@@ -1,0 +1,42 @@
+"""Console report of a finished job: the robustness table and the counts that matter."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+
+def print_job_report(result: Any, console: Console | None = None) -> None:
+    """Print NDR / RSR / ROR and accuracy per retriever and strategy, then the job's counts."""
+    console = console or Console(width=None if Console().is_terminal else 140)
+    s = result.summary
+    if s["metrics"]:
+        t = Table(title=f"Retrieval robustness (Cao et al. 2025) - job {s['job_id']}, {s['examples']} examples")
+        cols = ["generator", "strategy", "retriever", "ndr", "rsr", "ror", "robustness", "accuracy",
+                "closed_book_accuracy"]
+        headers = ["generator", "strategy", "retriever", "NDR", "RSR", "ROR", "robustness", "accuracy", "acc. k=0"]
+        for c, h in zip(cols, headers, strict=True):
+            t.add_column(h, justify="right" if c not in cols[:3] else "left", no_wrap=c in cols[:3])
+        for row in s["metrics"]:
+            t.add_row(*[f"{row[c]:.3f}" if isinstance(row.get(c), float) else str(row.get(c, "")) for c in cols])
+        console.print(t)
+    else:
+        console.print(f"accuracy {s['accuracy']:.3f} over {s['rows']} rows (robustness metrics need k=0 and two k > 0)")
+    recall = s.get("answer_recall") or {}
+    if recall:
+        r = Table(title="Answer recall of the top-k documents (Cao et al. Fig. 3)")
+        ks = sorted({int(k) for per in recall.values() for k in per})
+        r.add_column("retriever")
+        for k in ks:
+            r.add_column(f"k={k}", justify="right")
+        for name, per in recall.items():
+            r.add_row(name, *[f"{per.get(str(k), float('nan')):.3f}" for k in ks])
+        console.print(r)
+    console.print(
+        f"requests {s['requests']}, unique {s['unique_requests']}, model calls {s['model_calls']}, "
+        f"cache hits {s['cache_hits']}; answer-extraction fallbacks {s['answer_extraction_fallbacks']}; "
+        f"rows truncated to fit the window {s['rows_truncated_to_fit_window']}; wall {s['wall_s']:.1f}s"
+    )
+    console.print(f"results: {result.output_dir}/scores.parquet  (rr.results.load('{result.output_dir}'))")

@@ -1,0 +1,84 @@
+"""The score table: one row per (job, example, cell); written as parquet, read back as pandas.
+
+Columns (DESIGN.md contract, plus extras): see :data:`COLUMNS`.
+"""
+
+from __future__ import annotations
+
+import glob as _glob
+from pathlib import Path
+
+import pandas as pd
+
+SCORES_FILE = "scores.parquet"
+
+#: Column -> meaning. The first block is the contract of DESIGN.md; the rest are extras.
+COLUMNS: dict[str, str] = {
+    "example_id": "id of the original example (a perturbed query keeps its example's id)",
+    "dataset": "dataset name",
+    "generator": "generator name",
+    "strategy": "prompting strategy",
+    "retriever": "retriever name; 'none' for closed-book (k = 0)",
+    "k": "documents asked for; 0 = no retrieval",
+    "order": "original | reversed | shuffled; 'none' when k = 0",
+    "query_perturbation": "'none' or the perturbation with its parameters",
+    "doc_perturbation": "'none' or the perturbation with its parameters",
+    "n_docs_used": "documents actually in the prompt after fitting the context window",
+    "prediction": "the extracted answer",
+    "raw_output": "the model's full output",
+    "score": "correctness in [0, 1]",
+    "judge": "which judge produced score",
+    "refused": "whether the output is a refusal",
+    # extras
+    "job_id": "content hash of the job's semantic config",
+    "seed": "the job's seed",
+    "question": "the question as asked (after any query perturbation)",
+    "answers": "gold answers",
+    "doc_ids": "passage ids in the prompt, in prompt order",
+    "answer_in_docs": "whether a gold answer string occurs in the documents used",
+    "marker_found": "whether the 'Answer:' marker was found (False = fallback extraction)",
+    "em": "SQuAD exact match (max over gold answers)",
+    "f1": "SQuAD token F1 (max over gold answers)",
+}
+
+#: The columns the contract requires.
+REQUIRED = list(COLUMNS)[:15]
+
+
+def write_scores(df: pd.DataFrame, output_dir: str | Path) -> Path:
+    """Write ``scores.parquet`` into ``output_dir`` atomically and return its path."""
+    missing = [c for c in REQUIRED if c not in df.columns]
+    if missing:
+        raise ValueError(f"score table lacks required columns {missing}")
+    path = Path(output_dir) / SCORES_FILE
+    tmp = path.with_suffix(".parquet.tmp")
+    df.to_parquet(tmp, index=False)
+    tmp.replace(path)
+    return path
+
+
+def load(path_or_glob: str | Path | list[str | Path]) -> pd.DataFrame:
+    """Concatenate the score tables of any number of jobs and sweeps.
+
+    Args:
+        path_or_glob: A ``scores.parquet`` file, a job or sweep folder (searched recursively
+            for ``scores.parquet``), a glob pattern, or a list of these.
+
+    Raises:
+        FileNotFoundError: nothing matched.
+    """
+    items = path_or_glob if isinstance(path_or_glob, list) else [path_or_glob]
+    files: list[Path] = []
+    for item in items:
+        p = Path(item)
+        if p.is_dir():
+            files.extend(sorted(p.rglob(SCORES_FILE)))
+        elif p.is_file():
+            files.append(p)
+        else:
+            for m in sorted(_glob.glob(str(item), recursive=True)):
+                mp = Path(m)
+                files.extend(sorted(mp.rglob(SCORES_FILE)) if mp.is_dir() else [mp])
+    if not files:
+        raise FileNotFoundError(f"no {SCORES_FILE} found under {path_or_glob!r}")
+    return pd.concat([pd.read_parquet(f) for f in dict.fromkeys(files)], ignore_index=True)

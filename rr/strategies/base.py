@@ -1,0 +1,84 @@
+"""The strategy protocol and the records it consumes and produces."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from rr.context import RankedDoc, fit_to_window
+from rr.generation.client import LLM
+from rr.prompts import render
+from rr.records import Example, Request
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One point of a job's grid. ``k == 0`` means no retrieval (``retriever``/``order`` = ``none``)."""
+
+    retriever: str
+    k: int
+    order: str
+    query_perturbation: str = "none"
+    doc_perturbation: str = "none"
+
+
+@dataclass(frozen=True)
+class CellInput:
+    """An example in a cell: its question and the documents to show, in prompt order."""
+
+    example: Example
+    cell: Cell
+    docs: tuple[RankedDoc, ...] = ()
+
+
+@dataclass(frozen=True)
+class StrategyOutput:
+    """A strategy's result for one :class:`CellInput`.
+
+    Attributes:
+        raw_output: The model's full final-step output.
+        prediction: The extracted answer.
+        marker_found: Whether the ``Answer:`` marker was found (else a counted fallback).
+        docs_used: Documents in the final prompt, in prompt order (after window fitting).
+        extra: Strategy-specific columns for the score table.
+    """
+
+    raw_output: str
+    prediction: str
+    marker_found: bool
+    docs_used: tuple[RankedDoc, ...]
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Strategy(Protocol):
+    """Turns cell inputs into predictions with whole-batch model calls (never per example)."""
+
+    name: str
+
+    def run(self, inputs: Sequence[CellInput], llm: LLM) -> list[StrategyOutput]:
+        """One output per input, same order."""
+        ...
+
+
+def format_doc(doc: RankedDoc, template: str) -> str:
+    """A document as it appears in the prompt: ``template`` with ``{title}`` and ``{text}``."""
+    return template.format(title=doc.passage.title, text=doc.passage.text).strip()
+
+
+def fitted_request(llm: LLM, template: str, docs: Sequence[RankedDoc], doc_format: str,
+                   **variables: Any) -> tuple[Request, list[RankedDoc]]:
+    """A request rendering ``template`` over ``docs`` (as ``sources``), fitted to the model's window.
+
+    Documents are dropped lowest-rank first until prompt + ``max_new_tokens`` fit the
+    context window (Cao et al. 2025, §4.3).
+    """
+    params = llm.generator.default_params()
+
+    def make(ds: Sequence[RankedDoc]) -> Request:
+        return Request.user(render(template, sources=[format_doc(d, doc_format) for d in ds], **variables), params)
+
+    budget = llm.context_window - params.max_new_tokens
+    _, kept = fit_to_window(docs, lambda ds: llm.render(make(ds)), llm.count_tokens, budget)
+    return make(kept), kept

@@ -1,0 +1,71 @@
+"""Single-step strategies of Cao et al. (2025): ``vanilla`` RAG and ``closed_book`` (no retrieval)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rr.generation.client import LLM
+from rr.prompts import render
+from rr.prompts.answer import extract_answer
+from rr.records import Request
+from rr.registry import component
+from rr.strategies.base import CellInput, StrategyOutput, fitted_request
+
+
+def closed_book_outputs(inputs: Sequence[CellInput], llm: LLM, template: str = "non_rag_qa.j2") -> list[StrategyOutput]:
+    """Answer every input's question without documents (one batched step)."""
+    params = llm.generator.default_params()
+    requests = [Request.user(render(template, question=i.example.question), params) for i in inputs]
+    outputs = []
+    for g in llm.generate(requests, step="closed_book"):
+        prediction, found = extract_answer(g.text)
+        outputs.append(StrategyOutput(g.text, prediction, found, ()))
+    return outputs
+
+
+@component("strategy", "vanilla")
+class Vanilla:
+    """All retrieved documents in the prompt (``rag_qa.j2``); k = 0 cells use ``non_rag_qa.j2``.
+
+    Args:
+        template: RAG prompt template.
+        closed_book_template: Template for k = 0 (the non-RAG baseline f(q, 0)).
+        doc_format: How a document is shown as a ``Context``: ``{title}`` and ``{text}``.
+        name: Value of the score table's ``strategy`` column.
+    """
+
+    def __init__(self, template: str = "rag_qa.j2", closed_book_template: str = "non_rag_qa.j2",
+                 doc_format: str = "{title}\n{text}", name: str = "vanilla") -> None:
+        self.template = template
+        self.closed_book_template = closed_book_template
+        self.doc_format = doc_format
+        self.name = name
+
+    def run(self, inputs: Sequence[CellInput], llm: LLM) -> list[StrategyOutput]:
+        rag = [i for i, x in enumerate(inputs) if x.cell.k > 0]
+        closed = [i for i, x in enumerate(inputs) if x.cell.k == 0]
+        out: list[StrategyOutput | None] = [None] * len(inputs)
+        for i, o in zip(closed, closed_book_outputs([inputs[i] for i in closed], llm, self.closed_book_template),
+                        strict=True):
+            out[i] = o
+        built = [fitted_request(llm, self.template, inputs[i].docs, self.doc_format, question=inputs[i].example.question)
+                 for i in rag]
+        gens = llm.generate([r for r, _ in built], step=f"{self.name}:answer")
+        for i, (_, kept), g in zip(rag, built, gens, strict=True):
+            prediction, found = extract_answer(g.text)
+            out[i] = StrategyOutput(g.text, prediction, found, tuple(kept))
+        return [o for o in out if o is not None]
+
+
+@component("strategy", "closed_book")
+class ClosedBook:
+    """No retrieval: every cell is answered with ``non_rag_qa.j2`` (only k = 0 cells are made for it)."""
+
+    uses_retrieval = False
+
+    def __init__(self, template: str = "non_rag_qa.j2", name: str = "closed_book") -> None:
+        self.template = template
+        self.name = name
+
+    def run(self, inputs: Sequence[CellInput], llm: LLM) -> list[StrategyOutput]:
+        return closed_book_outputs(inputs, llm, self.template)

@@ -1,0 +1,53 @@
+"""Shared fixtures: compose rr configs with Hydra and shrink them to the bundled mini data.
+
+Every test gets its own output and cache folders under ``tmp_path``; the converted packaged
+model is shared across tests (and with the demo) through ``RR_MODEL_CACHE`` / ``~/.cache/rr``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from hydra.core.global_hydra import GlobalHydra
+from omegaconf import DictConfig, open_dict
+
+from rr.config import register_configs
+
+CONF_DIR = str(Path(__file__).resolve().parent.parent / "conf")
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+register_configs()
+
+
+def compose_config(overrides: list[str] | None = None, tmp_path: Path | None = None) -> DictConfig:
+    """Compose ``conf/config.yaml`` with ``overrides``; outputs and caches go under ``tmp_path``."""
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        cfg = compose("config", overrides=list(overrides or []), return_hydra_config=False)
+    if tmp_path is not None:
+        with open_dict(cfg):
+            cfg.paths.output_root = str(tmp_path / "outputs")
+            cfg.paths.cache_dir = str(tmp_path / "cache")
+            cfg.progress = False
+    return cfg
+
+
+#: A tiny but complete demo: 4 questions, 2 retrievers, k in {1, 2}, 3 orders, short outputs.
+TINY = [
+    "dataset.n=4",
+    "corpus.max_passages=600",
+    "grid.k=[1,2]",
+    "generator.max_new_tokens=12",
+    "generator.batch_size=16",
+]
+
+
+@pytest.fixture
+def tiny_cfg(tmp_path: Path) -> DictConfig:
+    return compose_config(TINY, tmp_path)
