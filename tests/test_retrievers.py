@@ -18,7 +18,11 @@ PASSAGES = [
     ("wall", "Great Wall of China", "The Great Wall is a series of fortifications in northern China."),
     ("photo", "Photosynthesis", "Plants convert sunlight, water and carbon dioxide into sugar."),
     ("everest", "Mount Everest", "Mount Everest is the highest mountain above sea level, in the Himalayas."),
-    ("python", "Python (programming language)", "Python is a programming language that emphasises readability."),
+    (
+        "python",
+        "Python (programming language)",
+        "Python is a programming language that emphasises readability.",
+    ),
     ("amazon", "Amazon River", "The Amazon is the largest river in South America by discharge."),
     ("jupiter", "Jupiter", "Jupiter is the largest planet in the Solar System."),
     ("bee", "Honey bee", "Honey bees collect nectar from flowers and make honey."),
@@ -54,8 +58,13 @@ def test_bm25_ranking(corpus):
     r = BM25Retriever(stemmer=None)
     assert isinstance(r, Retriever)
     r.index(corpus)
-    queries = ["Which is the largest planet?", "highest mountain in the world", "programming language readability",
-               "largest river", "honey"]
+    queries = [
+        "Which is the largest planet?",
+        "highest mountain in the world",
+        "programming language readability",
+        "largest river",
+        "honey",
+    ]
     runs = r.search(queries, 3)
     assert_well_formed(runs, len(queries), 3)
     assert [h.passage_id for h in runs[0]][:2] == ["jupiter", "amazon"]
@@ -218,7 +227,9 @@ def test_dense_embeddings_are_cached_and_reused(corpus, dense, dense_cache, monk
     np.testing.assert_allclose(np.linalg.norm(emb, axis=1), 1.0, atol=1e-5)
 
     calls = []
-    monkeypatch.setattr(DenseRetriever, "encode", lambda self, texts, show_progress=False: calls.append(texts))
+    monkeypatch.setattr(
+        DenseRetriever, "encode", lambda self, texts, show_progress=False: calls.append(texts)
+    )
     monkeypatch.setattr(DenseRetriever, "load_model", lambda self: calls.append("load") or None)
     # Same model and length, another query instruction: the corpus embeddings still apply.
     again = DenseRetriever(device="cpu", query_instruction="Represent this sentence: ")

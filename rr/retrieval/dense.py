@@ -57,7 +57,7 @@ def resolve_model(model: str) -> str:
     """
     if not model.startswith(PACKAGED_PREFIX):
         return model
-    name = model[len(PACKAGED_PREFIX):]
+    name = model[len(PACKAGED_PREFIX) :]
     if name not in PACKAGED_MODELS:
         raise ValueError(f"dense: unknown packaged model {name!r}; known: {sorted(PACKAGED_MODELS)}")
     module, dist = PACKAGED_MODELS[name]
@@ -73,7 +73,7 @@ def resolve_model(model: str) -> str:
 def _model_identity(model: str) -> str:
     """A machine-independent name for the weights behind ``model`` (cache keys)."""
     if model.startswith(PACKAGED_PREFIX):
-        name = model[len(PACKAGED_PREFIX):]
+        name = model[len(PACKAGED_PREFIX) :]
         dist = PACKAGED_MODELS.get(name, ("", ""))[1]
         try:
             return f"{model}@{dist}=={importlib.metadata.version(dist)}"
@@ -136,8 +136,11 @@ class DenseRetriever:
     def _embedding_key(self) -> str:
         """Hash of what determines the corpus embeddings (the query instruction does not)."""
         return content_hash(
-            {"model": _model_identity(self.model_name), "max_seq_length": self.max_seq_length,
-             "format": _EMBED_FORMAT},
+            {
+                "model": _model_identity(self.model_name),
+                "max_seq_length": self.max_seq_length,
+                "format": _EMBED_FORMAT,
+            },
             12,
         )
 
@@ -234,6 +237,9 @@ class DenseRetriever:
         k = min(k, len(self._ids))
         scores, rows = self._index.search(q, k)
         return [
-            [Hit(self._ids[i], rank, float(s)) for rank, (i, s) in enumerate(zip(r.tolist(), sc.tolist(), strict=True), 1)]
+            [
+                Hit(self._ids[i], rank, float(s))
+                for rank, (i, s) in enumerate(zip(r.tolist(), sc.tolist(), strict=True), 1)
+            ]
             for r, sc in zip(rows, scores, strict=True)
         ]

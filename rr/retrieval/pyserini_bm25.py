@@ -133,7 +133,8 @@ def ensure_java() -> None:
         from pyserini.setup import configure_classpath
 
         configure_classpath(
-            os.environ.get("ANSERINI_CLASSPATH") or os.path.join(os.path.dirname(pyserini.__file__), "resources", "jars")
+            os.environ.get("ANSERINI_CLASSPATH")
+            or os.path.join(os.path.dirname(pyserini.__file__), "resources", "jars")
         )
         if not _java_has_module(home, _VECTOR_MODULE):
             options = [o for o in jnius_config.get_options() if _VECTOR_MODULE not in o]
@@ -184,12 +185,22 @@ def build_lucene_index(corpus: Corpus, index_dir: str | os.PathLike[str], thread
         passages = corpus.passages
         for n, start in enumerate(range(0, len(passages), _DOCS_PER_FILE)):
             with open(Path(collection) / f"docs{n:05d}.jsonl", "w", encoding="utf-8") as f:
-                for p in passages[start:start + _DOCS_PER_FILE]:
+                for p in passages[start : start + _DOCS_PER_FILE]:
                     f.write(json.dumps({"id": p.id, "contents": index_text(p)}, ensure_ascii=False) + "\n")
         args = [
-            "-collection", "JsonCollection", "-input", collection, "-index", str(index_dir),
-            "-generator", "DefaultLuceneDocumentGenerator", "-threads", str(int(threads)),
-            "-storePositions", "-storeDocvectors", "-storeRaw",
+            "-collection",
+            "JsonCollection",
+            "-input",
+            collection,
+            "-index",
+            str(index_dir),
+            "-generator",
+            "DefaultLuceneDocumentGenerator",
+            "-threads",
+            str(int(threads)),
+            "-storePositions",
+            "-storeDocvectors",
+            "-storeRaw",
         ]
         autoclass("io.anserini.index.IndexCollection").main(args)
 
@@ -242,7 +253,9 @@ class PyseriniBM25Retriever:
     def _cache_path(self, corpus: Corpus, cache_dir: str) -> Path:
         from importlib.metadata import version
 
-        key = content_hash({"pyserini": version("pyserini"), "layout": _INDEX_LAYOUT, "analyzer": "anserini-default"}, 12)
+        key = content_hash(
+            {"pyserini": version("pyserini"), "layout": _INDEX_LAYOUT, "analyzer": "anserini-default"}, 12
+        )
         return Path(cache_dir) / "pyserini_bm25" / f"{corpus.fingerprint()}-{key}"
 
     def index(self, corpus: Corpus, cache_dir: str | None = None) -> None:
