@@ -96,7 +96,7 @@ def semantic_config(cfg: DictConfig) -> dict[str, Any]:
 
     # Resolve first (semantic keys may interpolate non-semantic ones), then drop; never touch
     # the hydra node, whose run dir interpolates the job id itself.
-    keys = [k for k in cfg.keys() if k != "hydra"]
+    keys = [str(k) for k in cfg if k != "hydra"]
     container = OmegaConf.to_container(OmegaConf.masked_copy(cfg, keys), resolve=True)
     assert isinstance(container, dict)
     return strip({k: v for k, v in container.items() if k not in NON_SEMANTIC_KEYS})

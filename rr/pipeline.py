@@ -109,7 +109,7 @@ def run_job(cfg: DictConfig, output_dir: str | Path) -> JobResult:
             examples = dataset.load()
             if not examples:
                 raise ValueError(f"dataset {dataset.name!r} produced no examples")
-            corpus = instantiate(cfg.corpus).load() if ks else None
+            corpus: Corpus = instantiate(cfg.corpus).load() if ks else Corpus([], name="none")
         query_pert = instantiate(cfg.perturbation.query)
         doc_pert = instantiate(cfg.perturbation.doc)
         retrievers = {key: instantiate(node) for key, node in (cfg.retriever or {}).items()} if ks else {}
@@ -124,7 +124,10 @@ def run_job(cfg: DictConfig, output_dir: str | Path) -> JobResult:
         if ks and not retrievers:
             raise ValueError(f"grid.k has k > 0 ({ks}) but no retriever is selected (retriever=[bm25])")
         with watch.stage("retrieve"):
-            for key, retriever in retrievers.items():
+            names = [r.name for r in retrievers.values()]
+            if len(set(names)) != len(names):
+                raise ValueError(f"two selected retrievers share a name: {names}; set retriever.<option>.name")
+            for retriever in retrievers.values():
                 runs[retriever.name] = run_cache.retrieve(
                     retriever, corpus, [ex.id for ex in examples], [ex.question for ex in examples], max(ks),
                     index_dir=cfg.paths.cache_dir,
@@ -182,9 +185,9 @@ def run_job(cfg: DictConfig, output_dir: str | Path) -> JobResult:
             logger.finish()
 
 
-def _docs_for(ex: Example, cell: Cell, runs: dict[str, dict[str, list[Hit]]], corpus: Corpus | None,
+def _docs_for(ex: Example, cell: Cell, runs: dict[str, dict[str, list[Hit]]], corpus: Corpus,
               seed: int) -> tuple[RankedDoc, ...]:
-    if cell.k == 0 or corpus is None:
+    if cell.k == 0:
         return ()
     hits = runs[cell.retriever][ex.id][: cell.k]
     ranked = [RankedDoc(corpus[h.passage_id], h.rank) for h in hits]
@@ -193,10 +196,10 @@ def _docs_for(ex: Example, cell: Cell, runs: dict[str, dict[str, list[Hit]]], co
 
 def _summary(cfg: DictConfig, jid: str, scores: pd.DataFrame, examples: list[Example], llm: LLM, run_cache: RunCache,
              recall: dict[str, dict[int, float]], watch: Stopwatch, t_start: float) -> dict[str, Any]:
-    from rr.metrics.robustness import robustness_table
-
     import torch
     import transformers
+
+    from rr.metrics.robustness import robustness_table
 
     metrics: list[dict[str, Any]] = []
     rag = scores[scores["k"] > 0]

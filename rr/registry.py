@@ -63,17 +63,23 @@ def _schema_type(tp: Any) -> Any:
         rest = [a for a in args if a is not type(None)]
         if len(rest) == 1 and len(rest) < len(args):
             inner = _schema_type(rest[0])
-            return Optional[inner] if inner is not Any else Any
+            return Optional[inner] if inner is not Any else Any  # noqa: UP045 (OmegaConf needs typing.Optional)
         return Any
     if origin in (list, tuple) and len(args) >= 1 and args[0] in _SIMPLE and (origin is list or args[-1] is Ellipsis):
         return list[args[0]]  # type: ignore[valid-type]
     return Any
 
 
+def _copier(value: Any) -> Any:
+    """A default factory returning a fresh copy of a mutable default."""
+    return lambda: list(value) if isinstance(value, tuple) else value.copy()
+
+
 def schema_for(cls: type) -> type:
     """A dataclass with ``_target_`` plus one field per ``__init__`` parameter of ``cls``."""
-    sig = inspect.signature(cls.__init__)
-    hints = typing.get_type_hints(cls.__init__)
+    init = cls.__dict__.get("__init__") or cls.__init__  # type: ignore[misc]
+    sig = inspect.signature(init)
+    hints = typing.get_type_hints(init)
     fields: list[tuple[str, Any, Any]] = [
         ("_target_", str, dataclasses.field(default=f"{cls.__module__}.{cls.__qualname__}"))
     ]
@@ -84,7 +90,7 @@ def schema_for(cls: type) -> type:
         if p.default is inspect.Parameter.empty:
             default: Any = dataclasses.field(default=MISSING)
         elif isinstance(p.default, (list, dict, tuple)):
-            default = dataclasses.field(default_factory=lambda v=p.default: list(v) if isinstance(v, tuple) else v.copy())
+            default = dataclasses.field(default_factory=_copier(p.default))
         else:
             default = dataclasses.field(default=p.default)
         fields.append((pname, tp, default))

@@ -37,7 +37,7 @@ def _dev_questions() -> list[dict[str, Any]]:
 
 
 def _leaves(node: dict[str, Any]) -> list[dict[str, Any]]:
-    out = []
+    out: list[dict[str, Any]] = []
     for sub in node.get("decomposition") or []:
         out.extend(_leaves(sub) if sub.get("decomposition") else [sub])
     return out

@@ -6,7 +6,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 
-from rr.generation.base import Completion, Generator
+from rr.generation.base import Generator
 from rr.generation.cache import GenerationCache
 from rr.hashing import content_hash
 from rr.records import Generation, Request
@@ -82,8 +82,8 @@ class LLM:
             by_params.setdefault(content_hash(requests[first[k]].params.key_fields(), 16), []).append(k)
         for group in by_params.values():
             params = requests[first[group[0]]].params
-            for s in range(0, len(group), self.flush_every):
-                chunk = group[s:s + self.flush_every]
+            for start in range(0, len(group), self.flush_every):
+                chunk = group[start:start + self.flush_every]
                 completions = self.generator.generate([prompts[first[k]] for k in chunk], params,
                                                       show_progress=self.show_progress)
                 self.cache.put_many(zip(chunk, completions, strict=True))
@@ -99,8 +99,9 @@ class LLM:
         s.unique_requests += len(first)
         s.cache_hits += len(hits)
         s.model_calls += len(misses)
-        s.prompt_tokens += sum(self.cache.get(k).prompt_tokens for k in misses)  # type: ignore[union-attr]
-        s.completion_tokens += sum(self.cache.get(k).completion_tokens for k in misses)  # type: ignore[union-attr]
+        fresh = [c for c in (self.cache.get(k) for k in misses) if c is not None]
+        s.prompt_tokens += sum(c.prompt_tokens for c in fresh)
+        s.completion_tokens += sum(c.completion_tokens for c in fresh)
         s.seconds += dt
         s.steps.append({"step": step, "requests": len(requests), "unique": len(first), "cache_hits": len(hits),
                         "model_calls": len(misses), "seconds": round(dt, 3)})

@@ -160,7 +160,7 @@ class HFGenerator:
             log.info("loading %s on %s (%s)", self.model, device, dtype)
             model = AutoModelForCausalLM.from_pretrained(self._model_path(), revision=self.revision, dtype=dtype,
                                                          trust_remote_code=self.trust_remote_code)
-            self._model = model.to(device).eval()
+            self._model = model.to(device).eval()  # type: ignore[arg-type]
         return self._model
 
     def generate(self, prompts: list[str], params: GenerationParams, show_progress: bool = True) -> list[Completion]:
