@@ -14,7 +14,7 @@ from rr.registry import COMPONENTS
 from .conftest import CONF_DIR, compose_config
 
 CONF = Path(CONF_DIR)
-SKIP_GROUPS = {"experiment", "hydra"}
+SKIP_GROUPS = {"experiment", "hydra", "sweep"}
 
 
 def _options() -> list[tuple[str, str]]:
@@ -90,3 +90,22 @@ def test_paper_grid_is_the_papers(tmp_path: Path) -> None:
     assert cfg.generator.max_new_tokens == 100 and cfg.generator.temperature == 0.0
     assert cfg.dataset.n == 500
     assert sorted(cfg.retriever) == ["bge_large", "bm25"]
+
+
+def _compose_with_hydra(overrides: list[str]):
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        return compose("config", overrides=overrides, return_hydra_config=True)
+
+
+@pytest.mark.parametrize("sweep", sorted(p.stem for p in (CONF.parent / "sweeps").glob("*.yaml")))
+def test_every_sweep_composes_and_each_point_validates(sweep: str, tmp_path: Path) -> None:
+    cfg = _compose_with_hydra([f"sweep={sweep}"])
+    params = cfg.hydra.sweeper.params
+    assert params, f"sweeps/{sweep}.yaml defines no sweeper params"
+    for key, values in params.items():
+        for value in str(values).split(","):
+            compose_config([f"sweep={sweep}", f"{key}={value.strip()}"], tmp_path)  # each point composes
