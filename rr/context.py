@@ -63,7 +63,13 @@ def fit_to_window(
         return prompt, kept
     # Estimate: drop the lowest-ranked documents until the estimated size fits.
     by_rank = sorted(kept, key=lambda d: d.rank, reverse=True)
-    doc_tokens = dict(zip((d.rank for d in kept), count_tokens([d.passage.text + d.passage.title for d in kept]), strict=True))
+    doc_tokens = dict(
+        zip(
+            (d.rank for d in kept),
+            count_tokens([d.passage.text + d.passage.title for d in kept]),
+            strict=True,
+        )
+    )
     dropped: set[int] = set()
     estimate = total
     for d in by_rank:

@@ -68,18 +68,23 @@ def grid_ks(cfg: DictConfig) -> tuple[list[int], bool]:
     return sorted({k for k in ks if k > 0}), bool(cfg.grid.closed_book) or 0 in ks
 
 
-def answer_recall(examples: list[Example], runs: dict[str, list[Hit]], corpus: Corpus, ks: list[int]) -> dict[int, float]:
+def answer_recall(
+    examples: list[Example], runs: dict[str, list[Hit]], corpus: Corpus, ks: list[int]
+) -> dict[int, float]:
     """Cao et al. Fig. 3: share of examples whose gold answer occurs in the concatenated top-k."""
     out = {}
     for k in ks:
         found = [
-            has_answer(" ".join(corpus[h.passage_id].text for h in runs[ex.id][:k]), ex.answers) for ex in examples
+            has_answer(" ".join(corpus[h.passage_id].text for h in runs[ex.id][:k]), ex.answers)
+            for ex in examples
         ]
         out[k] = sum(found) / len(found) if found else 0.0
     return out
 
 
-def build_cells(strategy: Any, retrievers: list[str], ks: list[int], orders: list[str], closed_book: bool) -> list[Cell]:
+def build_cells(
+    strategy: Any, retrievers: list[str], ks: list[int], orders: list[str], closed_book: bool
+) -> list[Cell]:
     """The cells a strategy is evaluated on: k = 0 (if enabled), then retriever x k x order."""
     cells = [Cell("none", 0, "none")] if closed_book or not getattr(strategy, "uses_retrieval", True) else []
     if getattr(strategy, "uses_retrieval", True):
@@ -115,7 +120,9 @@ def run_job(cfg: DictConfig, output_dir: str | Path) -> JobResult:
         retrievers = {key: instantiate(node) for key, node in (cfg.retriever or {}).items()} if ks else {}
         strategies = [instantiate(node) for node in cfg.strategy.values()]
         if not strategies:
-            raise ValueError("no strategy selected: set strategy=vanilla (or a list: strategy=[vanilla,closed_book])")
+            raise ValueError(
+                "no strategy selected: set strategy=vanilla (or a list: strategy=[vanilla,closed_book])"
+            )
 
         # Retrieve once per retriever at max(k); every k and order is a slice of that run.
         runs: dict[str, dict[str, list[Hit]]] = {}
@@ -126,10 +133,16 @@ def run_job(cfg: DictConfig, output_dir: str | Path) -> JobResult:
         with watch.stage("retrieve"):
             names = [r.name for r in retrievers.values()]
             if len(set(names)) != len(names):
-                raise ValueError(f"two selected retrievers share a name: {names}; set retriever.<option>.name")
+                raise ValueError(
+                    f"two selected retrievers share a name: {names}; set retriever.<option>.name"
+                )
             for retriever in retrievers.values():
                 runs[retriever.name] = run_cache.retrieve(
-                    retriever, corpus, [ex.id for ex in examples], [ex.question for ex in examples], max(ks),
+                    retriever,
+                    corpus,
+                    [ex.id for ex in examples],
+                    [ex.question for ex in examples],
+                    max(ks),
                     index_dir=cfg.paths.cache_dir,
                 )
                 recall[retriever.name] = answer_recall(examples, runs[retriever.name], corpus, ks)
@@ -143,37 +156,72 @@ def run_job(cfg: DictConfig, output_dir: str | Path) -> JobResult:
         for strategy in strategies:
             cells = build_cells(strategy, list(runs), ks, orders, closed_book)
             inputs = [
-                CellInput(ex, Cell(c.retriever, c.k, c.order, query_pert.name, doc_pert.name),
-                          _docs_for(ex, c, runs, corpus, int(cfg.seed)))
-                for c in cells for ex in examples
+                CellInput(
+                    ex,
+                    Cell(c.retriever, c.k, c.order, query_pert.name, doc_pert.name),
+                    _docs_for(ex, c, runs, corpus, int(cfg.seed)),
+                )
+                for c in cells
+                for ex in examples
             ]
-            log.info("strategy %s: %d cells x %d examples = %d inputs", strategy.name, len(cells), len(examples), len(inputs))
+            log.info(
+                "strategy %s: %d cells x %d examples = %d inputs",
+                strategy.name,
+                len(cells),
+                len(examples),
+                len(inputs),
+            )
             with watch.stage(f"generate:{strategy.name}"):
                 outputs = strategy.run(inputs, llm)
             with watch.stage(f"judge:{strategy.name}"):
-                judgments = judge.judge([
-                    JudgeItem(i.example.question, o.prediction, i.example.answers, i.example.answer_groups)
-                    for i, o in zip(inputs, outputs, strict=True)
-                ])
+                judgments = judge.judge(
+                    [
+                        JudgeItem(
+                            i.example.question, o.prediction, i.example.answers, i.example.answer_groups
+                        )
+                        for i, o in zip(inputs, outputs, strict=True)
+                    ]
+                )
             for inp, out, jd in zip(inputs, outputs, judgments, strict=True):
                 ex, c = inp.example, inp.cell
-                rows.append({
-                    "example_id": ex.id, "dataset": dataset.name, "generator": generator.name,
-                    "strategy": strategy.name, "retriever": c.retriever, "k": c.k, "order": c.order,
-                    "query_perturbation": c.query_perturbation, "doc_perturbation": c.doc_perturbation,
-                    "n_docs_used": len(out.docs_used), "prediction": out.prediction, "raw_output": out.raw_output,
-                    "score": float(jd.score), "judge": jd.judge, "refused": bool(jd.refused),
-                    "job_id": jid, "seed": int(cfg.seed), "question": ex.question, "answers": list(ex.answers),
-                    "doc_ids": [d.passage.id for d in out.docs_used],
-                    "answer_in_docs": bool(out.docs_used) and has_answer(
-                        " ".join(d.passage.text for d in out.docs_used), ex.answers),
-                    "marker_found": out.marker_found, **jd.extra, **out.extra,
-                })
+                rows.append(
+                    {
+                        "example_id": ex.id,
+                        "dataset": dataset.name,
+                        "generator": generator.name,
+                        "strategy": strategy.name,
+                        "retriever": c.retriever,
+                        "k": c.k,
+                        "order": c.order,
+                        "query_perturbation": c.query_perturbation,
+                        "doc_perturbation": c.doc_perturbation,
+                        "n_docs_used": len(out.docs_used),
+                        "prediction": out.prediction,
+                        "raw_output": out.raw_output,
+                        "score": float(jd.score),
+                        "judge": jd.judge,
+                        "refused": bool(jd.refused),
+                        "job_id": jid,
+                        "seed": int(cfg.seed),
+                        "question": ex.question,
+                        "answers": list(ex.answers),
+                        "doc_ids": [d.passage.id for d in out.docs_used],
+                        "answer_in_docs": bool(out.docs_used)
+                        and has_answer(" ".join(d.passage.text for d in out.docs_used), ex.answers),
+                        "marker_found": out.marker_found,
+                        **jd.extra,
+                        **out.extra,
+                    }
+                )
         scores = pd.DataFrame(rows)
         with watch.stage("write"):
             write_scores(scores, output_dir)
             pd.DataFrame(
-                [{"retriever": r, "k": k, "answer_recall": v} for r, per_k in recall.items() for k, v in per_k.items()]
+                [
+                    {"retriever": r, "k": k, "answer_recall": v}
+                    for r, per_k in recall.items()
+                    for k, v in per_k.items()
+                ]
             ).to_csv(output_dir / "retrieval.csv", index=False)
             summary = _summary(cfg, jid, scores, examples, llm, run_cache, recall, watch, t_start)
             (output_dir / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
@@ -185,8 +233,9 @@ def run_job(cfg: DictConfig, output_dir: str | Path) -> JobResult:
             logger.finish()
 
 
-def _docs_for(ex: Example, cell: Cell, runs: dict[str, dict[str, list[Hit]]], corpus: Corpus,
-              seed: int) -> tuple[RankedDoc, ...]:
+def _docs_for(
+    ex: Example, cell: Cell, runs: dict[str, dict[str, list[Hit]]], corpus: Corpus, seed: int
+) -> tuple[RankedDoc, ...]:
     if cell.k == 0:
         return ()
     hits = runs[cell.retriever][ex.id][: cell.k]
@@ -194,8 +243,17 @@ def _docs_for(ex: Example, cell: Cell, runs: dict[str, dict[str, list[Hit]]], co
     return tuple(ranked[i] for i in order_indices(len(ranked), cell.order, seed, ex.id, cell.k))
 
 
-def _summary(cfg: DictConfig, jid: str, scores: pd.DataFrame, examples: list[Example], llm: LLM, run_cache: RunCache,
-             recall: dict[str, dict[int, float]], watch: Stopwatch, t_start: float) -> dict[str, Any]:
+def _summary(
+    cfg: DictConfig,
+    jid: str,
+    scores: pd.DataFrame,
+    examples: list[Example],
+    llm: LLM,
+    run_cache: RunCache,
+    recall: dict[str, dict[int, float]],
+    watch: Stopwatch,
+    t_start: float,
+) -> dict[str, Any]:
     import torch
     import transformers
 
@@ -232,6 +290,9 @@ def _summary(cfg: DictConfig, jid: str, scores: pd.DataFrame, examples: list[Exa
         "metrics": metrics,
         "timings_s": watch.seconds,
         "wall_s": round(time.perf_counter() - t_start, 3),
-        "versions": {"python": platform.python_version(), "torch": torch.__version__,
-                     "transformers": transformers.__version__},
+        "versions": {
+            "python": platform.python_version(),
+            "torch": torch.__version__,
+            "transformers": transformers.__version__,
+        },
     }

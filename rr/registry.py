@@ -65,7 +65,12 @@ def _schema_type(tp: Any) -> Any:
             inner = _schema_type(rest[0])
             return Optional[inner] if inner is not Any else Any  # noqa: UP045 (OmegaConf needs typing.Optional)
         return Any
-    if origin in (list, tuple) and len(args) >= 1 and args[0] in _SIMPLE and (origin is list or args[-1] is Ellipsis):
+    if (
+        origin in (list, tuple)
+        and len(args) >= 1
+        and args[0] in _SIMPLE
+        and (origin is list or args[-1] is Ellipsis)
+    ):
         return list[args[0]]  # type: ignore[valid-type]
     return Any
 

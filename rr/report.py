@@ -13,17 +13,42 @@ def print_job_report(result: Any, console: Console | None = None) -> None:
     console = console or Console(width=None if Console().is_terminal else 140)
     s = result.summary
     if s["metrics"]:
-        t = Table(title=f"Retrieval robustness (Cao et al. 2025) - job {s['job_id']}, {s['examples']} examples")
-        cols = ["generator", "strategy", "retriever", "ndr", "rsr", "ror", "robustness", "accuracy",
-                "closed_book_accuracy"]
-        headers = ["generator", "strategy", "retriever", "NDR", "RSR", "ROR", "robustness", "accuracy", "acc. k=0"]
+        t = Table(
+            title=f"Retrieval robustness (Cao et al. 2025) - job {s['job_id']}, {s['examples']} examples"
+        )
+        cols = [
+            "generator",
+            "strategy",
+            "retriever",
+            "ndr",
+            "rsr",
+            "ror",
+            "robustness",
+            "accuracy",
+            "closed_book_accuracy",
+        ]
+        headers = [
+            "generator",
+            "strategy",
+            "retriever",
+            "NDR",
+            "RSR",
+            "ROR",
+            "robustness",
+            "accuracy",
+            "acc. k=0",
+        ]
         for c, h in zip(cols, headers, strict=True):
             t.add_column(h, justify="right" if c not in cols[:3] else "left", no_wrap=c in cols[:3])
         for row in s["metrics"]:
-            t.add_row(*[f"{row[c]:.3f}" if isinstance(row.get(c), float) else str(row.get(c, "")) for c in cols])
+            t.add_row(
+                *[f"{row[c]:.3f}" if isinstance(row.get(c), float) else str(row.get(c, "")) for c in cols]
+            )
         console.print(t)
     else:
-        console.print(f"accuracy {s['accuracy']:.3f} over {s['rows']} rows (robustness metrics need k=0 and two k > 0)")
+        console.print(
+            f"accuracy {s['accuracy']:.3f} over {s['rows']} rows (robustness metrics need k=0 and two k > 0)"
+        )
     recall = s.get("answer_recall") or {}
     if recall:
         r = Table(title="Answer recall of the top-k documents (Cao et al. Fig. 3)")

@@ -14,7 +14,9 @@ class NullLogger:
     def __init__(self) -> None:
         pass
 
-    def log_job(self, job_id: str, config: dict[str, Any], summary: dict[str, Any], scores: Any, output_dir: str) -> None:
+    def log_job(
+        self, job_id: str, config: dict[str, Any], summary: dict[str, Any], scores: Any, output_dir: str
+    ) -> None:
         """Called once, after the score table and summary are written."""
 
     def finish(self) -> None:

@@ -50,16 +50,19 @@ def test_every_registered_component_has_a_yaml() -> None:
             assert (CONF / group / f"{name}.yaml").exists(), f"conf/{group}/{name}.yaml is missing"
 
 
-@pytest.mark.parametrize("bad", ["generator.batchsize=4", "grid.kk=[1]", "retriever.bm25.k3=1", "seed=abc",
-                                 "retriever=bm52"])
+@pytest.mark.parametrize(
+    "bad", ["generator.batchsize=4", "grid.kk=[1]", "retriever.bm25.k3=1", "seed=abc", "retriever=bm52"]
+)
 def test_typos_fail_at_compose_time(bad: str, tmp_path: Path) -> None:
     with pytest.raises(ConfigCompositionException):
         compose_config([bad], tmp_path)
 
 
 def test_command_line_overrides_from_the_issue(tmp_path: Path) -> None:
-    cfg = compose_config(["retriever=dense", "generator.batch_size=4", "grid.k=[1,3,5]",
-                          "grid.orders=[original,reversed]"], tmp_path)
+    cfg = compose_config(
+        ["retriever=dense", "generator.batch_size=4", "grid.k=[1,3,5]", "grid.orders=[original,reversed]"],
+        tmp_path,
+    )
     assert list(cfg.retriever) == ["dense"]
     assert cfg.generator.batch_size == 4
     assert list(cfg.grid.k) == [1, 3, 5]

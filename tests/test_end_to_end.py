@@ -38,10 +38,14 @@ def test_score_table_contract(tiny_run) -> None:
     assert df["score"].between(0, 1).all()
     assert (df.loc[df["k"] > 0, "n_docs_used"] == df.loc[df["k"] > 0, "k"]).all()
     # the k=1 prompt's documents are the first of the k=2 original-order prompt's
-    rag = df[(df["retriever"] == "bm25") & (df["order"] == "original")].set_index(["example_id", "k"])["doc_ids"]
+    rag = df[(df["retriever"] == "bm25") & (df["order"] == "original")].set_index(["example_id", "k"])[
+        "doc_ids"
+    ]
     for ex in df["example_id"].unique():
         assert list(rag[(ex, 1)]) == list(rag[(ex, 2)])[:1]
-    rev = df[(df["retriever"] == "bm25") & (df["order"] == "reversed") & (df["k"] == 2)].set_index("example_id")
+    rev = df[(df["retriever"] == "bm25") & (df["order"] == "reversed") & (df["k"] == 2)].set_index(
+        "example_id"
+    )
     for ex in df["example_id"].unique():
         assert list(rev.loc[ex, "doc_ids"]) == list(rag[(ex, 2)])[::-1]
 
@@ -50,9 +54,19 @@ def test_outputs_written(tiny_run) -> None:
     _, _, res = tiny_run
     out = res.output_dir
     summary = json.loads((out / "summary.json").read_text())
-    for key in ("requests", "unique_requests", "model_calls", "cache_hits", "timings_s", "metrics", "answer_recall"):
+    for key in (
+        "requests",
+        "unique_requests",
+        "model_calls",
+        "cache_hits",
+        "timings_s",
+        "metrics",
+        "answer_recall",
+    ):
         assert key in summary
-    assert summary["requests"] == 52 and summary["model_calls"] <= summary["unique_requests"] < 52  # k=1 orders dedup
+    assert (
+        summary["requests"] == 52 and summary["model_calls"] <= summary["unique_requests"] < 52
+    )  # k=1 orders dedup
     assert {m["retriever"] for m in summary["metrics"]} == {"bm25", "dense"}
     assert (out / "config.yaml").exists() and (out / "retrieval.csv").exists()
     pd.testing.assert_frame_equal(load(out), res.scores)
@@ -68,13 +82,20 @@ def test_rerun_makes_zero_model_calls_and_identical_table(tiny_run) -> None:
 
 def _rr(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
-    return subprocess.run([sys.executable, "-m", "rr", *args], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "rr", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600
+    )
 
 
 def test_cli_multirun_with_basic_launcher(tmp_path: Path) -> None:
-    args = ["-m", "strategy=vanilla,closed_book", "retriever=bm25", "progress=false",
-            f"paths.output_root={tmp_path / 'out'}", *TINY]
+    args = [
+        "-m",
+        "strategy=vanilla,closed_book",
+        "retriever=bm25",
+        "progress=false",
+        f"paths.output_root={tmp_path / 'out'}",
+        *TINY,
+    ]
     proc = _rr(args, tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     jobs = sorted((tmp_path / "out" / "multirun" / "cao2025_mini").glob("*/scores.parquet"))

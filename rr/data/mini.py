@@ -45,7 +45,9 @@ def _leaves(node: dict[str, Any]) -> list[dict[str, Any]]:
 
 def fanoutqa_evidence_titles() -> set[str]:
     """Titles of every evidence page of the dev set's sub-questions."""
-    return {leaf["evidence"]["title"] for q in _dev_questions() for leaf in _leaves(q) if leaf.get("evidence")}
+    return {
+        leaf["evidence"]["title"] for q in _dev_questions() for leaf in _leaves(q) if leaf.get("evidence")
+    }
 
 
 def answer_text(value: Any) -> str:
@@ -83,8 +85,9 @@ class MiniDataset:
 
     name = "mini"
 
-    def __init__(self, variant: str = "single_hop", n: int | None = 50, seed: int = 0,
-                 scalar_answers_only: bool = True) -> None:
+    def __init__(
+        self, variant: str = "single_hop", n: int | None = 50, seed: int = 0, scalar_answers_only: bool = True
+    ) -> None:
         if variant not in ("single_hop", "multi_hop"):
             raise ValueError(f"dataset.variant must be 'single_hop' or 'multi_hop', got {variant!r}")
         self.variant = variant
@@ -93,8 +96,14 @@ class MiniDataset:
         self.scalar_answers_only = scalar_answers_only
 
     def fingerprint(self) -> dict:
-        return {"name": self.name, "variant": self.variant, "n": self.n, "seed": self.seed,
-                "scalar_answers_only": self.scalar_answers_only, "source": "fanoutqa==1.1.1:dev"}
+        return {
+            "name": self.name,
+            "variant": self.variant,
+            "n": self.n,
+            "seed": self.seed,
+            "scalar_answers_only": self.scalar_answers_only,
+            "source": "fanoutqa==1.1.1:dev",
+        }
 
     def load(self) -> list[Example]:
         path = fanoutqa_dev_path()
@@ -125,11 +134,18 @@ class MiniDataset:
 
     def _multi_hop(self, path: Path) -> list[Example]:
         return [
-            self._example(path, qi, q, sorted({leaf["evidence"]["title"] for leaf in _leaves(q) if leaf.get("evidence")}))
+            self._example(
+                path,
+                qi,
+                q,
+                sorted({leaf["evidence"]["title"] for leaf in _leaves(q) if leaf.get("evidence")}),
+            )
             for qi, q in enumerate(_dev_questions())
         ]
 
-    def _example(self, path: Path, qi: int, node: dict, gold_titles: list[str], parent: str | None = None) -> Example:
+    def _example(
+        self, path: Path, qi: int, node: dict, gold_titles: list[str], parent: str | None = None
+    ) -> Example:
         if not node.get("id") or not isinstance(node.get("question"), str) or "answer" not in node:
             raise DataError(f"{path}: question #{qi} (id {node.get('id')!r}) lacks id, question or answer")
         answers, groups = answer_parts(node["answer"])
@@ -138,5 +154,6 @@ class MiniDataset:
         meta: dict[str, Any] = {"gold_titles": gold_titles, "source": f"fanoutqa:dev:{self.variant}"}
         if parent:
             meta["parent_id"] = parent
-        return Example(id=node["id"], question=node["question"].strip(), answers=answers,
-                       answer_groups=groups, meta=meta)
+        return Example(
+            id=node["id"], question=node["question"].strip(), answers=answers, answer_groups=groups, meta=meta
+        )

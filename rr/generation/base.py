@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from rr.records import GenerationParams, Request
 
@@ -48,6 +48,12 @@ class Generator(Protocol):
         """Token count of each rendered prompt."""
         ...
 
-    def generate(self, prompts: list[str], params: GenerationParams, show_progress: bool = True) -> list[Completion]:
-        """One completion per prompt, same order. Batching is the backend's business."""
+    def generate(
+        self, prompts: list[str], params: GenerationParams, progress: Any = None
+    ) -> list[Completion]:
+        """One completion per prompt, same order. Batching is the backend's business.
+
+        ``progress``, when given, is a tqdm-like bar; the backend calls ``progress.update(n)``
+        as batches of ``n`` prompts finish.
+        """
         ...

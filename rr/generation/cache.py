@@ -31,7 +31,9 @@ class GenerationCache:
         namespace: Sub-folder (``generations``; judges use their own).
     """
 
-    def __init__(self, cache_dir: str | Path, identity: dict, writer: str, namespace: str = "generations") -> None:
+    def __init__(
+        self, cache_dir: str | Path, identity: dict, writer: str, namespace: str = "generations"
+    ) -> None:
         self.dir = Path(cache_dir) / namespace / content_hash(identity, 16)
         self.dir.mkdir(parents=True, exist_ok=True)
         meta = self.dir / "model.json"
@@ -48,7 +50,9 @@ class GenerationCache:
             for line in f:
                 try:
                     rec = json.loads(line)
-                    self._entries[rec["key"]] = Completion(rec["text"], rec["prompt_tokens"], rec["completion_tokens"])
+                    self._entries[rec["key"]] = Completion(
+                        rec["text"], rec["prompt_tokens"], rec["completion_tokens"]
+                    )
                 except (json.JSONDecodeError, KeyError, TypeError):
                     self.torn_lines += 1  # a line cut by a killed writer: that request is simply redone
         if self.torn_lines:
@@ -65,8 +69,17 @@ class GenerationCache:
         lines = []
         for key, c in items:
             self._entries[key] = c
-            lines.append(json.dumps({"key": key, "text": c.text, "prompt_tokens": c.prompt_tokens,
-                                     "completion_tokens": c.completion_tokens}, ensure_ascii=False))
+            lines.append(
+                json.dumps(
+                    {
+                        "key": key,
+                        "text": c.text,
+                        "prompt_tokens": c.prompt_tokens,
+                        "completion_tokens": c.completion_tokens,
+                    },
+                    ensure_ascii=False,
+                )
+            )
         if not lines:
             return
         with open(self.shard, "a", encoding="utf-8") as f:

@@ -6,6 +6,8 @@ import logging
 import time
 from dataclasses import dataclass, field
 
+from tqdm.auto import tqdm
+
 from rr.generation.base import Generator
 from rr.generation.cache import GenerationCache
 from rr.hashing import content_hash
@@ -41,11 +43,12 @@ class LLM:
         generator: The backend.
         cache: Its cache (must have been built with ``generator.identity()``).
         flush_every: Prompts per backend call / cache write.
-        show_progress: Progress bars in the backend.
+        show_progress: One progress bar per step, over the prompts that reach the model.
     """
 
-    def __init__(self, generator: Generator, cache: GenerationCache, flush_every: int = 64,
-                 show_progress: bool = True) -> None:
+    def __init__(
+        self, generator: Generator, cache: GenerationCache, flush_every: int = 64, show_progress: bool = True
+    ) -> None:
         self.generator = generator
         self.cache = cache
         self.flush_every = flush_every
@@ -80,19 +83,34 @@ class LLM:
         by_params: dict[str, list[str]] = {}
         for k in misses:
             by_params.setdefault(content_hash(requests[first[k]].params.key_fields(), 16), []).append(k)
+        bar = tqdm(
+            total=len(misses),
+            desc=f"{step} [{self.generator.name}]",
+            unit="prompt",
+            disable=not self.show_progress or not misses,
+        )
         for group in by_params.values():
             params = requests[first[group[0]]].params
             for start in range(0, len(group), self.flush_every):
-                chunk = group[start:start + self.flush_every]
-                completions = self.generator.generate([prompts[first[k]] for k in chunk], params,
-                                                      show_progress=self.show_progress)
+                chunk = group[start : start + self.flush_every]
+                completions = self.generator.generate(
+                    [prompts[first[k]] for k in chunk], params, progress=bar
+                )
                 self.cache.put_many(zip(chunk, completions, strict=True))
+        bar.close()
         out = []
         for k in keys:
             c = self.cache.get(k)
             assert c is not None
-            out.append(Generation(text=c.text, key=k, prompt_tokens=c.prompt_tokens,
-                                  completion_tokens=c.completion_tokens, cached=k in hits))
+            out.append(
+                Generation(
+                    text=c.text,
+                    key=k,
+                    prompt_tokens=c.prompt_tokens,
+                    completion_tokens=c.completion_tokens,
+                    cached=k in hits,
+                )
+            )
         dt = time.perf_counter() - t0
         s = self.stats
         s.requests += len(requests)
@@ -103,10 +121,23 @@ class LLM:
         s.prompt_tokens += sum(c.prompt_tokens for c in fresh)
         s.completion_tokens += sum(c.completion_tokens for c in fresh)
         s.seconds += dt
-        s.steps.append({"step": step, "requests": len(requests), "unique": len(first), "cache_hits": len(hits),
-                        "model_calls": len(misses), "seconds": round(dt, 3)})
-        log.info("%s: %d requests, %d unique, %d cached, %d model calls (%.1fs)",
-                 step, len(requests), len(first), len(hits), len(misses), dt)
+        s.steps.append(
+            {
+                "step": step,
+                "requests": len(requests),
+                "unique": len(first),
+                "cache_hits": len(hits),
+                "model_calls": len(misses),
+                "seconds": round(dt, 3),
+            }
+        )
+        log.info(
+            "%s: %d requests, %d unique, %d cached, %d model calls (%.1fs)",
+            step,
+            len(requests),
+            len(first),
+            len(hits),
+            len(misses),
+            dt,
+        )
         return out
-
-

@@ -5,8 +5,6 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from tqdm.auto import tqdm
-
 from rr.generation import packaged
 from rr.generation.base import Completion
 from rr.records import GenerationParams, Request
@@ -89,8 +87,9 @@ class HFGenerator:
         return {"model_id": self.model, "revision": revision}
 
     def default_params(self) -> GenerationParams:
-        return GenerationParams(max_new_tokens=self.max_new_tokens, temperature=self.temperature,
-                                top_p=self.top_p, seed=self.seed)
+        return GenerationParams(
+            max_new_tokens=self.max_new_tokens, temperature=self.temperature, top_p=self.top_p, seed=self.seed
+        )
 
     @property
     def context_window(self) -> int:
@@ -112,16 +111,18 @@ class HFGenerator:
     def _load_config(self) -> Any:
         from transformers import AutoConfig
 
-        return AutoConfig.from_pretrained(self._model_path(), revision=self.revision,
-                                          trust_remote_code=self.trust_remote_code)
+        return AutoConfig.from_pretrained(
+            self._model_path(), revision=self.revision, trust_remote_code=self.trust_remote_code
+        )
 
     @property
     def tokenizer(self) -> Any:
         if self._tokenizer is None:
             from transformers import AutoTokenizer
 
-            tok = AutoTokenizer.from_pretrained(self._model_path(), revision=self.revision,
-                                                trust_remote_code=self.trust_remote_code)
+            tok = AutoTokenizer.from_pretrained(
+                self._model_path(), revision=self.revision, trust_remote_code=self.trust_remote_code
+            )
             tok.padding_side = "left"  # decoder-only batching: pad on the left
             if tok.pad_token is None:
                 tok.pad_token = tok.eos_token
@@ -155,15 +156,25 @@ class HFGenerator:
             from transformers import AutoModelForCausalLM
 
             device = self._resolve_device()
-            dtype = {"auto": torch.bfloat16 if device.startswith("cuda") else torch.float32,
-                     "float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[self.dtype]
+            dtype = {
+                "auto": torch.bfloat16 if device.startswith("cuda") else torch.float32,
+                "float32": torch.float32,
+                "bfloat16": torch.bfloat16,
+                "float16": torch.float16,
+            }[self.dtype]
             log.info("loading %s on %s (%s)", self.model, device, dtype)
-            model = AutoModelForCausalLM.from_pretrained(self._model_path(), revision=self.revision, dtype=dtype,
-                                                         trust_remote_code=self.trust_remote_code)
+            model = AutoModelForCausalLM.from_pretrained(
+                self._model_path(),
+                revision=self.revision,
+                dtype=dtype,
+                trust_remote_code=self.trust_remote_code,
+            )
             self._model = model.to(device).eval()  # type: ignore[arg-type]
         return self._model
 
-    def generate(self, prompts: list[str], params: GenerationParams, show_progress: bool = True) -> list[Completion]:
+    def generate(
+        self, prompts: list[str], params: GenerationParams, progress: Any = None
+    ) -> list[Completion]:
         import torch
 
         if not prompts:
@@ -173,28 +184,35 @@ class HFGenerator:
         lengths = self.count_tokens(prompts)
         order = sorted(range(len(prompts)), key=lambda i: -lengths[i])  # longest first: OOM shows early
         out: list[Completion | None] = [None] * len(prompts)
-        gen_kwargs: dict[str, Any] = {"max_new_tokens": params.max_new_tokens, "pad_token_id": tok.pad_token_id}
+        gen_kwargs: dict[str, Any] = {
+            "max_new_tokens": params.max_new_tokens,
+            "pad_token_id": tok.pad_token_id,
+        }
         if params.greedy:
             gen_kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
         else:
             gen_kwargs.update(do_sample=True, temperature=params.temperature, top_p=params.top_p)
         if params.stop:
             gen_kwargs.update(stop_strings=list(params.stop), tokenizer=tok)
-        bar = tqdm(total=len(prompts), desc=f"generate [{self.name}]", unit="prompt", disable=not show_progress)
         for start in range(0, len(order), self.batch_size):
-            idx = order[start:start + self.batch_size]
-            batch = tok([prompts[i] for i in idx], return_tensors="pt", padding=True, add_special_tokens=False)
+            idx = order[start : start + self.batch_size]
+            batch = tok(
+                [prompts[i] for i in idx], return_tensors="pt", padding=True, add_special_tokens=False
+            )
             batch = {k: v.to(model.device) for k, v in batch.items()}
             if not params.greedy and params.seed is not None:
                 torch.manual_seed(params.seed)
             with torch.inference_mode():
                 output = model.generate(**batch, **gen_kwargs)
-            new_tokens = output[:, batch["input_ids"].shape[1]:]
+            new_tokens = output[:, batch["input_ids"].shape[1] :]
             for row, i in enumerate(idx):
                 ids = new_tokens[row]
                 n_new = int((ids != tok.pad_token_id).sum()) if tok.pad_token_id is not None else len(ids)
-                out[i] = Completion(text=tok.decode(ids, skip_special_tokens=True),
-                                    prompt_tokens=lengths[i], completion_tokens=n_new)
-            bar.update(len(idx))
-        bar.close()
+                out[i] = Completion(
+                    text=tok.decode(ids, skip_special_tokens=True),
+                    prompt_tokens=lengths[i],
+                    completion_tokens=n_new,
+                )
+            if progress is not None:
+                progress.update(len(idx))
         return [c for c in out if c is not None]

