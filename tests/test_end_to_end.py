@@ -67,7 +67,12 @@ def test_outputs_written(tiny_run) -> None:
     assert (
         summary["requests"] == 52 and summary["model_calls"] <= summary["unique_requests"] < 52
     )  # k=1 orders dedup
-    assert {m["retriever"] for m in summary["metrics"]} == {"bm25", "dense"}
+    assert {m["retriever"] for m in summary["metrics"]} == {"bm25", "dense", "mean(bm25,dense)"}
+    per = {m["retriever"]: m for m in summary["metrics"]}
+    for metric in ("ndr", "rsr", "ror", "accuracy"):  # the paper's number: the mean over retrievers
+        assert per["mean(bm25,dense)"][metric] == pytest.approx(
+            (per["bm25"][metric] + per["dense"][metric]) / 2
+        )
     assert (out / "config.yaml").exists() and (out / "retrieval.csv").exists()
     pd.testing.assert_frame_equal(load(out), res.scores)
 
