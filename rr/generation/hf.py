@@ -68,7 +68,9 @@ class HFGenerator:
         self.seed = seed
         self.use_chat_template = use_chat_template
         self.system_prompt = system_prompt
-        self.model_cache_dir = model_cache_dir or os.path.expanduser(os.environ.get("RR_MODEL_CACHE", "~/.cache/rr/models"))
+        self.model_cache_dir = model_cache_dir or os.path.expanduser(
+            os.environ.get("RR_MODEL_CACHE", "~/.cache/rr/models")
+        )
         self.trust_remote_code = trust_remote_code
         self._spec = packaged.lookup(model)
         self.name = name or (model.split(":", 1)[1] if self._spec else model.rstrip("/").split("/")[-1])
