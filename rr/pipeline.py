@@ -27,9 +27,11 @@ from rr.generation.cache import GenerationCache
 from rr.generation.client import LLM
 from rr.judges.base import JudgeItem
 from rr.judges.normalize import has_answer
+from rr.perturbations.base import QueryVariant
 from rr.records import Example, Hit
 from rr.results import write_scores
 from rr.retrieval.runs import RunCache
+from rr.runtime import Runtime
 from rr.strategies.base import Cell, CellInput
 
 log = logging.getLogger(__name__)
@@ -124,9 +126,19 @@ def run_job(cfg: DictConfig, output_dir: str | Path) -> JobResult:
                 "no strategy selected: set strategy=vanilla (or a list: strategy=[vanilla,closed_book])"
             )
 
-        # Retrieve once per retriever at max(k); every k and order is a slice of that run.
+        generator = instantiate(cfg.generator)
+        cache = GenerationCache(cfg.paths.cache_dir, generator.identity(), writer=jid)
+        llm = LLM(generator, cache, show_progress=show)
+        rt = Runtime(llm, Path(cfg.paths.cache_dir), seed=int(cfg.seed), job_id=jid, show_progress=show)
+        judge = instantiate(cfg.judge)
+
+        with watch.stage("query_variants"):
+            variants = query_pert.variants(examples, rt)
+        _check_variants(variants, examples)
+
+        # Retrieve once per retriever and query variant at max(k); every k and order is a slice.
         runs: dict[str, dict[str, list[Hit]]] = {}
-        recall: dict[str, dict[int, float]] = {}
+        recall: dict[str, dict[str, dict[int, float]]] = {}
         run_cache = RunCache(cfg.paths.cache_dir)
         if ks and not retrievers:
             raise ValueError(f"grid.k has k > 0 ({ks}) but no retriever is selected (retriever=[bm25])")
@@ -140,39 +152,48 @@ def run_job(cfg: DictConfig, output_dir: str | Path) -> JobResult:
                 runs[retriever.name] = run_cache.retrieve(
                     retriever,
                     corpus,
-                    [ex.id for ex in examples],
-                    [ex.question for ex in examples],
+                    [variant_qid(v) for v in variants],
+                    [v.example.question for v in variants],
                     max(ks),
                     index_dir=cfg.paths.cache_dir,
                 )
-                recall[retriever.name] = answer_recall(examples, runs[retriever.name], corpus, ks)
-
-        generator = instantiate(cfg.generator)
-        cache = GenerationCache(cfg.paths.cache_dir, generator.identity(), writer=jid)
-        llm = LLM(generator, cache, show_progress=show)
-        judge = instantiate(cfg.judge)
+                recall[retriever.name] = {
+                    tag: answer_recall(
+                        [v.example for v in variants if v.tag == tag],
+                        {
+                            v.example.id: runs[retriever.name][variant_qid(v)]
+                            for v in variants
+                            if v.tag == tag
+                        },
+                        corpus,
+                        ks,
+                    )
+                    for tag in dict.fromkeys(v.tag for v in variants)
+                }
 
         rows: list[dict[str, Any]] = []
         for strategy in strategies:
             cells = build_cells(strategy, list(runs), ks, orders, closed_book)
             inputs = [
                 CellInput(
-                    ex,
-                    Cell(c.retriever, c.k, c.order, query_pert.name, doc_pert.name),
-                    _docs_for(ex, c, runs, corpus, int(cfg.seed)),
+                    v.example,
+                    Cell(c.retriever, c.k, c.order, v.tag, doc_pert.name),
+                    _docs_for(v, c, runs, corpus, int(cfg.seed)),
                 )
                 for c in cells
-                for ex in examples
+                for v in variants
             ]
+            with watch.stage(f"perturb_docs:{strategy.name}"):
+                inputs = doc_pert.apply(inputs, rt)
             log.info(
-                "strategy %s: %d cells x %d examples = %d inputs",
+                "strategy %s: %d cells x %d query variants = %d inputs",
                 strategy.name,
                 len(cells),
-                len(examples),
+                len(variants),
                 len(inputs),
             )
             with watch.stage(f"generate:{strategy.name}"):
-                outputs = strategy.run(inputs, llm)
+                outputs = strategy.run(inputs, rt)
             with watch.stage(f"judge:{strategy.name}"):
                 judgments = judge.judge(
                     [
@@ -180,7 +201,8 @@ def run_job(cfg: DictConfig, output_dir: str | Path) -> JobResult:
                             i.example.question, o.prediction, i.example.answers, i.example.answer_groups
                         )
                         for i, o in zip(inputs, outputs, strict=True)
-                    ]
+                    ],
+                    rt,
                 )
             for inp, out, jd in zip(inputs, outputs, judgments, strict=True):
                 ex, c = inp.example, inp.cell
@@ -218,12 +240,13 @@ def run_job(cfg: DictConfig, output_dir: str | Path) -> JobResult:
             write_scores(scores, output_dir)
             pd.DataFrame(
                 [
-                    {"retriever": r, "k": k, "answer_recall": v}
-                    for r, per_k in recall.items()
+                    {"retriever": r, "query_perturbation": tag, "k": k, "answer_recall": v}
+                    for r, per_tag in recall.items()
+                    for tag, per_k in per_tag.items()
                     for k, v in per_k.items()
                 ]
             ).to_csv(output_dir / "retrieval.csv", index=False)
-            summary = _summary(cfg, jid, scores, examples, llm, run_cache, recall, watch, t_start)
+            summary = _summary(cfg, jid, scores, examples, rt, run_cache, recall, watch, t_start)
             (output_dir / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
         if logger is not None:
             logger.log_job(jid, semantic_config(cfg), summary, scores, str(output_dir))
@@ -233,12 +256,32 @@ def run_job(cfg: DictConfig, output_dir: str | Path) -> JobResult:
             logger.finish()
 
 
+def variant_qid(v: QueryVariant) -> str:
+    """The query id of a variant in TREC runs: the example id, plus ``::tag`` when perturbed."""
+    return v.example.id if v.tag == "none" else f"{v.example.id}::{v.tag}"
+
+
+def _check_variants(variants: list[QueryVariant], examples: list[Example]) -> None:
+    known = {ex.id for ex in examples}
+    seen: set[str] = set()
+    for v in variants:
+        if v.example.id not in known:
+            raise ValueError(f"query perturbation produced a variant of unknown example {v.example.id!r}")
+        qid = variant_qid(v)
+        if qid in seen:
+            raise ValueError(f"query perturbation produced two variants tagged {v.tag!r} of {v.example.id!r}")
+        seen.add(qid)
+    if not variants:
+        raise ValueError("query perturbation produced no query variants")
+
+
 def _docs_for(
-    ex: Example, cell: Cell, runs: dict[str, dict[str, list[Hit]]], corpus: Corpus, seed: int
+    v: QueryVariant, cell: Cell, runs: dict[str, dict[str, list[Hit]]], corpus: Corpus, seed: int
 ) -> tuple[RankedDoc, ...]:
+    ex = v.example
     if cell.k == 0:
         return ()
-    hits = runs[cell.retriever][ex.id][: cell.k]
+    hits = runs[cell.retriever][variant_qid(v)][: cell.k]
     ranked = [RankedDoc(corpus[h.passage_id], h.rank) for h in hits]
     return tuple(ranked[i] for i in order_indices(len(ranked), cell.order, seed, ex.id, cell.k))
 
@@ -248,9 +291,9 @@ def _summary(
     jid: str,
     scores: pd.DataFrame,
     examples: list[Example],
-    llm: LLM,
+    rt: Runtime,
     run_cache: RunCache,
-    recall: dict[str, dict[int, float]],
+    recall: dict[str, dict[str, dict[int, float]]],
     watch: Stopwatch,
     t_start: float,
 ) -> dict[str, Any]:
@@ -270,6 +313,7 @@ def _summary(
             )
             avg["retriever"] = "mean(" + avg["retriever"].astype(str) + ")"
             metrics += avg.to_dict(orient="records")
+    llm = rt.llm
     stats = asdict(llm.stats)
     truncated = int(((scores["k"] > 0) & (scores["n_docs_used"] < scores["k"])).sum())
     return {
@@ -292,7 +336,16 @@ def _summary(
         "answer_extraction_fallbacks": int((~scores["marker_found"]).sum()),
         "rows_truncated_to_fit_window": truncated,
         "accuracy": float(scores["score"].mean()),
-        "answer_recall": {r: {str(k): round(v, 4) for k, v in per_k.items()} for r, per_k in recall.items()},
+        "answer_recall": {
+            r: {str(k): round(v, 4) for k, v in per_tag.get("none", next(iter(per_tag.values()))).items()}
+            for r, per_tag in recall.items()
+            if per_tag
+        },
+        "counters": dict(sorted(rt.counters.items())),
+        "other_models": [
+            {"model": other.identity, **{k: v for k, v in asdict(other.stats).items() if k != "steps"}}
+            for other in rt.all_llms[1:]
+        ],
         "metrics": metrics,
         "timings_s": watch.seconds,
         "wall_s": round(time.perf_counter() - t_start, 3),

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from rr.records import Judgment
+
+if TYPE_CHECKING:
+    from rr.runtime import Runtime
 
 
 @dataclass(frozen=True)
@@ -31,11 +34,13 @@ class Judge(Protocol):
     """Scores a batch of predictions.
 
     ``judge`` returns exactly one :class:`~rr.records.Judgment` per item, in the same order,
-    each with ``score`` in [0, 1] and ``judge`` set to the judge's ``name``.
+    each with ``score`` in [0, 1] and ``judge`` set to the judge's ``name``. Model-based judges
+    get their model with ``rt.llm_for(...)`` and count retries and fallbacks with ``rt.count``;
+    string judges accept ``rt=None``.
     """
 
     name: str
 
-    def judge(self, items: list[JudgeItem]) -> list[Judgment]:
+    def judge(self, items: list[JudgeItem], rt: Runtime | None = None) -> list[Judgment]:
         """One judgment per item, same order."""
         ...

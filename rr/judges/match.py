@@ -6,6 +6,7 @@ from rr.judges.base import JudgeItem
 from rr.judges.normalize import exact_match, substring_match, token_f1
 from rr.records import Judgment
 from rr.registry import component
+from rr.runtime import Runtime
 
 
 @component("judge", "match")
@@ -29,7 +30,7 @@ class MatchJudge:
     def __init__(self, name: str = "match") -> None:
         self.name = name
 
-    def judge(self, items: list[JudgeItem]) -> list[Judgment]:
+    def judge(self, items: list[JudgeItem], rt: Runtime | None = None) -> list[Judgment]:
         """One judgment per item, same order; ``score`` in [0, 1]."""
         return [self._judge_one(item) for item in items]
 

@@ -1,1 +1,1 @@
-"""Query and document perturbations: deterministic pure transforms ``apply(item, rng) -> item``."""
+"""Query and document perturbations (protocols in :mod:`rr.perturbations.base`)."""

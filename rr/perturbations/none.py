@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
-import numpy as np
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
+from rr.perturbations.base import QueryVariant
+from rr.records import Example
 from rr.registry import component
+
+if TYPE_CHECKING:
+    from rr.runtime import Runtime
+    from rr.strategies.base import CellInput
 
 
 @component("perturbation/query", "none")
@@ -16,8 +23,8 @@ class NoQueryPerturbation:
     def __init__(self) -> None:
         pass
 
-    def apply(self, question: str, rng: np.random.Generator) -> str:
-        return question
+    def variants(self, examples: Sequence[Example], rt: Runtime) -> list[QueryVariant]:
+        return [QueryVariant(ex, "none") for ex in examples]
 
 
 @component("perturbation/doc", "none")
@@ -29,5 +36,5 @@ class NoDocPerturbation:
     def __init__(self) -> None:
         pass
 
-    def apply(self, text: str, rng: np.random.Generator) -> str:
-        return text
+    def apply(self, inputs: Sequence[CellInput], rt: Runtime) -> list[CellInput]:
+        return list(inputs)

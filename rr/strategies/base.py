@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from rr.context import RankedDoc, fit_to_window
 from rr.generation.client import LLM
 from rr.prompts import render
 from rr.records import Example, Request
+
+if TYPE_CHECKING:
+    from rr.runtime import Runtime
 
 
 @dataclass(frozen=True)
@@ -53,11 +56,14 @@ class StrategyOutput:
 
 @runtime_checkable
 class Strategy(Protocol):
-    """Turns cell inputs into predictions with whole-batch model calls (never per example)."""
+    """Turns cell inputs into predictions with whole-batch model calls (never per example).
+
+    The model under test is ``rt.llm``; fallbacks are reported with ``rt.count``.
+    """
 
     name: str
 
-    def run(self, inputs: Sequence[CellInput], llm: LLM) -> list[StrategyOutput]:
+    def run(self, inputs: Sequence[CellInput], rt: Runtime) -> list[StrategyOutput]:
         """One output per input, same order."""
         ...
 

@@ -9,6 +9,7 @@ from rr.prompts import render
 from rr.prompts.answer import extract_answer
 from rr.records import Request
 from rr.registry import component
+from rr.runtime import Runtime
 from rr.strategies.base import CellInput, StrategyOutput, fitted_request
 
 
@@ -48,7 +49,8 @@ class Vanilla:
         self.doc_format = doc_format
         self.name = name
 
-    def run(self, inputs: Sequence[CellInput], llm: LLM) -> list[StrategyOutput]:
+    def run(self, inputs: Sequence[CellInput], rt: Runtime) -> list[StrategyOutput]:
+        llm = rt.llm
         rag = [i for i, x in enumerate(inputs) if x.cell.k > 0]
         closed = [i for i, x in enumerate(inputs) if x.cell.k == 0]
         out: list[StrategyOutput | None] = [None] * len(inputs)
@@ -81,5 +83,5 @@ class ClosedBook:
         self.template = template
         self.name = name
 
-    def run(self, inputs: Sequence[CellInput], llm: LLM) -> list[StrategyOutput]:
-        return closed_book_outputs(inputs, llm, self.template)
+    def run(self, inputs: Sequence[CellInput], rt: Runtime) -> list[StrategyOutput]:
+        return closed_book_outputs(inputs, rt.llm, self.template)
