@@ -231,6 +231,7 @@ def run_job(cfg: DictConfig, output_dir: str | Path) -> JobResult:
                         "answer_in_docs": bool(out.docs_used)
                         and has_answer(" ".join(d.passage.text for d in out.docs_used), ex.answers),
                         "marker_found": out.marker_found,
+                        **inp.extra,
                         **jd.extra,
                         **out.extra,
                     }

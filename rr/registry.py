@@ -27,13 +27,17 @@ COMPONENT_MODULES = (
     "rr.data.jsonl",
     "rr.data.hf",
     "rr.data.corpus",
+    "rr.data.rgb",
     "rr.retrieval.bm25",
     "rr.retrieval.dense",
     "rr.retrieval.pyserini_bm25",
     "rr.generation.hf",
     "rr.strategies.simple",
+    "rr.strategies.rgb",
     "rr.judges.match",
+    "rr.judges.refusal",
     "rr.perturbations.none",
+    "rr.perturbations.composition",
     "rr.tracking",
 )
 

@@ -28,11 +28,15 @@ class Cell:
 
 @dataclass(frozen=True)
 class CellInput:
-    """An example in a cell: its question and the documents to show, in prompt order."""
+    """An example in a cell: its question and the documents to show, in prompt order.
+
+    ``extra`` holds score-table columns a document perturbation adds (e.g. ``doc_similarity``).
+    """
 
     example: Example
     cell: Cell
     docs: tuple[RankedDoc, ...] = ()
+    extra: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

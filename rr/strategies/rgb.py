@@ -1,0 +1,75 @@
+"""RGB's prompt (Chen et al. 2024, Fig. 3) as a strategy (``strategy=rgb``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rr.context import RankedDoc, fit_to_window
+from rr.prompts import render
+from rr.records import Request
+from rr.registry import component
+from rr.runtime import Runtime
+from rr.strategies.base import CellInput, StrategyOutput, format_doc
+
+
+@component("strategy", "rgb")
+class RGBPrompt:
+    """RGB's system instruction (``rgb_system.j2``, Fig. 3 verbatim) and user input instruction
+    (``rgb_user.j2``: ``Document:\\n{DOCS} \\n\\nQuestion:\\n{QUERY}``, documents joined by newlines).
+
+    The system instruction goes in the chat's system message. RGB scores the *whole* response
+    (its ``checkanswer`` looks for the answer anywhere in it, and refusal / error-detection
+    phrases too), and its prompt asks for no ``Answer:`` marker, so ``prediction`` is the whole
+    stripped response and ``marker_found`` is ``True`` (no extraction fallback happened).
+    Closed-book cells (k = 0) follow RGB's code for ``passage_num = 0``: the user instruction
+    with empty documents and no system message. Documents are dropped lowest-rank first when the
+    prompt would not fit the model's window.
+
+    Args:
+        system_template: Template of the system message.
+        template: Template of the user message (``sources``, ``question``).
+        doc_format: How a document is shown (``{title}``, ``{text}``); RGB's passages are bare text.
+        name: Value of the score table's ``strategy`` column.
+    """
+
+    def __init__(
+        self,
+        system_template: str = "rgb_system.j2",
+        template: str = "rgb_user.j2",
+        doc_format: str = "{title}\n{text}",
+        name: str = "rgb",
+    ) -> None:
+        self.system_template = system_template
+        self.template = template
+        self.doc_format = doc_format
+        self.name = name
+
+    def request(self, inp: CellInput, rt: Runtime) -> tuple[Request, list[RankedDoc]]:
+        """The fitted request of one input and the documents it kept."""
+        llm = rt.llm
+        params = llm.generator.default_params()
+        system = render(self.system_template)
+
+        def make(ds: Sequence[RankedDoc]) -> Request:
+            user = render(
+                self.template,
+                sources=[format_doc(d, self.doc_format) for d in ds],
+                question=inp.example.question,
+            )
+            if inp.cell.k == 0:
+                return Request.user(user, params)
+            return Request(messages=(("system", system), ("user", user)), params=params)
+
+        if inp.cell.k == 0:
+            return make([]), []
+        budget = llm.context_window - params.max_new_tokens
+        _, kept = fit_to_window(inp.docs, lambda ds: llm.render(make(ds)), llm.count_tokens, budget)
+        return make(kept), kept
+
+    def run(self, inputs: Sequence[CellInput], rt: Runtime) -> list[StrategyOutput]:
+        built = [self.request(i, rt) for i in inputs]
+        gens = rt.llm.generate([r for r, _ in built], step=f"{self.name}:answer")
+        return [
+            StrategyOutput(g.text, g.text.strip(), True, tuple(kept))
+            for (_, kept), g in zip(built, gens, strict=True)
+        ]
