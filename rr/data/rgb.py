@@ -219,12 +219,16 @@ class RGBCorpus:
     Args:
         path: The RGB file (usually ``${dataset.path}``).
         counterfactual: Also index ``positive_wrong``.
+        max_passages: Keep only the first ``max_passages`` passages (``None`` = all).
         name: Corpus name used in cache keys and file names.
     """
 
-    def __init__(self, path: str, counterfactual: bool = False, name: str = "rgb") -> None:
+    def __init__(
+        self, path: str, counterfactual: bool = False, max_passages: int | None = None, name: str = "rgb"
+    ) -> None:
         self.path = path
         self.counterfactual = counterfactual
+        self.max_passages = max_passages
         self.name = name
 
     def load(self) -> Corpus:
