@@ -7,12 +7,14 @@ table"). Register one with :func:`register_metric` and look it up in :data:`METR
     from rr.metrics import METRICS
     METRICS["ror"](df)           # == rr.metrics.robustness.ror(df)
 
-Built-in metrics: ``ndr``, ``rsr``, ``ror`` (Cao et al. 2025, §3; :mod:`rr.metrics.robustness`).
+Built-in metrics: ``ndr``, ``rsr``, ``ror`` (Cao et al. 2025, §3; :mod:`rr.metrics.robustness`);
+``rgb_*`` (RGB, Chen et al. 2024; :mod:`rr.metrics.rgb`); ``rare_*`` (RARE, §5; :mod:`rr.metrics.rare`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any, TypeVar
 
 import pandas as pd
 
@@ -23,7 +25,11 @@ Metric = Callable[[pd.DataFrame], float]
 METRICS: dict[str, Metric] = {}
 
 
-def register_metric(name: str) -> Callable[[Metric], Metric]:
+#: A metric function, possibly with extra keyword options after the table.
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def register_metric(name: str) -> Callable[[_F], _F]:
     """Decorator registering a metric function under ``name`` in :data:`METRICS`.
 
     Args:
@@ -36,7 +42,7 @@ def register_metric(name: str) -> Callable[[Metric], Metric]:
         ValueError: ``name`` is already registered to another function.
     """
 
-    def wrap(fn: Metric) -> Metric:
+    def wrap(fn: _F) -> _F:
         old = METRICS.get(name)
         if old is not None and _qualname(old) != _qualname(fn):
             raise ValueError(f"metric {name!r} is already registered to {_qualname(old)}")
@@ -63,6 +69,18 @@ def _qualname(fn: Metric) -> str:
 
 
 # Imported last: these modules register their metrics with the registry defined above.
+from rr.metrics import rare, rgb  # noqa: E402
 from rr.metrics.robustness import ndr, robustness_table, ror, rsr  # noqa: E402
 
-__all__ = ["METRICS", "Metric", "get_metric", "ndr", "register_metric", "robustness_table", "ror", "rsr"]
+__all__ = [
+    "METRICS",
+    "Metric",
+    "get_metric",
+    "ndr",
+    "rare",
+    "register_metric",
+    "rgb",
+    "robustness_table",
+    "ror",
+    "rsr",
+]
