@@ -38,6 +38,7 @@ COMPONENT_MODULES = (
     "rr.judges.refusal",
     "rr.perturbations.none",
     "rr.perturbations.composition",
+    "rr.perturbations.rare",
     "rr.tracking",
 )
 
