@@ -139,3 +139,25 @@ def test_llm_checks_rej_star_and_ed_star() -> None:
     }
     with pytest.raises(ValueError, match="need the job's Runtime"):
         RefusalMatchJudge(llm_rejection=True).judge(items)
+
+
+def test_rare_generator_prompt_is_the_papers() -> None:
+    # RARE Appendix F, "RAG Simulation Prompt: RAG Generator" (PDF line wraps rejoined); {domain}
+    # defaults to "general knowledge"; the question/context lines follow the prompt's own examples.
+    src = template_source("rare_generator.j2")
+    assert src.startswith(
+        'You are a {{ domain | default("general knowledge") }} expert. You are given a '
+        '{{ domain | default("general knowledge") }} question and one or multiple contexts.\n'
+        "Your task is to answer the question strictly based on the these contexts.\n"
+    )
+    assert (
+        '- If the question is not related to the context, strictly return "no such info" for answer part. '
+        "Do not return any other text in such case.\n" in src
+    )
+    assert (
+        "Output Format:\n- cot_answer: detailed reasoning process\n- answer: concise answer to the question\n"
+        in src
+    )
+    out = render("rare_generator.j2", question="Q?", sources=["A", "B"])
+    assert out.startswith("You are a general knowledge expert.")
+    assert out.endswith("Question: Q?\nContext: [Doc] A\n[Doc] B\n")
