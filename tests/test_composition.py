@@ -180,3 +180,11 @@ def test_counterfactual_on_retrieved_docs_uses_same_type_fake() -> None:
 def test_noise_ratio_rejects_bad_settings(bad: dict) -> None:
     with pytest.raises(ValueError):
         NoiseRatio(**bad)
+
+
+def test_a_document_serving_two_groups_is_used_once() -> None:
+    ex = Example("m", "Capitals of France and Italy?", ["Paris", "Rome"], [["Paris"], ["Rome"]])
+    inp = _retrieved_input(ex, ["Paris and Rome.", "Berlin.", "Madrid.", "Oslo."])
+    (out,) = NoiseRatio(ratio=0.0, n=3, pick="first").apply([inp], rt())
+    assert sorted(d.passage.id for d in out.docs) == ["d0", "d1", "d2"]
+    assert out.extra == {"n_positive_docs": 1, "n_negative_docs": 2}

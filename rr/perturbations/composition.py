@@ -166,7 +166,7 @@ class NoiseRatio:
             if len(groups) < len(pools.groups):
                 count("answer_group_without_positive")
             shuffled = [_take(g, len(g), rng, self.pick) for g in groups]
-            pos: list[Passage] = [g[0] for g in shuffled]
+            pos: list[Passage] = list(dict.fromkeys(g[0] for g in shuffled))  # a doc may serve two groups
             for i in range(1, max((len(g) for g in shuffled), default=0)):
                 for g in shuffled:
                     if len(pos) >= pos_num:
