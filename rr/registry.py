@@ -35,6 +35,7 @@ COMPONENT_MODULES = (
     "rr.judges.match",
     "rr.perturbations.none",
     "rr.perturbations.typo",
+    "rr.perturbations.query_file",
     "rr.tracking",
 )
 
