@@ -36,6 +36,7 @@ COMPONENT_MODULES = (
     "rr.perturbations.none",
     "rr.perturbations.typo",
     "rr.perturbations.query_file",
+    "rr.perturbations.llm_rewrite",
     "rr.tracking",
 )
 
