@@ -30,6 +30,7 @@ COMPONENT_MODULES = (
     "rr.retrieval.bm25",
     "rr.retrieval.dense",
     "rr.retrieval.pyserini_bm25",
+    "rr.retrieval.oracle",
     "rr.generation.hf",
     "rr.strategies.simple",
     "rr.judges.match",
