@@ -30,7 +30,8 @@ from rr.judges.normalize import has_answer
 from rr.perturbations.base import QueryVariant
 from rr.records import Example, Hit
 from rr.results import write_scores
-from rr.retrieval.runs import RunCache
+from rr.retrieval.qrels import qrels_from_examples, write_qrels
+from rr.retrieval.runs import RunCache, write_trec_run
 from rr.runtime import Runtime
 from rr.strategies.base import Cell, CellInput
 
@@ -149,6 +150,8 @@ def run_job(cfg: DictConfig, output_dir: str | Path) -> JobResult:
                     f"two selected retrievers share a name: {names}; set retriever.<option>.name"
                 )
             for retriever in retrievers.values():
+                if hasattr(retriever, "bind_examples"):  # gold-based retrievers (oracle)
+                    retriever.bind_examples(examples, corpus)
                 runs[retriever.name] = run_cache.retrieve(
                     retriever,
                     corpus,
@@ -247,6 +250,11 @@ def run_job(cfg: DictConfig, output_dir: str | Path) -> JobResult:
                     for k, v in per_k.items()
                 ]
             ).to_csv(output_dir / "retrieval.csv", index=False)
+            # The job's TREC runs and qrels, for Recall@k / Precision@k (rr.analysis.query_level).
+            for name, run in runs.items():
+                write_trec_run(output_dir / "runs" / f"{name}.trec", run, tag=name)
+            if runs and (qrels := qrels_from_examples(examples, corpus)):
+                write_qrels(output_dir / "qrels.trec", qrels)
             summary = _summary(cfg, jid, scores, examples, rt, run_cache, recall, watch, t_start)
             (output_dir / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
         if logger is not None:

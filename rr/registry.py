@@ -31,6 +31,7 @@ COMPONENT_MODULES = (
     "rr.retrieval.bm25",
     "rr.retrieval.dense",
     "rr.retrieval.pyserini_bm25",
+    "rr.retrieval.oracle",
     "rr.generation.hf",
     "rr.strategies.simple",
     "rr.strategies.rgb",
@@ -39,6 +40,9 @@ COMPONENT_MODULES = (
     "rr.perturbations.none",
     "rr.perturbations.composition",
     "rr.perturbations.rare",
+    "rr.perturbations.typo",
+    "rr.perturbations.query_file",
+    "rr.perturbations.llm_rewrite",
     "rr.tracking",
 )
 

@@ -72,13 +72,31 @@ class Strategy(Protocol):
         ...
 
 
-def format_doc(doc: RankedDoc, template: str) -> str:
-    """A document as it appears in the prompt: ``template`` with ``{title}`` and ``{text}``."""
-    return template.format(title=doc.passage.title, text=doc.passage.text).strip()
+def truncate_words(text: str, max_words: int | None) -> str:
+    """The first ``max_words`` whitespace-separated words of ``text`` (``None``: unchanged).
+
+    BERGEN (Rau et al. 2024), used by the query-level paper (§4.2), truncates each document to
+    100 words before it enters the prompt.
+    """
+    if max_words is None:
+        return text
+    words = text.split()
+    return text if len(words) <= max_words else " ".join(words[:max_words])
+
+
+def format_doc(doc: RankedDoc, template: str, max_words: int | None = None) -> str:
+    """A document as it appears in the prompt: ``template`` with ``{title}`` and ``{text}``
+    (the text cut to ``max_words`` words when given)."""
+    return template.format(title=doc.passage.title, text=truncate_words(doc.passage.text, max_words)).strip()
 
 
 def fitted_request(
-    llm: LLM, template: str, docs: Sequence[RankedDoc], doc_format: str, **variables: Any
+    llm: LLM,
+    template: str,
+    docs: Sequence[RankedDoc],
+    doc_format: str,
+    max_doc_words: int | None = None,
+    **variables: Any,
 ) -> tuple[Request, list[RankedDoc]]:
     """A request rendering ``template`` over ``docs`` (as ``sources``), fitted to the model's window.
 
@@ -89,7 +107,8 @@ def fitted_request(
 
     def make(ds: Sequence[RankedDoc]) -> Request:
         return Request.user(
-            render(template, sources=[format_doc(d, doc_format) for d in ds], **variables), params
+            render(template, sources=[format_doc(d, doc_format, max_doc_words) for d in ds], **variables),
+            params,
         )
 
     budget = llm.context_window - params.max_new_tokens

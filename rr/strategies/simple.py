@@ -35,6 +35,8 @@ class Vanilla:
         closed_book_template: Template for k = 0 (the non-RAG baseline f(q, 0)).
         doc_format: How a document is shown as a ``Context``: ``{title}`` and ``{text}``.
         name: Value of the score table's ``strategy`` column.
+        max_doc_words: Cut each document's text to this many words (``None`` = whole; the
+            query-level paper follows BERGEN: 100).
     """
 
     def __init__(
@@ -43,7 +45,11 @@ class Vanilla:
         closed_book_template: str = "non_rag_qa.j2",
         doc_format: str = "{title}\n{text}",
         name: str = "vanilla",
+        max_doc_words: int | None = None,
     ) -> None:
+        if max_doc_words is not None and max_doc_words < 1:
+            raise ValueError(f"strategy.vanilla.max_doc_words must be >= 1 or null, got {max_doc_words}")
+        self.max_doc_words = max_doc_words
         self.template = template
         self.closed_book_template = closed_book_template
         self.doc_format = doc_format
@@ -62,7 +68,12 @@ class Vanilla:
             out[i] = o
         built = [
             fitted_request(
-                llm, self.template, inputs[i].docs, self.doc_format, question=inputs[i].example.question
+                llm,
+                self.template,
+                inputs[i].docs,
+                self.doc_format,
+                max_doc_words=self.max_doc_words,
+                question=inputs[i].example.question,
             )
             for i in rag
         ]
