@@ -278,12 +278,35 @@ def varying(df: pd.DataFrame, columns: Sequence[str]) -> list[str]:
 
 
 def system_by(df: pd.DataFrame) -> list[str]:
-    """Grouping columns that keep systems and settings apart: ``dataset``, ``generator``,
-    ``strategy`` always (when present), plus each of ``judge``, ``query_perturbation``,
-    ``doc_perturbation``, ``seed`` that varies in ``df``. Pass as ``by`` to
-    :func:`rr.metrics.robustness_table`."""
+    """Grouping columns that keep systems and settings apart (pass as ``by`` to ``robustness_table``).
+
+    ``dataset``, ``generator`` and ``strategy`` always (when present), plus each of ``judge``,
+    ``query_perturbation``, ``doc_perturbation``, ``seed`` that varies, plus ``job_id`` when
+    jobs of one group cannot be pooled: they score the same (example, retriever, k, order) cell,
+    or together they do not form a valid table for the robustness metrics (different grids or
+    samples; they differ in something the columns do not show). Jobs that split one system's
+    cells or examples between them are pooled.
+    """
+    from rr.metrics.robustness import robustness_table
+
     always = [c for c in ("dataset", *SYSTEM_COLUMNS) if c in df.columns]
-    return always + [c for c in varying(df, SETTING_COLUMNS) if c not in always]
+    by = always + [c for c in varying(df, SETTING_COLUMNS) if c not in always]
+    cell = [c for c in ("example_id", "retriever", "k", "order") if c in df.columns]
+    if "job_id" not in df.columns or df["job_id"].nunique() < 2:
+        return by
+    jobs = df.groupby(by, dropna=False)["job_id"].transform("nunique")
+    shared = df[jobs > 1]
+    if shared.empty:
+        return by
+    per_job = shared.drop_duplicates([*by, *cell, "job_id"])
+    if per_job.duplicated([*by, *cell]).any():
+        return [*by, "job_id"]
+    if "score" in df.columns and "retriever" in df.columns:
+        try:
+            robustness_table(shared, by=by)
+        except ValueError:
+            return [*by, "job_id"]
+    return by
 
 
 def system_label(row: pd.Series | dict, columns: Sequence[str]) -> str:

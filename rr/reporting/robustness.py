@@ -393,6 +393,7 @@ def _scatter(
 
 def _bars(table: pd.DataFrame, by: Sequence[str]) -> ReportFigure:
     metrics = ["ndr", "rsr", "ror", "accuracy"]
+    table = table[table[metrics].notna().any(axis=1)]  # closed-book-only systems have no bars
     hue_cols = [c for c in by if c != "generator" and c in varying(table, by)]
     table = table.assign(
         _hue=[system_label(r, hue_cols) if hue_cols else "all" for _, r in table.iterrows()],
