@@ -26,7 +26,7 @@ def main(argv: list[str]) -> int:
         description="Aggregate jobs (job folders, sweep folders, scores.parquet files or globs) into a "
         "report folder: tables (CSV, Markdown, LaTeX) with bootstrap intervals and figures (PNG, PDF).",
     )
-    p.add_argument("paths", nargs="+", help="job folder, sweep folder, scores.parquet or glob")
+    p.add_argument("paths", nargs="*", help="job folder, sweep folder, scores.parquet or glob")
     p.add_argument("--out", type=Path, default=None, help="report folder (default: <folder>/report)")
     p.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (default 1000)")
     p.add_argument("--confidence", type=float, default=0.95, help="interval level (default 0.95)")
@@ -39,6 +39,8 @@ def main(argv: list[str]) -> int:
         for s in sections():
             print(f"{s.name:28s} {s.title}")
         return 0
+    if not args.paths:
+        p.error("give at least one job folder, sweep folder, scores.parquet or glob")
     out = args.out or default_out(args.paths)
     report = build_report(
         args.paths,
