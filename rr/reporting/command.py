@@ -1,0 +1,61 @@
+"""``rr report``: build a report folder from any number of jobs and sweeps."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from pathlib import Path
+
+
+def default_out(paths: list[str]) -> Path:
+    """``<dir>/report`` for a single job or sweep folder, else ``outputs/report``."""
+    if len(paths) == 1 and Path(paths[0]).is_dir():
+        return Path(paths[0]) / "report"
+    return Path("outputs") / "report"
+
+
+def main(argv: list[str]) -> int:
+    """Parse ``rr report`` arguments, build the report, print where it is; return the exit code."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from rr.reporting.core import build_report, sections
+
+    p = argparse.ArgumentParser(
+        prog="rr report",
+        description="Aggregate jobs (job folders, sweep folders, scores.parquet files or globs) into a "
+        "report folder: tables (CSV, Markdown, LaTeX) with bootstrap intervals and figures (PNG, PDF).",
+    )
+    p.add_argument("paths", nargs="*", help="job folder, sweep folder, scores.parquet or glob")
+    p.add_argument("--out", type=Path, default=None, help="report folder (default: <folder>/report)")
+    p.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (default 1000)")
+    p.add_argument("--confidence", type=float, default=0.95, help="interval level (default 0.95)")
+    p.add_argument("--seed", type=int, default=0, help="seed of every resampling (default 0)")
+    p.add_argument("--only", nargs="*", default=None, help="run only these sections")
+    p.add_argument("--list-sections", action="store_true", help="list the sections and exit")
+    args = p.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    if args.list_sections:
+        for s in sections():
+            print(f"{s.name:28s} {s.title}")
+        return 0
+    if not args.paths:
+        p.error("give at least one job folder, sweep folder, scores.parquet or glob")
+    out = args.out or default_out(args.paths)
+    report = build_report(
+        args.paths,
+        out,
+        n_resamples=args.resamples,
+        confidence=args.confidence,
+        seed=args.seed,
+        only=args.only,
+    )
+    n_tables = sum(1 for f in report.files if f.suffix == ".csv")
+    n_figs = sum(1 for f in report.files if f.suffix == ".png")
+    print(f"report: {out}/README.md ({n_tables} tables, {n_figs} figures)")
+    for o in report.outcomes:
+        if o.skipped:
+            print(f"  skipped {o.section.name}: {o.skipped}")
+    for o in report.failed:
+        print(f"  FAILED {o.section.name}: {o.error}")
+    return 1 if report.failed else 0

@@ -1,0 +1,578 @@
+"""The report machinery: load jobs, run registered sections, write tables, figures and an index.
+
+A report is built from the one score table (:func:`rr.results.load`) plus each job's
+``summary.json`` and ``retrieval.csv``. Its content is a list of *sections*: functions
+registered with :func:`section` that take ``(scores, context)`` and yield
+:class:`ReportTable` and :class:`ReportFigure` items. A section declares the columns it needs
+(``requires``) and, optionally, a predicate saying whether it applies to this table
+(``applies``); sections that do not apply are listed in the index as skipped, with the
+reason. Adding a section is one decorated function in any module listed in
+:data:`SECTION_MODULES` (see docs/reporting.md).
+
+Files written under the report folder::
+
+    README.md              index: jobs read, every table and figure, skipped sections
+    tables/<name>.csv      raw numbers (point estimates and CI bounds in separate columns)
+    tables/<name>.md       Markdown, "value [low, high]" cells
+    tables/<name>.tex      LaTeX (booktabs), same cells
+    figures/<name>.png     150 dpi
+    figures/<name>.pdf     vector
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import logging
+import math
+import re
+import traceback
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from matplotlib.figure import Figure
+
+from rr.results import SCORES_FILE, load
+
+log = logging.getLogger(__name__)
+
+#: Modules whose import registers report sections (append yours; imported by :func:`sections`).
+SECTION_MODULES: list[str] = [
+    "rr.reporting.robustness",
+    "rr.reporting.perturbations",
+    "rr.reporting.comparisons",
+]
+
+#: Columns that name a *system* (what is compared).
+SYSTEM_COLUMNS = ("generator", "strategy")
+#: Columns that name a *setting* a system is evaluated in (kept apart, never pooled).
+SETTING_COLUMNS = ("dataset", "judge", "query_perturbation", "doc_perturbation", "seed")
+#: Suffixes of the interval columns that go with a value column ``x``: ``x_ci_low``, ``x_ci_high``.
+CI_LOW, CI_HIGH = "_ci_low", "_ci_high"
+
+
+class SectionSkipped(Exception):  # noqa: N818 (a signal, not an error)
+    """Raised by a section that finds nothing to show; the message is the reason, shown in the index."""
+
+
+@dataclass(frozen=True)
+class ReportTable:
+    """A table of a report.
+
+    Attributes:
+        name: File stem (unique in the report), e.g. ``"robustness"``.
+        title: One-line title for the index.
+        df: The numbers. A value column ``x`` with ``x_ci_low`` and ``x_ci_high`` beside it is
+            shown as ``x [low, high]`` in Markdown and LaTeX; the CSV keeps all three.
+        caption: What the table shows and how it was computed.
+        digits: Decimals shown in Markdown and LaTeX.
+    """
+
+    name: str
+    title: str
+    df: pd.DataFrame
+    caption: str = ""
+    digits: int = 3
+
+
+@dataclass(frozen=True)
+class ReportFigure:
+    """A figure of a report (a matplotlib ``Figure``; saved as PNG and PDF)."""
+
+    name: str
+    title: str
+    figure: Figure
+    caption: str = ""
+
+
+Item = ReportTable | ReportFigure
+
+
+@dataclass
+class JobInfo:
+    """One job read into a report: its folder, ``summary.json`` and ``retrieval.csv``."""
+
+    job_id: str
+    path: Path
+    rows: int
+    summary: dict[str, Any]
+    retrieval: pd.DataFrame | None
+
+
+@dataclass
+class ReportContext:
+    """What sections get besides the score table.
+
+    Attributes:
+        jobs: The jobs read, in load order.
+        retrieval: Every job's ``retrieval.csv`` stacked, with ``job_id`` and ``dataset``
+            columns (answer recall per retriever, query perturbation and k; empty if none).
+        n_resamples: Bootstrap resamples for intervals.
+        confidence: Interval level.
+        seed: Seed of every resampling.
+        memo: Cache shared by sections (see :meth:`shared`).
+    """
+
+    jobs: list[JobInfo] = field(default_factory=list)
+    retrieval: pd.DataFrame = field(default_factory=pd.DataFrame)
+    n_resamples: int = 1000
+    confidence: float = 0.95
+    seed: int = 0
+    memo: dict[str, Any] = field(default_factory=dict)
+
+    def shared(self, key: str, compute: Callable[[], Any]) -> Any:
+        """``compute()`` once per report under ``key`` (e.g. the robustness table several sections plot)."""
+        if key not in self.memo:
+            self.memo[key] = compute()
+        return self.memo[key]
+
+
+SectionFn = Callable[[pd.DataFrame, ReportContext], Iterable[Item]]
+
+
+@dataclass(frozen=True)
+class Section:
+    """A registered report section (see :func:`section`)."""
+
+    name: str
+    title: str
+    fn: SectionFn
+    requires: tuple[str, ...] = ()
+    applies: Callable[[pd.DataFrame], bool] | None = None
+    when: str = ""
+    order: int = 100
+
+    def skip_reason(self, df: pd.DataFrame) -> str | None:
+        """Why this section does not apply to ``df`` (None if it does)."""
+        missing = [c for c in self.requires if c not in df.columns]
+        if missing:
+            return f"the score table lacks column(s) {missing}"
+        if self.applies is not None and not self.applies(df):
+            return f"not applicable: needs {self.when or 'a different table'}"
+        return None
+
+
+#: name -> Section, in registration order.
+SECTIONS: dict[str, Section] = {}
+
+
+def section(
+    name: str,
+    *,
+    title: str,
+    requires: Sequence[str] = (),
+    applies: Callable[[pd.DataFrame], bool] | None = None,
+    when: str = "",
+    order: int = 100,
+) -> Callable[[SectionFn], SectionFn]:
+    """Register a report section.
+
+    Args:
+        name: Unique section name (shown in the index).
+        title: Heading in the index.
+        requires: Score-table columns the section needs; it is skipped (with the reason) if
+            any is missing.
+        applies: Predicate on the score table; the section runs only where it is true.
+        when: Human description of ``applies`` for the skip reason ("a doc_perturbation like
+            noise_ratio@0.4").
+        order: Sort key of sections in the report (ties: registration order).
+
+    Returns:
+        A decorator registering ``fn(scores, context) -> iterable of ReportTable |
+        ReportFigure`` and returning it unchanged. ``fn`` may raise :class:`SectionSkipped`.
+    """
+
+    def wrap(fn: SectionFn) -> SectionFn:
+        old = SECTIONS.get(name)
+        if old is not None and (old.fn.__module__, old.fn.__qualname__) != (fn.__module__, fn.__qualname__):
+            raise ValueError(f"report section {name!r} is already registered by {old.fn.__module__}")
+        SECTIONS[name] = Section(name, title, fn, tuple(requires), applies, when, order)
+        return fn
+
+    return wrap
+
+
+def sections() -> list[Section]:
+    """Every registered section (importing :data:`SECTION_MODULES` first), in report order."""
+    for module in SECTION_MODULES:
+        importlib.import_module(module)
+    return sorted(SECTIONS.values(), key=lambda s: s.order)
+
+
+# ----------------------------------------------------------------------------- loading
+
+
+def find_score_files(paths: str | Path | Sequence[str | Path]) -> list[Path]:
+    """The ``scores.parquet`` files under job folders, sweep folders, files or glob patterns."""
+    import glob as _glob
+
+    items = [paths] if isinstance(paths, str | Path) else list(paths)
+    files: list[Path] = []
+    for item in items:
+        p = Path(item)
+        if p.is_dir():
+            files.extend(sorted(p.rglob(SCORES_FILE)))
+        elif p.is_file():
+            files.append(p)
+        else:
+            for m in sorted(_glob.glob(str(item), recursive=True)):
+                mp = Path(m)
+                files.extend(sorted(mp.rglob(SCORES_FILE)) if mp.is_dir() else [mp])
+    files = list(dict.fromkeys(f.resolve() for f in files))
+    if not files:
+        raise FileNotFoundError(f"no {SCORES_FILE} found under {paths!r}")
+    return files
+
+
+def load_jobs(paths: str | Path | Sequence[str | Path]) -> tuple[pd.DataFrame, ReportContext]:
+    """Read every job under ``paths``: the score table and a :class:`ReportContext`.
+
+    Each job's table is read with :func:`rr.results.load`; a job id met twice (the same job
+    copied to two folders) is read once and the duplicate is logged. A job without a
+    ``job_id`` column gets its folder name.
+
+    Returns:
+        (the concatenated score table, the context with ``jobs`` and ``retrieval`` filled).
+    """
+    frames: list[pd.DataFrame] = []
+    ctx = ReportContext()
+    seen: dict[str, Path] = {}
+    recall: list[pd.DataFrame] = []
+    for f in find_score_files(paths):
+        df = load(f)
+        job_dir = f.parent
+        jid = str(df["job_id"].iloc[0]) if "job_id" in df.columns and len(df) else job_dir.name
+        if "job_id" not in df.columns:
+            df = df.assign(job_id=jid)
+        if jid in seen:
+            log.warning("job %s appears twice (%s and %s); reading it once", jid, seen[jid], job_dir)
+            continue
+        seen[jid] = job_dir
+        summary_path = job_dir / "summary.json"
+        summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
+        retrieval = None
+        if (job_dir / "retrieval.csv").exists():
+            retrieval = pd.read_csv(job_dir / "retrieval.csv")
+            if "query_perturbation" not in retrieval.columns:
+                retrieval["query_perturbation"] = "none"
+            datasets = sorted(df["dataset"].astype(str).unique())
+            retrieval = retrieval.assign(job_id=jid, dataset=",".join(datasets))
+            recall.append(retrieval)
+        ctx.jobs.append(JobInfo(jid, job_dir, len(df), summary, retrieval))
+        frames.append(df)
+    scores = pd.concat(frames, ignore_index=True)
+    if recall:
+        ctx.retrieval = pd.concat(recall, ignore_index=True)
+    return scores, ctx
+
+
+# ----------------------------------------------------------------------------- grouping
+
+
+def varying(df: pd.DataFrame, columns: Sequence[str]) -> list[str]:
+    """The columns of ``columns`` present in ``df`` with more than one distinct value."""
+    return [c for c in columns if c in df.columns and df[c].astype(str).nunique() > 1]
+
+
+def system_by(df: pd.DataFrame) -> list[str]:
+    """Grouping columns that keep systems and settings apart (pass as ``by`` to ``robustness_table``).
+
+    ``dataset``, ``generator`` and ``strategy`` always (when present), plus each of ``judge``,
+    ``query_perturbation``, ``doc_perturbation``, ``seed`` that varies, plus ``job_id`` when
+    jobs of one group cannot be pooled: they score the same (example, retriever, k, order) cell,
+    or together they do not form a valid table for the robustness metrics (different grids or
+    samples; they differ in something the columns do not show). Jobs that split one system's
+    cells or examples between them are pooled.
+    """
+    from rr.metrics.robustness import robustness_table
+
+    always = [c for c in ("dataset", *SYSTEM_COLUMNS) if c in df.columns]
+    by = always + [c for c in varying(df, SETTING_COLUMNS) if c not in always]
+    cell = [c for c in ("example_id", "retriever", "k", "order") if c in df.columns]
+    if "job_id" not in df.columns or df["job_id"].nunique() < 2:
+        return by
+    jobs = df.groupby(by, dropna=False)["job_id"].transform("nunique")
+    shared = df[jobs > 1]
+    if shared.empty:
+        return by
+    per_job = shared.drop_duplicates([*by, *cell, "job_id"])
+    if per_job.duplicated([*by, *cell]).any():
+        return [*by, "job_id"]
+    if "score" in df.columns and "retriever" in df.columns:
+        try:
+            robustness_table(shared, by=by)
+        except ValueError:
+            return [*by, "job_id"]
+    return by
+
+
+def system_label(row: pd.Series | dict, columns: Sequence[str]) -> str:
+    """A short label of a system from its values in ``columns`` (model names after the last ``/``)."""
+    parts = []
+    for c in columns:
+        v = str(row[c])
+        parts.append(v.rsplit("/", 1)[-1] if c == "generator" else v)
+    return " / ".join(parts)
+
+
+# ----------------------------------------------------------------------------- writing
+
+
+def _fmt(v: Any, digits: int) -> str:
+    if isinstance(v, float):
+        return "" if math.isnan(v) else f"{v:.{digits}f}"
+    return str(v)
+
+
+def display_frame(table: ReportTable) -> pd.DataFrame:
+    """The table as strings, each ``x`` with ``x_ci_low``/``x_ci_high`` folded into ``x [low, high]``."""
+    df = table.df
+    out: dict[str, list[str]] = {}
+    for c in df.columns:
+        c = str(c)
+        if c.endswith((CI_LOW, CI_HIGH)) and c.rsplit("_ci_", 1)[0] in df.columns:
+            continue
+        vals = [_fmt(v, table.digits) for v in df[c]]
+        lo, hi = f"{c}{CI_LOW}", f"{c}{CI_HIGH}"
+        if lo in df.columns and hi in df.columns:
+            vals = [
+                v if not (v and b1 and b2) else f"{v} [{b1}, {b2}]"
+                for v, b1, b2 in zip(
+                    vals,
+                    (_fmt(x, table.digits) for x in df[lo]),
+                    (_fmt(x, table.digits) for x in df[hi]),
+                    strict=True,
+                )
+            ]
+        out[c] = vals
+    return pd.DataFrame(out)
+
+
+def to_markdown(df: pd.DataFrame) -> str:
+    """A GitHub-flavoured Markdown table of a frame of strings (``|`` escaped)."""
+    cols = [str(c) for c in df.columns]
+
+    def cell(v: Any) -> str:
+        return str(v).replace("|", "\\|").replace("\n", " ")
+
+    lines = ["| " + " | ".join(cell(c) for c in cols) + " |", "|" + "|".join(" --- " for _ in cols) + "|"]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in df.itertuples(index=False)]
+    return "\n".join(lines) + "\n"
+
+
+def to_latex(table: ReportTable) -> str:
+    """A booktabs LaTeX ``table`` environment of the displayed table (via pandas' Styler)."""
+    shown = display_frame(table)
+    body = shown.style.hide(axis="index").to_latex(
+        hrules=True,  # \toprule, \midrule, \bottomrule (booktabs)
+        column_format="l" * shown.shape[1],
+        caption=table.caption or table.title,
+        label=f"tab:{table.name}",
+        position="t",
+    )
+    return _escape_latex_cells(body)
+
+
+_LATEX_SPECIAL = re.compile(r"(?<!\\)([&%$#_{}])")
+
+
+def _escape_latex_cells(latex: str) -> str:
+    out = []
+    for line in latex.splitlines():
+        if line.startswith("\\") and not line.startswith("\\caption"):
+            out.append(line)
+            continue
+        if line.startswith("\\caption"):
+            inner = line[len("\\caption{") : -1]
+            out.append("\\caption{" + _LATEX_SPECIAL.sub(r"\\\1", inner) + "}")
+            continue
+        cells = line.removesuffix(" \\\\").split(" & ")
+        out.append(" & ".join(_LATEX_SPECIAL.sub(r"\\\1", c) for c in cells) + " \\\\")
+    return "\n".join(out) + "\n"
+
+
+def write_table(table: ReportTable, out_dir: Path) -> list[Path]:
+    """Write ``tables/<name>.{csv,md,tex}``; return the paths."""
+    d = out_dir / "tables"
+    d.mkdir(parents=True, exist_ok=True)
+    csv, md, tex = (d / f"{table.name}.{ext}" for ext in ("csv", "md", "tex"))
+    table.df.to_csv(csv, index=False)
+    md.write_text(to_markdown(display_frame(table)))
+    tex.write_text(to_latex(table))
+    return [csv, md, tex]
+
+
+def write_figure(fig: ReportFigure, out_dir: Path) -> list[Path]:
+    """Write ``figures/<name>.{png,pdf}``; return the paths."""
+    d = out_dir / "figures"
+    d.mkdir(parents=True, exist_ok=True)
+    png, pdf = d / f"{fig.name}.png", d / f"{fig.name}.pdf"
+    fig.figure.savefig(png, dpi=150)
+    fig.figure.savefig(pdf)
+    return [png, pdf]
+
+
+@dataclass
+class SectionOutcome:
+    """What happened to one section: its items, or why it was skipped or failed."""
+
+    section: Section
+    items: list[Item] = field(default_factory=list)
+    skipped: str | None = None
+    error: str | None = None
+
+
+@dataclass
+class Report:
+    """A built report: where it was written and what each section produced."""
+
+    out_dir: Path
+    outcomes: list[SectionOutcome]
+    files: list[Path]
+
+    @property
+    def failed(self) -> list[SectionOutcome]:
+        return [o for o in self.outcomes if o.error]
+
+
+def run_sections(
+    scores: pd.DataFrame, ctx: ReportContext, only: Sequence[str] | None = None, strict: bool = False
+) -> list[SectionOutcome]:
+    """Run every applicable section (or those named in ``only``) on the score table.
+
+    Args:
+        scores: The score table.
+        ctx: Context from :func:`load_jobs` (or a bare :class:`ReportContext`).
+        only: Section names to run (default: all).
+        strict: Re-raise a section's unexpected exception instead of recording it.
+    """
+    outcomes = []
+    for sec in sections():
+        if only is not None and sec.name not in only:
+            continue
+        outcome = SectionOutcome(sec)
+        outcome.skipped = sec.skip_reason(scores)
+        if outcome.skipped is None:
+            try:
+                outcome.items = list(sec.fn(scores, ctx))
+            except SectionSkipped as why:
+                outcome.skipped = str(why)
+            except Exception as err:
+                if strict:
+                    raise
+                log.error("report section %s failed:\n%s", sec.name, traceback.format_exc())
+                outcome.error = f"{type(err).__name__}: {err}"
+        outcomes.append(outcome)
+    return outcomes
+
+
+def build_report(
+    paths: str | Path | Sequence[str | Path],
+    out_dir: str | Path,
+    *,
+    n_resamples: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+    only: Sequence[str] | None = None,
+    strict: bool = False,
+) -> Report:
+    """Load every job under ``paths``, run the sections and write the report folder.
+
+    Args:
+        paths: Job folders, sweep folders, ``scores.parquet`` files or glob patterns.
+        out_dir: Report folder (created; files in it are overwritten).
+        n_resamples: Bootstrap resamples of every interval.
+        confidence: Interval level.
+        seed: Seed of every resampling (same seed, same report).
+        only: Section names to run (default: all that apply).
+        strict: Raise on the first failing section instead of recording the failure.
+
+    Returns:
+        The :class:`Report`; ``README.md`` in ``out_dir`` indexes it.
+    """
+    scores, ctx = load_jobs(paths)
+    ctx.n_resamples, ctx.confidence, ctx.seed = n_resamples, confidence, seed
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    outcomes = run_sections(scores, ctx, only=only, strict=strict)
+    files: list[Path] = []
+    names: set[str] = set()
+    for o in outcomes:
+        for item in o.items:
+            key = f"{type(item).__name__}:{item.name}"
+            if key in names:
+                raise ValueError(f"two report items are named {item.name!r} (section {o.section.name})")
+            names.add(key)
+            if isinstance(item, ReportTable):
+                files += write_table(item, out)
+            else:
+                files += write_figure(item, out)
+                import matplotlib.pyplot as plt
+
+                plt.close(item.figure)
+    readme = out / "README.md"
+    readme.write_text(_index(scores, ctx, outcomes, paths))
+    files.append(readme)
+    return Report(out, outcomes, files)
+
+
+def _index(scores: pd.DataFrame, ctx: ReportContext, outcomes: list[SectionOutcome], paths: Any) -> str:
+    lines = [
+        "# rr report",
+        "",
+        f"Read {len(ctx.jobs)} job(s), {len(scores)} score rows, "
+        f"{scores['example_id'].nunique()} distinct examples from `{paths}`. "
+        f"Intervals: {ctx.confidence:.0%} example-level (cluster) bootstrap, "
+        f"{ctx.n_resamples} resamples, seed {ctx.seed}.",
+        "",
+        "| job | rows | dataset | generator | strategy | folder |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for job in ctx.jobs:
+        mine = scores[scores["job_id"].astype(str) == job.job_id]
+        vals = {
+            c: ",".join(sorted(mine[c].astype(str).unique())) for c in ("dataset", "generator", "strategy")
+        }
+        lines.append(
+            f"| {job.job_id} | {job.rows} | {vals['dataset']} | {vals['generator']} | {vals['strategy']} | `{job.path}` |"
+        )
+    lines.append("")
+    for o in outcomes:
+        lines += [f"## {o.section.title}", ""]
+        if o.skipped:
+            lines += [f"*Skipped ({o.section.name}):* {o.skipped}", ""]
+            continue
+        if o.error:
+            lines += [f"**Failed ({o.section.name}):** `{o.error}`", ""]
+            continue
+        for item in o.items:
+            if isinstance(item, ReportTable):
+                lines += [
+                    f"### {item.title}",
+                    "",
+                    item.caption,
+                    "",
+                    f"[csv](tables/{item.name}.csv) · [markdown](tables/{item.name}.md) · "
+                    f"[LaTeX](tables/{item.name}.tex)",
+                    "",
+                ]
+                shown = display_frame(item)
+                if len(shown) <= 40:
+                    lines += [to_markdown(shown)]
+                else:
+                    lines += [f"({len(shown)} rows; see the CSV)", ""]
+            else:
+                lines += [
+                    f"### {item.title}",
+                    "",
+                    item.caption,
+                    "",
+                    f"![{item.name}](figures/{item.name}.png)",
+                    "",
+                    f"[png](figures/{item.name}.png) · [pdf](figures/{item.name}.pdf)",
+                    "",
+                ]
+    return "\n".join(lines).rstrip() + "\n"

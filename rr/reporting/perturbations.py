@@ -1,0 +1,162 @@
+"""Report sections over perturbation settings: accuracy per (query, doc) perturbation and vs noise ratio.
+
+* ``accuracy_by_perturbation``: accuracy of each system under every
+  (``query_perturbation``, ``doc_perturbation``) pair of the table, with example-level
+  bootstrap intervals (applies when some perturbation is not ``none``).
+* ``accuracy_vs_noise_ratio``: accuracy vs the noise ratio parsed from ``doc_perturbation``
+  values such as ``noise_ratio@0.4`` (RGB Table 1 view; applies when such values exist).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+
+import pandas as pd
+
+from rr.reporting.core import (
+    CI_HIGH,
+    CI_LOW,
+    SYSTEM_COLUMNS,
+    Item,
+    ReportContext,
+    ReportFigure,
+    ReportTable,
+    section,
+    system_by,
+    system_label,
+    varying,
+)
+from rr.reporting.robustness import _colors, _grid, _legend, _panels
+from rr.stats import bootstrap_mean
+
+PERTURBATIONS = ("query_perturbation", "doc_perturbation")
+#: ``doc_perturbation`` values carrying a noise ratio: a name containing "noise", ``@``, the ratio.
+NOISE_RATIO = re.compile(r"^(?P<name>[A-Za-z_]*noise[A-Za-z_]*)@(?P<ratio>\d+(?:\.\d+)?)")
+
+
+def _rag_or_all(g: pd.DataFrame) -> pd.DataFrame:
+    k = pd.to_numeric(g["k"])
+    return g[k > 0] if (k > 0).any() else g
+
+
+def _mean_rows(df: pd.DataFrame, keys: Sequence[str], ctx: ReportContext) -> pd.DataFrame:
+    rows = []
+    for key, g in df.groupby(list(keys), sort=True, dropna=False):
+        key_t = key if isinstance(key, tuple) else (key,)
+        rag = _rag_or_all(g)
+        r = bootstrap_mean(rag, n_resamples=ctx.n_resamples, confidence=ctx.confidence, seed=ctx.seed)
+        rows.append(
+            {
+                **dict(zip(keys, key_t, strict=True)),
+                "accuracy": r.statistic,
+                "accuracy" + CI_LOW: r.ci_low,
+                "accuracy" + CI_HIGH: r.ci_high,
+                "cells": "k>0" if (pd.to_numeric(g["k"]) > 0).any() else "k=0",
+                "n_examples": r.n,
+                "n_rows": len(rag),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def _perturbed(df: pd.DataFrame) -> bool:
+    return any(c in df.columns and (df[c].astype(str) != "none").any() for c in PERTURBATIONS)
+
+
+@section(
+    "accuracy_by_perturbation",
+    title="Accuracy per query and document perturbation",
+    requires=("example_id", "k", "score", "generator", "strategy", *PERTURBATIONS),
+    applies=_perturbed,
+    when="a query_perturbation or doc_perturbation other than 'none'",
+    order=50,
+)
+def accuracy_by_perturbation(df: pd.DataFrame, ctx: ReportContext) -> Iterator[Item]:
+    """Accuracy (k > 0 rows; k = 0 where a system has no others) per system and perturbation pair."""
+    by = [c for c in system_by(df) if c not in PERTURBATIONS]
+    table = _mean_rows(df, [*by, *PERTURBATIONS], ctx)
+    base = table[
+        (table["query_perturbation"].astype(str) == "none")
+        & (table["doc_perturbation"].astype(str) == "none")
+    ]
+    if len(base) and by:
+        ref = base[by].assign(_ref=base["accuracy"])
+        table = table.merge(ref, on=by, how="left", validate="many_to_one")
+        table["delta_vs_none"] = table.pop("_ref").rsub(table["accuracy"])
+    yield ReportTable(
+        "accuracy_by_perturbation",
+        "Accuracy per system and (query, doc) perturbation",
+        table,
+        caption=(
+            "Mean score over k > 0 cells (k = 0 for closed-book-only systems) for every "
+            "(query_perturbation, doc_perturbation) pair; delta_vs_none: difference to the same "
+            f"system without perturbation. {ctx.confidence:.0%} example-level bootstrap intervals."
+        ),
+    )
+
+
+def _has_noise_ratio(df: pd.DataFrame) -> bool:
+    return bool(df["doc_perturbation"].astype(str).str.match(NOISE_RATIO).any())
+
+
+@section(
+    "accuracy_vs_noise_ratio",
+    title="Accuracy vs noise ratio (RGB, Chen et al. 2024, Table 1)",
+    requires=("example_id", "k", "score", "generator", "strategy", "doc_perturbation"),
+    applies=_has_noise_ratio,
+    when="doc_perturbation values like noise_ratio@0.4",
+    order=60,
+)
+def accuracy_vs_noise_ratio(df: pd.DataFrame, ctx: ReportContext) -> Iterator[Item]:
+    """Accuracy per system and noise ratio, as a table and a line plot."""
+    parsed = df["doc_perturbation"].astype(str).str.extract(NOISE_RATIO)
+    sub = df.assign(noise_ratio=pd.to_numeric(parsed["ratio"]), noise=parsed["name"]).dropna(
+        subset=["noise_ratio"]
+    )
+    by = [c for c in system_by(sub) if c != "doc_perturbation"]
+    table = _mean_rows(sub, [*by, "noise", "noise_ratio"], ctx)
+    yield ReportTable(
+        "accuracy_by_noise_ratio",
+        "Accuracy per system and noise ratio",
+        table,
+        caption=(
+            "Noise ratio parsed from doc_perturbation (name@ratio); accuracy = mean score over k > 0 "
+            f"cells; {ctx.confidence:.0%} example-level bootstrap intervals."
+        ),
+    )
+    settings = varying(table, [c for c in [*by, "noise"] if c not in SYSTEM_COLUMNS])
+    label_cols = varying(table, list(SYSTEM_COLUMNS)) or ["generator"]
+    colors = _colors(sorted({system_label(r, label_cols) for _, r in table.iterrows()}))
+    panels = list(_panels(table, settings))
+    fig, axes = _grid(len(panels))
+    for ax, (title, p) in zip(axes, panels, strict=True):
+        for _, s in p.groupby(list(SYSTEM_COLUMNS), sort=True):
+            s = s.sort_values("noise_ratio")
+            lab = system_label(s.iloc[0], label_cols)
+            ax.errorbar(
+                s["noise_ratio"],
+                s["accuracy"],
+                yerr=[
+                    (s["accuracy"] - s["accuracy" + CI_LOW]).clip(lower=0).fillna(0),
+                    (s["accuracy" + CI_HIGH] - s["accuracy"]).clip(lower=0).fillna(0),
+                ],
+                marker="o",
+                capsize=3,
+                color=colors[lab],
+                label=lab,
+            )
+        ax.set_xlabel("Noise ratio (share of noise documents)")
+        ax.set_ylabel("Accuracy")
+        ax.set_xticks(sorted(p["noise_ratio"].unique()))
+        ax.set_ylim(0, 1.02)
+        ax.set_title(title, fontsize=10)
+        ax.grid(alpha=0.3)
+    _legend(fig, axes, " / ".join(label_cols))
+    fig.suptitle("Accuracy vs noise ratio (RGB noise robustness)", fontsize=11)
+    yield ReportFigure(
+        "accuracy_vs_noise_ratio",
+        "Accuracy vs noise ratio (RGB Table 1)",
+        fig,
+        caption=f"Error bars: {ctx.confidence:.0%} example-level bootstrap intervals.",
+    )

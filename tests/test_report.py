@@ -1,0 +1,141 @@
+"""rr report on a synthetic multi-job sweep: every table and figure file, the index, the section registry."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from rr.metrics.robustness import robustness_table
+from rr.reporting import SECTIONS, ReportTable, build_report, load_jobs, section
+from rr.reporting.core import display_frame, system_by
+
+from .synthetic import write_synthetic_sweep
+
+TABLES = [
+    "robustness",
+    "robustness_by_order",
+    "accuracy_by_k",
+    "accuracy_by_k_retriever_order",
+    "answer_recall",
+    "accuracy_by_perturbation",
+    "accuracy_by_noise_ratio",
+    "paired_comparisons",
+]
+FIGURES = [
+    "robustness_vs_performance",
+    "robustness_metrics_by_model",
+    "robustness_by_order",
+    "accuracy_vs_k",
+    "accuracy_vs_k_by_retriever_order",
+    "answer_recall_vs_k",
+    "accuracy_vs_noise_ratio",
+]
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_synthetic_sweep(tmp_path_factory.mktemp("sweep") / "sweep", n_examples=6)
+
+
+def test_rr_report_command_writes_every_table_and_figure(
+    sweep: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    from rr.cli import main
+
+    out = tmp_path / "report"
+    monkeypatch.setattr(sys, "argv", ["rr", "report", str(sweep), "--out", str(out), "--resamples", "60"])
+    with pytest.raises(SystemExit) as stop:
+        main()
+    assert stop.value.code == 0
+    assert f"report: {out}/README.md (8 tables, 7 figures)" in capsys.readouterr().out
+    for name in TABLES:
+        for ext in ("csv", "md", "tex"):
+            assert (out / "tables" / f"{name}.{ext}").stat().st_size > 0, (name, ext)
+    for name in FIGURES:
+        png = (out / "figures" / f"{name}.png").read_bytes()
+        assert png[:8] == b"\x89PNG\r\n\x1a\n"
+        assert (out / "figures" / f"{name}.pdf").read_bytes()[:5] == b"%PDF-"
+    index = (out / "README.md").read_text()
+    for name in TABLES:
+        assert f"(tables/{name}.csv)" in index
+    for name in FIGURES:
+        assert f"(figures/{name}.png)" in index
+    assert "Read 6 job(s)" in index and "Skipped" not in index and "Failed" not in index
+
+    # the robustness CSV holds robustness_table's numbers, with intervals around them
+    got = pd.read_csv(out / "tables" / "robustness.csv")
+    scores, _ = load_jobs(sweep)
+    want = robustness_table(scores, by=system_by(scores))
+    assert len(got) == len(want) == 6
+    for m in ("ndr", "rsr", "ror", "robustness", "accuracy"):
+        assert got[m].to_numpy() == pytest.approx(want[m].to_numpy())
+        assert (got[m + "_ci_low"] <= got[m] + 1e-12).all() and (got[m] <= got[m + "_ci_high"] + 1e-12).all()
+    tex = (out / "tables" / "robustness.tex").read_text()
+    assert "\\toprule" in tex and "\\midrule" in tex and "\\bottomrule" in tex and "doc\\_perturbation" in tex
+    md = (out / "tables" / "robustness.md").read_text()
+    assert md.startswith("| dataset | generator | strategy | doc_perturbation | ndr |") and " [" in md
+    noise = pd.read_csv(out / "tables" / "accuracy_by_noise_ratio.csv")
+    assert sorted(noise["noise_ratio"]) == [0.2, 0.6]
+    pairs = pd.read_csv(out / "tables" / "paired_comparisons.csv")
+    assert set(pairs["differs_in"]) == {"generator", "strategy", "doc_perturbation"}
+    assert (pairs["p_holm"] >= pairs["p_value"] - 1e-12).all() and (
+        pairs["p_bh"] <= pairs["p_holm"] + 1e-12
+    ).all()
+
+
+def test_sections_that_do_not_apply_are_skipped_with_a_reason(sweep: Path, tmp_path: Path) -> None:
+    plain = tmp_path / "plain"
+    jobs = sorted(sweep.iterdir())
+    for job in jobs:
+        scores = pd.read_parquet(job / "scores.parquet")
+        if (scores["doc_perturbation"] == "none").all():
+            shutil.copytree(job, plain / job.name)
+    # the same job twice (copied into a second folder) is read once
+    shutil.copytree(next(plain.iterdir()), tmp_path / "copy" / "again")
+    only = ["answer_recall", "accuracy_by_perturbation", "accuracy_vs_noise_ratio"]
+    report = build_report(
+        [plain, tmp_path / "copy"], tmp_path / "out", n_resamples=30, strict=True, only=only
+    )
+    skipped = {o.section.name: o.skipped for o in report.outcomes if o.skipped}
+    assert set(skipped) == {"accuracy_by_perturbation", "accuracy_vs_noise_ratio"}
+    assert [o.section.name for o in report.outcomes] == only
+    assert "noise_ratio@0.4" in skipped["accuracy_vs_noise_ratio"]
+    index = (tmp_path / "out" / "README.md").read_text()
+    assert "Read 4 job(s)" in index and "*Skipped (accuracy_vs_noise_ratio):*" in index
+
+
+def test_a_new_section_is_one_decorated_function(sweep: Path, tmp_path: Path) -> None:
+    @section("test_extra", title="Extra", requires=("score",), order=999)
+    def extra(df: pd.DataFrame, ctx) -> list:
+        return [
+            ReportTable("extra", "Rows per job", df.groupby("job_id").size().rename("rows").reset_index())
+        ]
+
+    @section("test_needs_column", title="Needs", requires=("rr_no_such_column",))
+    def needs(df: pd.DataFrame, ctx) -> list:
+        raise AssertionError("must not run")
+
+    try:
+        report = build_report(sweep, tmp_path / "r", n_resamples=20, only=["test_extra", "test_needs_column"])
+        assert (tmp_path / "r" / "tables" / "extra.csv").exists()
+        skipped = {o.section.name: o.skipped for o in report.outcomes}
+        assert skipped == {
+            "test_extra": None,
+            "test_needs_column": "the score table lacks column(s) ['rr_no_such_column']",
+        }
+    finally:
+        SECTIONS.pop("test_extra", None)
+        SECTIONS.pop("test_needs_column", None)
+
+
+def test_display_frame_folds_intervals() -> None:
+    t = ReportTable(
+        "t",
+        "t",
+        pd.DataFrame({"m": [0.51234, float("nan")], "m_ci_low": [0.4, 0.1], "m_ci_high": [0.6, 0.2]}),
+    )
+    assert display_frame(t)["m"].tolist() == ["0.512 [0.400, 0.600]", ""]
