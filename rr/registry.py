@@ -34,6 +34,7 @@ COMPONENT_MODULES = (
     "rr.strategies.simple",
     "rr.judges.match",
     "rr.perturbations.none",
+    "rr.perturbations.sure",
     "rr.tracking",
 )
 
