@@ -278,3 +278,133 @@ def test_helpers() -> None:
         SourcePerturbation("self", generator={"_target_": "x"})
     with pytest.raises(ValueError, match="kind must be one of"):
         FormatPerturbation("xml")
+
+
+# ------------------------------------------------------------------ model-based perturbations
+
+
+class ScriptedGenerator:
+    """A backend test double: answers each prompt with the first scripted reply whose key occurs
+    in it (the perturbations' plumbing is tested without a model; see the real-model test)."""
+
+    name = "scripted"
+    context_window = 4096
+
+    def __init__(self, script: dict[str, str]) -> None:
+        self.script = script
+        self.prompts: list[str] = []
+
+    def identity(self) -> dict:
+        return {"model_id": "scripted", "script": self.script}
+
+    def default_params(self):
+        from rr.records import GenerationParams
+
+        return GenerationParams(max_new_tokens=32)
+
+    def render(self, request) -> str:
+        return request.chat()[-1]["content"]
+
+    def count_tokens(self, prompts: list[str]) -> list[int]:
+        return [len(p.split()) for p in prompts]
+
+    def generate(self, prompts, params, progress=None):
+        from rr.generation.base import Completion
+
+        self.prompts += prompts
+        out = []
+        for p in prompts:
+            reply = next(v for k, v in self.script.items() if k in p)
+            out.append(Completion(reply, len(p.split()), len(reply.split())))
+        return out
+
+
+def scripted_rt(tmp_path: Path, script: dict[str, str]) -> tuple[Runtime, ScriptedGenerator]:
+    from rr.generation.cache import GenerationCache
+    from rr.generation.client import LLM
+
+    gen = ScriptedGenerator(script)
+    llm = LLM(gen, GenerationCache(tmp_path, gen.identity(), writer="t"), show_progress=False)  # type: ignore[arg-type]
+    return Runtime(llm, tmp_path, seed=0, show_progress=False), gen
+
+
+def test_style_and_source_rewrite_each_unique_document_once(tmp_path: Path) -> None:
+    from rr.perturbations.sure import StylePerturbation
+
+    rt, gen = scripted_rt(
+        tmp_path,
+        {
+            "simplify: Marie": "Here is the simpler text:\nMarie Curie was born in Warsaw.",
+            "simplify: Pierre": "Pierre Curie was a physicist from France.",
+            "paraphrase: Pierre": "Pierre Curie, a French physicist, was born in Warsaw.",
+            "paraphrase": "In 1867 Marie Curie was born in Warsaw.",
+        },
+    )
+    inputs = [INPUT, CellInput(EX, Cell("bm25", 2, "reversed"), INPUT.docs[::-1])]
+    out = StylePerturbation("simple", max_new_tokens=64).apply(inputs, rt)
+    assert len(out) == 2 and len(gen.prompts) == 2  # 4 document slots, 2 unique documents
+    assert gen.prompts[0].startswith("Please simplify the following text")
+    assert gen.prompts[0].endswith("Here is the passage to simplify: " + GOLD.text)
+    assert out[0].docs[0].passage == Passage("p1", "Marie Curie was born in Warsaw.", "Marie Curie")
+    assert out[1].docs[0].passage == Passage(
+        "p2", "Pierre Curie was a physicist from France.", "Pierre Curie"
+    )
+    assert rt.counters["style:simple:preamble_stripped"] == 1
+    # source: the noise document acquires "Warsaw" -> both inputs dropped and counted
+    out = SourcePerturbation("self", max_new_tokens=64).apply(inputs, rt)
+    assert out == [] and rt.counters["source:self:dropped_answer_check"] == 2
+    # a rerun is served by the generation cache: no new model calls
+    calls = len(gen.prompts)
+    StylePerturbation("simple", max_new_tokens=64).apply(inputs, rt)
+    assert len(gen.prompts) == calls
+
+
+def test_llm_ranked_logic_validates_the_index_list(tmp_path: Path) -> None:
+    rt, gen = scripted_rt(tmp_path, {"Marie": "[2, 0, 1]", "Pierre": "I prefer them as they are."})
+    out = LogicPerturbation("llm").apply([CellInput(EX, INPUT.cell, INPUT.docs[:1]), INPUT], rt)
+    assert len(out) == 1  # the second input holds the rejected document
+    assert out[0].docs[0].passage.text == (
+        'She won two Nobel Prizes. Marie Curie was born in Warsaw in 1867. She moved to "Paris" in 1891.'
+    )
+    assert "The length of the Sentences List is 3." in gen.prompts[0]
+    assert rt.counters["logic:llm:llm_order_rejected"] == 1
+    assert rt.counters["logic:llm:dropped_perturbation_failed"] == 1
+
+
+def test_bidirectional_entailment_filter(tmp_path: Path) -> None:
+    # entailment both ways for the gold document; one direction neutral for the noise document
+    rt, gen = scripted_rt(
+        tmp_path,
+        {
+            "Premise: Pierre Curie Pierre": "neutral",
+            "Premise: Marie Curie Marie": "Entailment",
+            "Premise: # Marie": "entailment.",
+            "Premise: # Pierre": "entailment",
+        },
+    )
+    out = FormatPerturbation("markdown", nli=True).apply(
+        [CellInput(EX, INPUT.cell, INPUT.docs[:1]), INPUT], rt
+    )
+    assert len(out) == 1 and out[0].docs[0].passage.text.startswith("# Marie Curie")
+    assert len(gen.prompts) == 4 and all(
+        p.endswith("or 'neutral' if they are neither.\nResponse:") for p in gen.prompts
+    )
+    assert rt.counters["format:markdown:nli_equivalent"] == 1
+    assert rt.counters["format:markdown:nli_not_equivalent"] == 1
+    assert rt.counters["format:markdown:dropped_nli"] == 1
+
+
+def test_rewrite_with_the_real_small_model(tmp_path: Path) -> None:
+    """One real call (SmolLM2-135M, 8 new tokens): a rewrite cut at max_new_tokens is rejected."""
+    from rr.generation.cache import GenerationCache
+    from rr.generation.client import LLM
+    from rr.generation.hf import HFGenerator
+    from rr.perturbations.sure import StylePerturbation
+
+    gen = HFGenerator(max_new_tokens=8)
+    llm = LLM(gen, GenerationCache(tmp_path, gen.identity(), writer="t"), show_progress=False)
+    rt = Runtime(llm, tmp_path, seed=0, show_progress=False)
+    inp = CellInput(EX, Cell("bm25", 1, "original"), (RankedDoc(GOLD, 1),))
+    assert StylePerturbation("complex", max_new_tokens=8).apply([inp], rt) == []
+    assert rt.counters["style:complex:rewrite_truncated"] == 1
+    assert llm.stats.model_calls == 1
