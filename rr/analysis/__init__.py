@@ -1,0 +1,1 @@
+"""Analyses over score tables and retrieval runs (pure functions returning tidy DataFrames)."""
