@@ -412,3 +412,75 @@ def plot_feature_distributions(features: pd.DataFrame, path: str | Path, title: 
     fig.savefig(path)
     plt.close(fig)
     return path
+
+
+def preliminary_from_config(cfg: Any, output_dir: str | Path, depth: int = 100) -> pd.DataFrame:
+    """Run :func:`preliminary_experiment` for a composed ``rr`` config and write its outputs.
+
+    Uses the config's dataset, corpus, *first* retriever (the first stage, retrieved once at
+    ``depth`` through the run cache), generator (the oracle; it must have
+    ``score_continuations``: ``generator=hf``), its first strategy's ``template`` and
+    ``doc_format``, and ``seed``. Writes ``features.csv``, ``ks.csv`` and ``fig6.png`` under
+    ``output_dir``.
+
+    Returns:
+        The K-S table (Tables 3-4).
+    """
+    from rr.config import instantiate
+    from rr.retrieval.runs import RunCache
+
+    out = Path(output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    examples = instantiate(cfg.dataset).load()
+    corpus = instantiate(cfg.corpus).load()
+    retriever = instantiate(next(iter(cfg.retriever.values())))
+    generator = instantiate(cfg.generator)
+    strategy = next(iter(cfg.strategy.values()))
+    runs = RunCache(cfg.paths.cache_dir).retrieve(
+        retriever,
+        corpus,
+        [ex.id for ex in examples],
+        [ex.question for ex in examples],
+        depth,
+        index_dir=cfg.paths.cache_dir,
+    )
+    features, ks = preliminary_experiment(
+        generator,
+        examples,
+        runs,
+        corpus,
+        seed=int(cfg.seed),
+        template=strategy.get("template", "sure_qa.j2"),
+        doc_format=strategy.get("doc_format", "{title}\n{text}"),
+    )
+    features.to_csv(out / "features.csv", index=False)
+    ks.to_csv(out / "ks.csv")
+    plot_feature_distributions(features, out / "fig6.png", title=f"{generator.name}: oracle retriever")
+    return ks
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """``python -m rr.analysis.sure OUTPUT_DIR [--depth N] [rr overrides...]``: the §2.3 experiment."""
+    import argparse
+    import sys
+
+    from hydra import compose, initialize_config_dir
+
+    from rr.cli import CONFIG_DIR
+    from rr.config import register_configs
+
+    parser = argparse.ArgumentParser(prog="python -m rr.analysis.sure", description=main.__doc__)
+    parser.add_argument("output_dir")
+    parser.add_argument("--depth", type=int, default=100, help="first-stage retrieval depth")
+    parser.add_argument("overrides", nargs="*", help="rr config overrides, e.g. experiment=sure2025_mini")
+    args = parser.parse_intermixed_args(sys.argv[1:] if argv is None else argv)
+    register_configs()
+    with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
+        cfg = compose("config", overrides=list(args.overrides))
+    ks = preliminary_from_config(cfg, args.output_dir, depth=args.depth)
+    with pd.option_context("display.width", 200, "display.max_columns", 20):
+        print(ks)
+
+
+if __name__ == "__main__":
+    main()
