@@ -43,6 +43,7 @@ COMPONENT_MODULES = (
     "rr.perturbations.typo",
     "rr.perturbations.query_file",
     "rr.perturbations.llm_rewrite",
+    "rr.perturbations.sure",
     "rr.tracking",
 )
 

@@ -175,6 +175,65 @@ class HFGenerator:
             self._model = model.to(device).eval()  # type: ignore[arg-type]
         return self._model
 
+    def score_continuations(
+        self, prompts: list[str], continuations: list[str], progress: Any = None
+    ) -> list[float]:
+        """Summed log-probability (natural log) of each continuation's tokens given its prompt.
+
+        Teacher forcing, one forward pass per batch of ``batch_size`` (prompt, continuation)
+        pairs, right-padded: ``sum_t log p(y_t | prompt, y_<t)`` over the continuation's tokens
+        (SURE eq. 1). Prompt and continuation are tokenized separately (no special tokens added)
+        and concatenated, so the continuation's tokens are the same whatever the prompt.
+
+        Args:
+            prompts: Rendered prompts (e.g. ``render(request)``: with the chat template applied).
+            continuations: One continuation per prompt (e.g. a gold answer).
+            progress: Optional tqdm-like bar, advanced by the pairs scored.
+
+        Returns:
+            One float (<= 0) per pair, same order.
+
+        Raises:
+            ValueError: lengths differ, or a prompt or continuation is empty (tokenizes to nothing).
+        """
+        import torch
+
+        if len(prompts) != len(continuations):
+            raise ValueError(f"{len(prompts)} prompts but {len(continuations)} continuations")
+        if not prompts:
+            return []
+        model = self.load()
+        tok = self.tokenizer
+        ctx = tok(list(prompts), add_special_tokens=False)["input_ids"]
+        cont = tok(list(continuations), add_special_tokens=False)["input_ids"]
+        for i, (c, d) in enumerate(zip(ctx, cont, strict=True)):
+            if not c or not d:
+                which = "prompt" if not c else "continuation"
+                raise ValueError(f"score_continuations: pair {i} has an empty {which}")
+        order = sorted(range(len(prompts)), key=lambda i: -(len(ctx[i]) + len(cont[i])))
+        pad = tok.pad_token_id if tok.pad_token_id is not None else 0
+        out = [0.0] * len(prompts)
+        for start in range(0, len(order), self.batch_size):
+            idx = order[start : start + self.batch_size]
+            seqs = [ctx[i] + cont[i] for i in idx]
+            width = max(len(s) for s in seqs)
+            ids = torch.full((len(seqs), width), pad, dtype=torch.long)
+            mask = torch.zeros((len(seqs), width), dtype=torch.long)
+            for row, s in enumerate(seqs):
+                ids[row, : len(s)] = torch.tensor(s)
+                mask[row, : len(s)] = 1
+            with torch.inference_mode():
+                logits = model(input_ids=ids.to(model.device), attention_mask=mask.to(model.device)).logits
+            for row, i in enumerate(idx):
+                n_ctx, n_cont = len(ctx[i]), len(cont[i])
+                # logits at position t predict token t + 1
+                step = logits[row, n_ctx - 1 : n_ctx - 1 + n_cont].float().log_softmax(-1)
+                target = torch.tensor(cont[i], device=step.device)
+                out[i] = float(step.gather(1, target[:, None]).sum())
+            if progress is not None:
+                progress.update(len(idx))
+        return out
+
     def generate(
         self, prompts: list[str], params: GenerationParams, progress: Any = None
     ) -> list[Completion]:
