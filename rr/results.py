@@ -6,6 +6,7 @@ Columns (DESIGN.md contract, plus extras): see :data:`COLUMNS`.
 from __future__ import annotations
 
 import glob as _glob
+from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -57,17 +58,13 @@ def write_scores(df: pd.DataFrame, output_dir: str | Path) -> Path:
     return path
 
 
-def load(path_or_glob: str | Path | list[str | Path]) -> pd.DataFrame:
-    """Concatenate the score tables of any number of jobs and sweeps.
-
-    Args:
-        path_or_glob: A ``scores.parquet`` file, a job or sweep folder (searched recursively
-            for ``scores.parquet``), a glob pattern, or a list of these.
+def find_score_files(paths: str | Path | Sequence[str | Path]) -> list[Path]:
+    """The ``scores.parquet`` files (resolved, each once) under job or sweep folders, files or globs.
 
     Raises:
         FileNotFoundError: nothing matched.
     """
-    items = path_or_glob if isinstance(path_or_glob, list) else [path_or_glob]
+    items = [paths] if isinstance(paths, str | Path) else list(paths)
     files: list[Path] = []
     for item in items:
         p = Path(item)
@@ -79,6 +76,21 @@ def load(path_or_glob: str | Path | list[str | Path]) -> pd.DataFrame:
             for m in sorted(_glob.glob(str(item), recursive=True)):
                 mp = Path(m)
                 files.extend(sorted(mp.rglob(SCORES_FILE)) if mp.is_dir() else [mp])
+    files = list(dict.fromkeys(f.resolve() for f in files))
     if not files:
-        raise FileNotFoundError(f"no {SCORES_FILE} found under {path_or_glob!r}")
-    return pd.concat([pd.read_parquet(f) for f in dict.fromkeys(files)], ignore_index=True)
+        raise FileNotFoundError(f"no {SCORES_FILE} found under {paths!r}")
+    return files
+
+
+def load(path_or_glob: str | Path | list[str | Path]) -> pd.DataFrame:
+    """Concatenate the score tables of any number of jobs and sweeps.
+
+    Args:
+        path_or_glob: A ``scores.parquet`` file, a job or sweep folder (searched recursively
+            for ``scores.parquet``), a glob pattern, or a list of these.
+
+    Raises:
+        FileNotFoundError: nothing matched.
+    """
+    files = find_score_files(path_or_glob)
+    return pd.concat([pd.read_parquet(f) for f in files], ignore_index=True)

@@ -35,7 +35,7 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
-from rr.results import SCORES_FILE, load
+from rr.results import find_score_files, load
 
 log = logging.getLogger(__name__)
 
@@ -203,28 +203,6 @@ def sections() -> list[Section]:
 
 
 # ----------------------------------------------------------------------------- loading
-
-
-def find_score_files(paths: str | Path | Sequence[str | Path]) -> list[Path]:
-    """The ``scores.parquet`` files under job folders, sweep folders, files or glob patterns."""
-    import glob as _glob
-
-    items = [paths] if isinstance(paths, str | Path) else list(paths)
-    files: list[Path] = []
-    for item in items:
-        p = Path(item)
-        if p.is_dir():
-            files.extend(sorted(p.rglob(SCORES_FILE)))
-        elif p.is_file():
-            files.append(p)
-        else:
-            for m in sorted(_glob.glob(str(item), recursive=True)):
-                mp = Path(m)
-                files.extend(sorted(mp.rglob(SCORES_FILE)) if mp.is_dir() else [mp])
-    files = list(dict.fromkeys(f.resolve() for f in files))
-    if not files:
-        raise FileNotFoundError(f"no {SCORES_FILE} found under {paths!r}")
-    return files
 
 
 def load_jobs(paths: str | Path | Sequence[str | Path]) -> tuple[pd.DataFrame, ReportContext]:
