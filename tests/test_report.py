@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -23,6 +24,7 @@ TABLES = [
     "answer_recall",
     "accuracy_by_perturbation",
     "accuracy_by_noise_ratio",
+    "rgb_accuracy_by_noise_ratio",
     "paired_comparisons",
 ]
 FIGURES = [
@@ -51,7 +53,7 @@ def test_rr_report_command_writes_every_table_and_figure(
     with pytest.raises(SystemExit) as stop:
         main()
     assert stop.value.code == 0
-    assert f"report: {out}/README.md (8 tables, 7 figures)" in capsys.readouterr().out
+    assert f"report: {out}/README.md (9 tables, 7 figures)" in capsys.readouterr().out
     for name in TABLES:
         for ext in ("csv", "md", "tex"):
             assert (out / "tables" / f"{name}.{ext}").stat().st_size > 0, (name, ext)
@@ -64,7 +66,11 @@ def test_rr_report_command_writes_every_table_and_figure(
         assert f"(tables/{name}.csv)" in index
     for name in FIGURES:
         assert f"(figures/{name}.png)" in index
-    assert "Read 6 job(s)" in index and "Skipped" not in index and "Failed" not in index
+    assert "Read 6 job(s)" in index and "Failed" not in index
+    # the sweep has no query variants, TREC runs, RGB judge columns or RARE documents
+    skipped = {"query_level_retrieval", "query_level_match", "query_level_correlations"}
+    skipped |= {"rgb_rejection", "rgb_counterfactual", "rare_robustness"}
+    assert set(re.findall(r"\*Skipped \((\w+)\):\*", index)) == skipped
 
     # the robustness CSV holds robustness_table's numbers, with intervals around them
     got = pd.read_csv(out / "tables" / "robustness.csv")
@@ -80,6 +86,8 @@ def test_rr_report_command_writes_every_table_and_figure(
     assert md.startswith("| dataset | generator | strategy | doc_perturbation | ndr |") and " [" in md
     noise = pd.read_csv(out / "tables" / "accuracy_by_noise_ratio.csv")
     assert sorted(noise["noise_ratio"]) == [0.2, 0.6]
+    table1 = pd.read_csv(out / "tables" / "rgb_accuracy_by_noise_ratio.csv")
+    assert list(table1.columns[-2:]) == ["noise 0.2", "noise 0.6"] and len(table1) == 1
     pairs = pd.read_csv(out / "tables" / "paired_comparisons.csv")
     assert set(pairs["differs_in"]) == {"generator", "strategy", "doc_perturbation"}
     assert (pairs["p_holm"] >= pairs["p_value"] - 1e-12).all() and (

@@ -135,36 +135,59 @@ def _original(rows: pd.DataFrame) -> pd.Series:
     return rows["query_perturbation"] == "none"
 
 
+#: Table 4's scores, in its order.
+SCORES = ("overall", "query", "document", "retrieval")
+
+
+def score_rows(flags: pd.DataFrame, score: str, include_retrieval: bool = False) -> pd.DataFrame:
+    """The rows of :func:`robustness_flags` output that one Table 4 score averages.
+
+    Args:
+        flags: :func:`robustness_flags` output.
+        score: ``overall`` (every query variant with every document in D = {d_gt} ∪ D′, plus the
+            retrieved contexts with ``include_retrieval``), ``query`` (perturbed queries with the
+            ground-truth documents), ``document`` (the original query with perturbed documents) or
+            ``retrieval`` (the original query with real retrieval results).
+        include_retrieval: Count retrieved contexts in ``overall``.
+    """
+    t = flags["rare_doc_type"]
+    if score == "overall":
+        types = [GROUND_TRUTH, LEXICAL_DIFF, LEXICAL_SIMILAR] + ([RETRIEVAL] if include_retrieval else [])
+        return flags[t.isin(types)]
+    if score == "query":
+        return flags[(t == GROUND_TRUTH) & ~_original(flags)]
+    if score == "document":
+        return flags[t.isin([LEXICAL_DIFF, LEXICAL_SIMILAR]) & _original(flags)]
+    if score == "retrieval":
+        return flags[(t == RETRIEVAL) & _original(flags)]
+    raise ValueError(f"RARE score must be one of {SCORES}, got {score!r}")
+
+
 @register_metric("rare_overall")
 def overall_robustness(
     df: pd.DataFrame, doc_types: Mapping[str, str] | None = None, include_retrieval: bool = False
 ) -> float:
     """Overall robustness: every query variant with every document in D = {d_gt} ∪ D′."""
     f = robustness_flags(df, doc_types)
-    types = [GROUND_TRUTH, LEXICAL_DIFF, LEXICAL_SIMILAR] + ([RETRIEVAL] if include_retrieval else [])
-    return _mean_over_examples(f[f["rare_doc_type"].isin(types)], "rare_overall")
+    return _mean_over_examples(score_rows(f, "overall", include_retrieval), "rare_overall")
 
 
 @register_metric("rare_query")
 def query_robustness(df: pd.DataFrame, doc_types: Mapping[str, str] | None = None) -> float:
     """Query robustness: perturbed queries q′ ∈ Q′ with the ground-truth documents."""
-    f = robustness_flags(df, doc_types)
-    return _mean_over_examples(f[(f["rare_doc_type"] == GROUND_TRUTH) & ~_original(f)], "rare_query")
+    return _mean_over_examples(score_rows(robustness_flags(df, doc_types), "query"), "rare_query")
 
 
 @register_metric("rare_document")
 def document_robustness(df: pd.DataFrame, doc_types: Mapping[str, str] | None = None) -> float:
     """Document robustness: the original query with perturbed documents d′ ∈ D′."""
-    f = robustness_flags(df, doc_types)
-    sel = f["rare_doc_type"].isin([LEXICAL_DIFF, LEXICAL_SIMILAR]) & _original(f)
-    return _mean_over_examples(f[sel], "rare_document")
+    return _mean_over_examples(score_rows(robustness_flags(df, doc_types), "document"), "rare_document")
 
 
 @register_metric("rare_retrieval")
 def retrieval_robustness(df: pd.DataFrame, doc_types: Mapping[str, str] | None = None) -> float:
     """Real-world retrieval robustness: the original query with every retrieved context."""
-    f = robustness_flags(df, doc_types)
-    return _mean_over_examples(f[(f["rare_doc_type"] == RETRIEVAL) & _original(f)], "rare_retrieval")
+    return _mean_over_examples(score_rows(robustness_flags(df, doc_types), "retrieval"), "rare_retrieval")
 
 
 def rare_table(

@@ -44,6 +44,8 @@ SECTION_MODULES: list[str] = [
     "rr.reporting.robustness",
     "rr.reporting.perturbations",
     "rr.reporting.comparisons",
+    "rr.reporting.query_level",
+    "rr.reporting.rgb_rare",
 ]
 
 #: Columns that name a *system* (what is compared).

@@ -3,17 +3,18 @@
 * ``accuracy_by_perturbation``: accuracy of each system under every
   (``query_perturbation``, ``doc_perturbation``) pair of the table, with example-level
   bootstrap intervals (applies when some perturbation is not ``none``).
-* ``accuracy_vs_noise_ratio``: accuracy vs the noise ratio parsed from ``doc_perturbation``
-  values such as ``noise_ratio@0.4`` (RGB Table 1 view; applies when such values exist).
+* ``accuracy_vs_noise_ratio``: accuracy vs the noise ratio of ``doc_perturbation`` values such
+  as ``noise_ratio@0.4`` (parsed by :func:`rr.metrics.rgb.noise_ratio_of`), with intervals, and
+  RGB's Table 1 layout from :func:`rr.metrics.rgb.rgb_table` (applies when such values exist).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Sequence
 
 import pandas as pd
 
+from rr.metrics.rgb import noise_ratio_of, rgb_table
 from rr.reporting.core import (
     CI_HIGH,
     CI_LOW,
@@ -31,8 +32,11 @@ from rr.reporting.robustness import _colors, _grid, _legend, _panels
 from rr.stats import bootstrap_mean
 
 PERTURBATIONS = ("query_perturbation", "doc_perturbation")
-#: ``doc_perturbation`` values carrying a noise ratio: a name containing "noise", ``@``, the ratio.
-NOISE_RATIO = re.compile(r"^(?P<name>[A-Za-z_]*noise[A-Za-z_]*)@(?P<ratio>\d+(?:\.\d+)?)")
+
+
+def _noise_ratios(df: pd.DataFrame) -> pd.Series:
+    """Each row's noise ratio by :func:`rr.metrics.rgb.noise_ratio_of` (NaN for other tags)."""
+    return df["doc_perturbation"].astype(str).map(noise_ratio_of)
 
 
 def _rag_or_all(g: pd.DataFrame) -> pd.DataFrame:
@@ -97,7 +101,7 @@ def accuracy_by_perturbation(df: pd.DataFrame, ctx: ReportContext) -> Iterator[I
 
 
 def _has_noise_ratio(df: pd.DataFrame) -> bool:
-    return bool(df["doc_perturbation"].astype(str).str.match(NOISE_RATIO).any())
+    return bool(_noise_ratios(df).notna().any())
 
 
 @section(
@@ -110,12 +114,9 @@ def _has_noise_ratio(df: pd.DataFrame) -> bool:
 )
 def accuracy_vs_noise_ratio(df: pd.DataFrame, ctx: ReportContext) -> Iterator[Item]:
     """Accuracy per system and noise ratio, as a table and a line plot."""
-    parsed = df["doc_perturbation"].astype(str).str.extract(NOISE_RATIO)
-    sub = df.assign(noise_ratio=pd.to_numeric(parsed["ratio"]), noise=parsed["name"]).dropna(
-        subset=["noise_ratio"]
-    )
+    sub = df.assign(noise_ratio=_noise_ratios(df)).dropna(subset=["noise_ratio"])
     by = [c for c in system_by(sub) if c != "doc_perturbation"]
-    table = _mean_rows(sub, [*by, "noise", "noise_ratio"], ctx)
+    table = _mean_rows(sub, [*by, "noise_ratio"], ctx)
     yield ReportTable(
         "accuracy_by_noise_ratio",
         "Accuracy per system and noise ratio",
@@ -125,7 +126,19 @@ def accuracy_vs_noise_ratio(df: pd.DataFrame, ctx: ReportContext) -> Iterator[It
             f"cells; {ctx.confidence:.0%} example-level bootstrap intervals."
         ),
     )
-    settings = varying(table, [c for c in [*by, "noise"] if c not in SYSTEM_COLUMNS])
+    rgb = rgb_table(sub[[*by, "k", "doc_perturbation", "score"]], by=by)  # accuracy only
+    wide = rgb.pivot_table(index=by, columns="noise_ratio", values="accuracy", aggfunc="first")
+    wide.columns = [f"noise {r:g}" for r in wide.columns]
+    yield ReportTable(
+        "rgb_accuracy_by_noise_ratio",
+        "RGB accuracy per noise ratio (Table 1 layout)",
+        wide.reset_index(),
+        caption=(
+            "rr.metrics.rgb.rgb_table's accuracy (share of k > 0 responses with score = 1, i.e. every "
+            "answer part present) per system (rows) and noise ratio (columns), as RGB Table 1."
+        ),
+    )
+    settings = varying(table, [c for c in by if c not in SYSTEM_COLUMNS])
     label_cols = varying(table, list(SYSTEM_COLUMNS)) or ["generator"]
     colors = _colors(sorted({system_label(r, label_cols) for _, r in table.iterrows()}))
     panels = list(_panels(table, settings))
