@@ -32,6 +32,8 @@ COMPONENT_MODULES = (
     "rr.retrieval.pyserini_bm25",
     "rr.generation.hf",
     "rr.strategies.simple",
+    "rr.strategies.ownknow",
+    "rr.strategies.s2a",
     "rr.judges.match",
     "rr.perturbations.none",
     "rr.tracking",
