@@ -35,6 +35,7 @@ COMPONENT_MODULES = (
     "rr.strategies.ownknow",
     "rr.strategies.s2a",
     "rr.judges.match",
+    "rr.judges.llm",
     "rr.perturbations.none",
     "rr.tracking",
 )
