@@ -30,6 +30,10 @@ def _app(cfg: DictConfig) -> float | None:
 
 def main() -> None:
     """Entry point of the ``rr`` console script and ``python -m rr``."""
+    if sys.argv[1:2] == ["judge-agreement"]:  # a plain subcommand, not a Hydra job
+        from rr.analysis.agreement import main as agreement_main
+
+        sys.exit(agreement_main(sys.argv[2:]))
     if not Path(CONFIG_DIR, "config.yaml").exists():
         sys.exit(
             f"rr: no config.yaml in {CONFIG_DIR}; install rr editable from its checkout "
