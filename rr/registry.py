@@ -27,6 +27,7 @@ COMPONENT_MODULES = (
     "rr.data.jsonl",
     "rr.data.hf",
     "rr.data.corpus",
+    "rr.data.wiki_dump",
     "rr.retrieval.bm25",
     "rr.retrieval.dense",
     "rr.retrieval.pyserini_bm25",
