@@ -188,9 +188,14 @@ def test_judge_generator_config_composes_and_overrides(tmp_path: Path) -> None:
     )
     assert cfg.judge.generator.model == "meta-llama/Llama-3.3-70B-Instruct"
     assert cfg.generator.model == "packaged:smollm2-135m-instruct"  # the model under test is untouched
-    # the default judge model instantiates (as an object rt.llm_for accepts) without the hub
-    judge = instantiate(compose_config(["judge=llm", "judge.generator.batch_size=2"], tmp_path).judge)
-    assert isinstance(judge, LLMJudge) and judge.generator.batch_size == 2
-    assert judge.generator.identity()["model_id"] == "HuggingFaceTB/SmolLM2-135M-Instruct"
+    # building the judge keeps its model a config node (nothing loaded or downloaded) ...
+    judge = instantiate(cfg.judge)
+    assert isinstance(judge, LLMJudge) and judge.generator["model"] == "meta-llama/Llama-3.3-70B-Instruct"
+    assert not judge.generator["model_cache_dir"].startswith("${")  # interpolations resolved
+    # ... which Runtime.llm_for turns into the judge model when the judge runs
+    small = instantiate(compose_config(["judge=llm", "judge.generator.batch_size=2"], tmp_path).judge)
+    rt = scripted_runtime(ScriptedGenerator(model_id="under-test"), tmp_path)
+    llm = rt.llm_for(small.generator)
+    assert llm.identity["model_id"] == "HuggingFaceTB/SmolLM2-135M-Instruct" and llm.generator.batch_size == 2
     with pytest.raises(Exception, match="max_retry"):
         compose_config(["judge=llm", "judge.max_retry=3"], tmp_path)

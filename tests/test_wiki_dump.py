@@ -53,6 +53,8 @@ def test_real_dump_chunks_and_cache(tmp_path: Path) -> None:
     assert len(lines) == 188 and json.loads(lines[0])["id"] == "12-0"
     again = WikiDumpCorpus("/nonexistent.xml.bz2", chunks_path=str(chunks), max_pages=2).load()
     assert again.passages == corpus.passages
+    first5 = WikiDumpCorpus("/nonexistent.xml.bz2", chunks_path=str(chunks), max_passages=5).load()
+    assert first5.passages == corpus.passages[:5]
 
 
 def test_missing_dump_and_bad_chunks(tmp_path: Path) -> None:

@@ -141,6 +141,9 @@ class WikiDumpCorpus:
         max_pages: Parse only the first this many articles (``None`` = all).
         min_chars: Drop chunks shorter than this (1 = keep every non-empty chunk).
         processes: Worker processes for parsing.
+        max_passages: Keep only the first this many chunks (``None`` = all), as
+            ``corpus=jsonl`` does; applied after ``chunks_path`` is written, so the cached
+            chunks file stays complete.
         name: Corpus name used in cache keys and file names.
     """
 
@@ -151,8 +154,12 @@ class WikiDumpCorpus:
         max_pages: int | None = None,
         min_chars: int = 1,
         processes: int = 1,
+        max_passages: int | None = None,
         name: str = "wiki_dump",
     ) -> None:
+        if max_passages is not None and max_passages <= 0:
+            raise ValueError(f"corpus.max_passages must be positive or null, got {max_passages}")
+        self.max_passages = max_passages
         self.path = path
         self.chunks_path = chunks_path
         self.max_pages = max_pages
@@ -162,15 +169,20 @@ class WikiDumpCorpus:
 
     def load(self) -> Corpus:
         """The passages (read from ``chunks_path`` when it exists)."""
-        source = f"{Path(self.path).name}:max_pages={self.max_pages}:min_chars={self.min_chars}"
+        source = (
+            f"{Path(self.path).name}:max_pages={self.max_pages}:min_chars={self.min_chars}"
+            f":max_passages={self.max_passages}"
+        )
         chunks = Path(self.chunks_path) if self.chunks_path else None
         if chunks is not None and not chunks.exists():
             n = write_chunks(self.path, chunks, self.max_pages, self.min_chars, self.processes)
             log.info("wiki_dump: wrote %d chunks to %s", n, chunks)
         if chunks is not None:
-            passages = []
+            passages: list[Passage] = []
             with chunks.open(encoding="utf-8") as fh:
                 for i, line in enumerate(fh, 1):
+                    if self.max_passages is not None and len(passages) >= self.max_passages:
+                        break
                     try:
                         row = json.loads(line)
                         passages.append(Passage(id=row["id"], text=row["text"], title=row["title"]))

@@ -73,6 +73,9 @@ class LLMJudge:
         max_retries: Re-asks of an unreadable verdict before the string-match fallback.
         retry_temperature: Sampling temperature of the retries (seed = attempt number).
         name: Written to the score table's ``judge`` column.
+        _recursive_: Read by Hydra, never passed: ``False`` keeps ``generator`` a config node,
+            instantiated by :meth:`Runtime.llm_for` only when the judge first runs (building a
+            judge never loads or downloads its model).
     """
 
     def __init__(
@@ -85,6 +88,7 @@ class LLMJudge:
         max_retries: int = 2,
         retry_temperature: float = 0.7,
         name: str = "llm",
+        _recursive_: bool = False,
     ) -> None:
         if asqa_score not in ASQA_SCORES:
             raise ValueError(f"judge.asqa_score must be one of {ASQA_SCORES}, got {asqa_score!r}")
@@ -246,6 +250,7 @@ class TwoStageJudge(LLMJudge):
         max_retries: int = 2,
         retry_temperature: float = 0.7,
         name: str = "two_stage",
+        _recursive_: bool = False,
     ) -> None:
         super().__init__(
             generator,
