@@ -7,12 +7,8 @@ from pathlib import Path
 import pytest
 
 from rr.context import RankedDoc
-from rr.generation.cache import GenerationCache
-from rr.generation.client import LLM
-from rr.generation.hf import HFGenerator
 from rr.prompts import render
 from rr.records import Example, Passage
-from rr.runtime import Runtime
 from rr.strategies.base import Cell, CellInput
 from rr.strategies.ownknow import OwnKnow
 from rr.strategies.s2a import S2A
@@ -59,19 +55,16 @@ def test_ownknow_rejects_unknown_draft_field() -> None:
         OwnKnow(draft="answer")
 
 
-@pytest.fixture(scope="module")
-def smol() -> HFGenerator:
-    return HFGenerator(batch_size=4, max_new_tokens=8)
+def test_ownknow_step1_reuses_closed_book_generations(tmp_path: Path) -> None:
+    """closed_book first, then ownknow: its step 1 is served from the cache (zero model calls).
 
-
-def test_ownknow_step1_reuses_closed_book_generations(smol: HFGenerator, tmp_path: Path) -> None:
-    """The real model: closed_book first, then ownknow makes zero model calls in its step 1."""
-    cache = GenerationCache(tmp_path, smol.identity(), writer="job")
-    rt = Runtime(LLM(smol, cache, show_progress=False), tmp_path, show_progress=False)
+    The same holds in a real job on the real model: tests/test_cao2025_demo.py.
+    """
+    gen = ScriptedGenerator(default="Answer: Marlowe")
+    rt = scripted_runtime(gen, tmp_path)
     ClosedBook().run([cell_input(EX, 0), cell_input(EX2, 0)], rt)
     assert rt.llm.stats.model_calls == 2
-    inputs = [cell_input(ex, 1, DOCS) for ex in (EX, EX2)]
-    OwnKnow().run(inputs, rt)
+    OwnKnow().run([cell_input(ex, 1, DOCS) for ex in (EX, EX2)], rt)
     step1, step2 = rt.llm.stats.steps[-2:]
     assert step1["step"] == "closed_book"
     assert (step1["requests"], step1["cache_hits"], step1["model_calls"]) == (2, 2, 0)
@@ -114,7 +107,7 @@ def test_s2a_answers_over_the_selected_documents_in_prompt_order(tmp_path: Path)
     ok, fallback, closed = outs
     # Context 2 of the prompt (T1); 9 dropped.
     assert ok.extra["s2a_selection"] == [2] and ok.extra["s2a_parse"] == "ok"
-    assert [d.passage.id for d in ok.docs_used] == ["p1"]
+    assert [d.passage.id for d in ok.docs_used] == ["p1"] and ok.extra["n_docs_shown"] == 3
     assert render("rag_qa.j2", sources=["T1\ntext 1"], question=EX2.question) in gen.sent
     # Unreadable selection: all documents, counted, marked.
     assert fallback.extra["s2a_parse"] == "unparsable" and fallback.extra["s2a_fallback"] is True

@@ -20,7 +20,9 @@ What happens to each parse status (:mod:`rr.strategies.selection`):
 
 Per-row score-table columns: ``s2a_selection`` (1-based positions in the step-1 prompt of the
 documents used in step 2), ``s2a_parse`` (the status; ``closed_book`` on k = 0 rows),
-``s2a_fallback`` (whether the fallback was used) and ``s2a_output`` (the raw step-1 output).
+``s2a_fallback`` (whether the fallback was used), ``s2a_output`` (the raw step-1 output) and
+``n_docs_shown`` (documents in the step-1 prompt after window fitting; ``n_docs_used`` counts
+the selected ones, so only ``n_docs_shown < k`` is truncation).
 """
 
 from __future__ import annotations
@@ -87,7 +89,13 @@ class S2A:
                 o.prediction,
                 o.marker_found,
                 (),
-                {"s2a_selection": [], "s2a_parse": "closed_book", "s2a_fallback": False, "s2a_output": ""},
+                {
+                    "s2a_selection": [],
+                    "s2a_parse": "closed_book",
+                    "s2a_fallback": False,
+                    "s2a_output": "",
+                    "n_docs_shown": 0,
+                },
             )
         # Step 1: selection over the documents that fit the window.
         select = [
@@ -146,6 +154,7 @@ class S2A:
                     "s2a_parse": statuses[n],
                     "s2a_fallback": fell_back[n],
                     "s2a_output": sel_gens[n].text,
+                    "n_docs_shown": len(shown_ids),
                 },
             )
         return [out[i] for i in range(len(inputs))]
