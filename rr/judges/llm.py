@@ -142,6 +142,8 @@ class LLMJudge:
 
     def judge(self, items: list[JudgeItem], rt: Runtime | None = None) -> list[Judgment]:
         """One judgment per item, same order; model calls batched over the distinct items."""
+        if not items:
+            return []
         if rt is None:
             raise ValueError(f"judge {self.name!r} calls a model and needs the job's Runtime (rt)")
         llm = rt.llm_for(self.generator)
