@@ -53,6 +53,13 @@ def test_real_dump_chunks_and_cache(tmp_path: Path) -> None:
     assert len(lines) == 188 and json.loads(lines[0])["id"] == "12-0"
     again = WikiDumpCorpus("/nonexistent.xml.bz2", chunks_path=str(chunks), max_pages=2).load()
     assert again.passages == corpus.passages
+    # the chunks are retrievable: BM25 over them finds the autism paragraph on prevalence
+    from rr.retrieval.bm25 import BM25Retriever
+
+    bm25 = BM25Retriever()
+    bm25.index(corpus)
+    top3 = [h.passage_id for h in bm25.search(["how many people are affected by autism worldwide"], 3)[0]]
+    assert "25-3" in top3 and "21.7 million" in corpus["25-3"].text
     first5 = WikiDumpCorpus("/nonexistent.xml.bz2", chunks_path=str(chunks), max_passages=5).load()
     assert first5.passages == corpus.passages[:5]
 
