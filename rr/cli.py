@@ -34,8 +34,14 @@ def _report(argv: list[str]) -> int:
     return report_main(argv)
 
 
+def _judge_agreement(argv: list[str]) -> int:
+    from rr.analysis.agreement import main as agreement_main
+
+    return agreement_main(argv)
+
+
 #: ``rr <name> ...`` subcommands, dispatched before Hydra sees argv: name -> main(argv) -> exit code.
-SUBCOMMANDS = {"report": _report}
+SUBCOMMANDS = {"report": _report, "judge-agreement": _judge_agreement}
 
 
 def main() -> None:

@@ -324,7 +324,14 @@ def _summary(
             metrics += avg.to_dict(orient="records")
     llm = rt.llm
     stats = asdict(llm.stats)
-    truncated = int(((scores["k"] > 0) & (scores["n_docs_used"] < scores["k"])).sum())
+    # A strategy that shows fewer documents on purpose (S2A's selection) reports what its first
+    # prompt held in ``n_docs_shown``; only window fitting counts as truncation.
+    shown = (
+        scores["n_docs_shown"].fillna(scores["n_docs_used"])
+        if "n_docs_shown" in scores
+        else scores["n_docs_used"]
+    )
+    truncated = int(((scores["k"] > 0) & (shown < scores["k"])).sum())
     return {
         "job_id": jid,
         "name": cfg.get("name"),

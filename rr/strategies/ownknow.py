@@ -1,0 +1,112 @@
+"""OwnKnow (Cao et al. 2025, §4.2): answer closed-book first, then answer with the documents and that draft.
+
+Step 1 is the closed-book answer of every question, made with exactly the request of the
+``closed_book`` strategy (same template, same decoding parameters), so a job or cache that
+already holds the closed-book answers makes no new model call for it. Step 2 renders
+``ownknow.j2`` with the retrieved documents and the draft as ``non_rag_output``. Both steps are
+whole-batch steps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rr.prompts.answer import extract_answer
+from rr.registry import component
+from rr.runtime import Runtime
+from rr.strategies.base import CellInput, StrategyOutput, fitted_request
+from rr.strategies.simple import closed_book_outputs
+
+#: What of the closed-book output is inserted as ``non_rag_output``.
+DRAFT_FIELDS = ("prediction", "raw_output")
+
+
+@component("strategy", "ownknow")
+class OwnKnow:
+    """Two steps: closed-book draft (``non_rag_qa.j2``), then ``ownknow.j2`` with documents + draft.
+
+    k = 0 cells are answered closed-book, exactly as ``vanilla`` does, so f(q, 0) is the same
+    baseline for every strategy. The score table gets an ``ownknow_draft`` column (the draft
+    shown to the model; ``""`` on k = 0 rows).
+
+    Args:
+        template: Step-2 template (``ownknow.j2``, Appendix C).
+        closed_book_template: Step-1 and k = 0 template; keep it equal to the ``closed_book``
+            strategy's so the drafts are the closed-book generations themselves (shared cache).
+        draft: ``"prediction"`` (the extracted closed-book answer, default: the template reads
+            ``Previous Answer: {{ non_rag_output }}.`` like its example ``Previous Answer:
+            previous answer.``) or ``"raw_output"`` (the model's full closed-book output).
+        doc_format: How a document is shown as a ``Context``: ``{title}`` and ``{text}``.
+        name: Value of the score table's ``strategy`` column.
+    """
+
+    def __init__(
+        self,
+        template: str = "ownknow.j2",
+        closed_book_template: str = "non_rag_qa.j2",
+        draft: str = "prediction",
+        doc_format: str = "{title}\n{text}",
+        name: str = "ownknow",
+    ) -> None:
+        if draft not in DRAFT_FIELDS:
+            raise ValueError(f"strategy.ownknow.draft must be one of {DRAFT_FIELDS}, got {draft!r}")
+        self.template = template
+        self.closed_book_template = closed_book_template
+        self.draft = draft
+        self.doc_format = doc_format
+        self.name = name
+
+    def run(self, inputs: Sequence[CellInput], rt: Runtime) -> list[StrategyOutput]:
+        """One output per input, same order; two batched model steps (plus cache hits)."""
+        llm = rt.llm
+        # Step 1: one closed-book request per distinct question (k = 0 cells included).
+        questions = list(dict.fromkeys(x.example.question for x in inputs))
+        firsts = {x.example.question: x for x in reversed(inputs)}
+        closed = dict(
+            zip(
+                questions,
+                closed_book_outputs([firsts[q] for q in questions], llm, self.closed_book_template),
+                strict=True,
+            )
+        )
+        rag = [i for i, x in enumerate(inputs) if x.cell.k > 0]
+        drafts = {}
+        for q, o in closed.items():
+            drafts[q] = o.prediction if self.draft == "prediction" else o.raw_output.strip()
+        empty = sum(1 for i in rag if not drafts[inputs[i].example.question])
+        if empty:
+            rt.count(f"{self.name}:empty_draft", empty)
+        # Step 2: every k > 0 input with its documents and draft.
+        built = [
+            fitted_request(
+                llm,
+                self.template,
+                inputs[i].docs,
+                self.doc_format,
+                question=inputs[i].example.question,
+                non_rag_output=drafts[inputs[i].example.question],
+            )
+            for i in rag
+        ]
+        gens = llm.generate([r for r, _ in built], step=f"{self.name}:answer")
+        out: list[StrategyOutput] = []
+        by_index = dict(zip(rag, zip(built, gens, strict=True), strict=True))
+        for i, x in enumerate(inputs):
+            if i not in by_index:
+                cb = closed[x.example.question]
+                out.append(
+                    StrategyOutput(cb.raw_output, cb.prediction, cb.marker_found, (), {"ownknow_draft": ""})
+                )
+                continue
+            (_, kept), g = by_index[i]
+            prediction, found = extract_answer(g.text)
+            out.append(
+                StrategyOutput(
+                    g.text,
+                    prediction,
+                    found,
+                    tuple(kept),
+                    {"ownknow_draft": drafts[x.example.question]},
+                )
+            )
+        return out
