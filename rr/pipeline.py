@@ -220,6 +220,7 @@ def run_job(cfg: DictConfig, output_dir: str | Path) -> JobResult:
                         "order": c.order,
                         "query_perturbation": c.query_perturbation,
                         "doc_perturbation": c.doc_perturbation,
+                        "n_docs_given": len(inp.docs),
                         "n_docs_used": len(out.docs_used),
                         "prediction": out.prediction,
                         "raw_output": out.raw_output,
@@ -325,13 +326,14 @@ def _summary(
     llm = rt.llm
     stats = asdict(llm.stats)
     # A strategy that shows fewer documents on purpose (S2A's selection) reports what its first
-    # prompt held in ``n_docs_shown``; only window fitting counts as truncation.
+    # prompt held in ``n_docs_shown``; only window fitting counts as truncation, measured against
+    # the documents the strategy was given (a composing doc perturbation may give fewer than k).
     shown = (
         scores["n_docs_shown"].fillna(scores["n_docs_used"])
         if "n_docs_shown" in scores
         else scores["n_docs_used"]
     )
-    truncated = int(((scores["k"] > 0) & (shown < scores["k"])).sum())
+    truncated = int(((scores["k"] > 0) & (shown < scores["n_docs_given"])).sum())
     return {
         "job_id": jid,
         "name": cfg.get("name"),

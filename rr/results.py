@@ -35,6 +35,7 @@ COLUMNS: dict[str, str] = {
     "seed": "the job's seed",
     "question": "the question as asked (after any query perturbation)",
     "answers": "gold answers",
+    "n_docs_given": "documents handed to the strategy (after slicing, ordering and doc perturbation)",
     "doc_ids": "passage ids in the prompt, in prompt order",
     "answer_in_docs": "whether a gold answer string occurs in the documents used",
     "marker_found": "whether the 'Answer:' marker was found (False = fallback extraction)",
