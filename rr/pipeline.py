@@ -128,7 +128,7 @@ def run_job(cfg: DictConfig, output_dir: str | Path) -> JobResult:
 
         generator = instantiate(cfg.generator)
         cache = GenerationCache(cfg.paths.cache_dir, generator.identity(), writer=jid)
-        llm = LLM(generator, cache, show_progress=show)
+        llm = LLM(generator, cache, flush_every=int(cfg.get("flush_every", 64)), show_progress=show)
         rt = Runtime(llm, Path(cfg.paths.cache_dir), seed=int(cfg.seed), job_id=jid, show_progress=show)
         judge = instantiate(cfg.judge)
 
