@@ -87,6 +87,20 @@ def job_folders(root: str | Path) -> list[Path]:
     return sorted(set(found))
 
 
+def sweep_jobs(overrides: list[str], sweeper_params: Any = None) -> list[list[str]]:
+    """The override list of every job of a multirun, expanded as Hydra's basic sweeper does.
+
+    ``sweeper_params`` (``hydra.sweeper.params``, e.g. from a ``sweeps/*.yaml`` file) come
+    first, then ``overrides`` (the command line's); ``a=1,2 b=x,y`` gives four jobs.
+    """
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    args = [f"{k}={v}" for k, v in (sweeper_params or {}).items()] + list(overrides)
+    parsed = OverridesParser.create().parse_overrides(args)
+    return [list(job) for batch in BasicSweeper.split_arguments(parsed, None) for job in batch]
+
+
 def expected_jobs(sweep_dir: str | Path, config_dir: str | None = None) -> list[tuple[str, list[str]]]:
     """The (job id, overrides) of every job of the multirun whose ``multirun.yaml`` is in ``sweep_dir``.
 
@@ -94,27 +108,23 @@ def expected_jobs(sweep_dir: str | Path, config_dir: str | None = None) -> list[
     the command line's overrides) and composes each job's config to get its id.
     """
     from hydra import compose, initialize_config_dir
-    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
     from hydra.core.global_hydra import GlobalHydra
-    from hydra.core.override_parser.overrides_parser import OverridesParser
 
     from rr.cli import CONFIG_DIR
     from rr.config import register_configs
 
     mr = OmegaConf.load(Path(sweep_dir) / "multirun.yaml")
     assert isinstance(mr, DictConfig)
-    params = OmegaConf.select(mr, "hydra.sweeper.params") or {}
-    args = [f"{k}={v}" for k, v in params.items()] + list(OmegaConf.select(mr, "hydra.overrides.task") or [])
-    parsed = OverridesParser.create().parse_overrides(args)
-    batches = BasicSweeper.split_arguments(parsed, None)
+    jobs = sweep_jobs(
+        list(OmegaConf.select(mr, "hydra.overrides.task") or []),
+        OmegaConf.select(mr, "hydra.sweeper.params"),
+    )
     register_configs()
     out = []
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=config_dir or CONFIG_DIR, version_base="1.3"):
-        for batch in batches:
-            for overrides in batch:
-                cfg = compose("config", overrides=list(overrides))
-                out.append((job_id(cfg), list(overrides)))
+        for overrides in jobs:
+            out.append((job_id(compose("config", overrides=overrides)), overrides))
     GlobalHydra.instance().clear()
     return out
 
