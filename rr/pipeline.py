@@ -247,6 +247,9 @@ def run_job(
                         **out.extra,
                     }
                 )
+        for other in rt.all_llms:  # backend retries and failures (e.g. the openai backend's)
+            for name, n in getattr(other.generator, "counters", {}).items():
+                rt.count(f"{other.generator.name}:{name}", n)
         scores = pd.DataFrame(rows)
         with watch.stage("write"):
             write_scores(scores, output_dir)

@@ -31,6 +31,8 @@ COMPONENT_MODULES = (
     "rr.retrieval.dense",
     "rr.retrieval.pyserini_bm25",
     "rr.generation.hf",
+    "rr.generation.vllm",
+    "rr.generation.openai",
     "rr.strategies.simple",
     "rr.judges.match",
     "rr.perturbations.none",
