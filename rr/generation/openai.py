@@ -21,6 +21,7 @@ when set, else an estimate of 4 characters per token.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -108,10 +109,8 @@ def backoff_delay(
     at least the server's ``Retry-After`` (seconds), minus up to ``jitter`` of itself at random."""
     delay = min(max_s, base_s * 2**attempt)
     if retry_after is not None:
-        try:
+        with contextlib.suppress(ValueError):  # an HTTP date: keep our own backoff
             delay = max(delay, min(max_s, float(retry_after)))
-        except ValueError:
-            pass  # an HTTP date: keep our own backoff
     return delay * (1 - jitter * random.random())
 
 
