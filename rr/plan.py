@@ -83,6 +83,9 @@ class PlanningLLM(LLM):
         generator: The backend (only its tokenizer is used: ``render``, ``count_tokens``).
         cache: The generation cache to look requests up in (never written).
         steps: Where :class:`PlanStep` records are appended (shared with :meth:`sibling`\\ s).
+        planned: Keys of requests already planned (by earlier steps, or earlier jobs of a
+            sweep sharing the cache); they count as cached, as they will be when the jobs run
+            one after another (with parallel launchers this is an upper bound on hits).
         mean_new_tokens: Expected new tokens per request; ``None`` = each request's
             ``max_new_tokens`` (an upper bound).
         placeholder: Text returned for requests that are not cached.
@@ -95,15 +98,17 @@ class PlanningLLM(LLM):
         steps: list[PlanStep] | None = None,
         mean_new_tokens: float | None = None,
         placeholder: str = PLACEHOLDER,
+        planned: set[str] | None = None,
     ) -> None:
         super().__init__(generator, cache, show_progress=False)
         self.steps: list[PlanStep] = steps if steps is not None else []
+        self.planned: set[str] = planned if planned is not None else set()
         self.mean_new_tokens = mean_new_tokens
         self.placeholder = placeholder
         self._ntokens: dict[int, int] = {}  # hash(text) -> token count (window fitting counts each prompt)
 
     def sibling(self, generator: Generator, cache: GenerationCache) -> LLM:
-        return PlanningLLM(generator, cache, self.steps, self.mean_new_tokens, self.placeholder)
+        return PlanningLLM(generator, cache, self.steps, self.mean_new_tokens, self.placeholder, self.planned)
 
     def count_tokens(self, prompts: list[str]) -> list[int]:
         todo = list(dict.fromkeys(p for p in prompts if hash(p) not in self._ntokens))
@@ -119,8 +124,9 @@ class PlanningLLM(LLM):
         first: dict[str, int] = {}
         for i, k in enumerate(keys):
             first.setdefault(k, i)
-        cached = {k for k in first if self.cache.get(k) is not None}
+        cached = {k for k in first if k in self.planned or self.cache.get(k) is not None}
         todo = [k for k in first if k not in cached]
+        self.planned.update(todo)
         n_prompt = self.count_tokens([prompts[first[k]] for k in todo])
         new = [
             self.mean_new_tokens
@@ -185,7 +191,7 @@ def plan_job(
     steps: list[PlanStep] = []
 
     def make_llm(generator: Generator, cache: GenerationCache) -> LLM:
-        return PlanningLLM(generator, cache, steps, mean_new_tokens)
+        return PlanningLLM(generator, cache, steps, mean_new_tokens, planned=planned)
 
     with tempfile.TemporaryDirectory(prefix="rr-plan-") as tmp:
         result = run_job(cfg, tmp, make_llm=make_llm)

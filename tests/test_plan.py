@@ -87,6 +87,8 @@ def test_planning_llm_counts_dedup_cache_and_flags_steps_fed_by_placeholders(tmp
     assert two.prompt_tokens == 3 + len(PLACEHOLDER.split()) + 1
     assert one.gpu_hours(prompt_tps=3.0, generated_tps=20.0) == (1 + 1) / 3600
     assert not list(tmp_path.glob("generations/*/*.jsonl"))[1:]  # only the shard written above
+    llm.generate(step1, step="again")  # planned requests count as cached, as they will be
+    assert (llm.steps[2].cached, llm.steps[2].to_generate) == (3, 0)
 
 
 def test_plan_cli_writes_json(tmp_path: Path) -> None:
