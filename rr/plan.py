@@ -178,9 +178,15 @@ class JobPlan:
 
 
 def plan_job(
-    cfg: DictConfig, mean_new_tokens: float | None = None, overrides: list[str] | None = None
+    cfg: DictConfig,
+    mean_new_tokens: float | None = None,
+    overrides: list[str] | None = None,
+    planned: set[str] | None = None,
 ) -> JobPlan:
-    """Run the pipeline of ``cfg`` with a :class:`PlanningLLM`; outputs go to a temporary folder."""
+    """Run the pipeline of ``cfg`` with a :class:`PlanningLLM`; outputs go to a temporary folder.
+
+    ``planned``: request keys planned by earlier jobs of the same sweep (updated in place).
+    """
     from rr.pipeline import run_job
 
     t0 = time.perf_counter()
