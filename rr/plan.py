@@ -277,7 +277,10 @@ def plan_main(argv: list[str]) -> int:
     a = ap.parse_args(argv)
 
     t0 = time.perf_counter()
-    plans = [plan_job(cfg, a.mean_new_tokens, job) for job, cfg in compose_jobs(a.overrides, a.multirun)]
+    planned: set[str] = set()  # jobs of a sweep share the cache: later jobs hit earlier ones' requests
+    plans = [
+        plan_job(cfg, a.mean_new_tokens, job, planned) for job, cfg in compose_jobs(a.overrides, a.multirun)
+    ]
     wall = time.perf_counter() - t0
     console = Console(width=None if Console().is_terminal else 160)
     all_steps = [s for p in plans for s in p.steps]
