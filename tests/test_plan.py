@@ -102,3 +102,17 @@ def test_plan_cli_writes_json(tmp_path: Path) -> None:
     plan = json.loads(out.read_text())
     assert plan["total"]["requests"] == 10 and plan["total"]["new_tokens"] == 3 * plan["total"]["to_generate"]
     assert plan["gpu_hours"] > 0
+
+
+def test_plan_multirun_expands_named_sweeps_like_hydra() -> None:
+    from rr.plan import compose_jobs
+
+    jobs = compose_jobs(["sweep=cao2025_mini", "dataset.n=3"], multirun=True)
+    assert sorted(tuple(sorted(j)) for j, _ in jobs) == sorted(
+        tuple(sorted(["sweep=cao2025_mini", "dataset.n=3", f"strategy={s}", f"seed={seed}"]))
+        for s in ("vanilla", "closed_book")
+        for seed in (0, 1)
+    )
+    assert {(list(c.strategy)[0], c.seed, c.dataset.n) for _, c in jobs} == {
+        (s, seed, 3) for s in ("vanilla", "closed_book") for seed in (0, 1)
+    }
