@@ -135,14 +135,15 @@ def bench_plan(ns: list[int], cache_dir: str, retrievers: str) -> None:
         ((_, cfg),) = compose_jobs([*base, f"dataset.n={n}"], False)
         p = plan_job(cfg)
         t = total(p.steps)
-        rows.append((n, t, p.seconds))
+        rows.append((n, t, p.cpu_seconds))
         print(
             f"n={n}: {t.requests} requests, {t.unique} unique ({t.unique / t.requests:.3f}), "
-            f"{t.prompt_tokens:,} prompt tokens, planned in {p.seconds:.1f}s ({p.seconds / n:.2f} s/question)"
+            f"{t.prompt_tokens:,} prompt tokens, planned in {p.seconds:.1f}s wall, {p.cpu_seconds:.1f}s CPU "
+            f"({p.cpu_seconds / n:.2f} CPU s/question)"
         )
     n0, _, s0 = rows[0]
     for n, _, s in rows[1:]:
-        print(f"time ratio n={n} / n={n0}: {s / s0:.2f} (linear: {n / n0:.2f})")
+        print(f"CPU time ratio n={n} / n={n0}: {s / s0:.2f} (linear: {n / n0:.2f})")
     n = ns[0]
     planned: set[str] = set()
     jobs = compose_jobs([*base, f"dataset.n={n}", "seed=0,1,2"], True)
@@ -156,7 +157,9 @@ def bench_plan(ns: list[int], cache_dir: str, retrievers: str) -> None:
     )
 
 
-def bench_openai(n_prompts: int, concurrencies: list[int], max_new_tokens: int) -> None:
+def bench_openai(
+    n_prompts: int, concurrencies: list[int], max_new_tokens: int, server_args: list[str]
+) -> None:
     from rr.generation.openai import OpenAIGenerator
     from rr.records import GenerationParams, Request
     from tests.openai_servers import packaged_model_path, transformers_serve
@@ -166,7 +169,10 @@ def bench_openai(n_prompts: int, concurrencies: list[int], max_new_tokens: int) 
         for i in range(n_prompts)
     ]
     path = packaged_model_path()
-    with tempfile.TemporaryDirectory() as tmp, transformers_serve(path, Path(tmp) / "serve.log") as url:
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        transformers_serve(path, Path(tmp) / "serve.log", extra_args=server_args) as url,
+    ):
         gen = OpenAIGenerator(model=path, base_url=url, api_key_env=None, timeout_s=600)
         prompts = [gen.render(Request.user(q)) for q in questions]
         gen.generate(prompts[:1], GenerationParams(max_new_tokens=2))  # warm-up
@@ -204,6 +210,12 @@ def main() -> None:
     p.add_argument("--prompts", type=int, default=8)
     p.add_argument("--concurrency", type=int, nargs="+", default=[1, 2, 4, 8])
     p.add_argument("--max-new-tokens", type=int, default=8)
+    p.add_argument(
+        "--server-args",
+        nargs="*",
+        default=[],
+        help="e.g. --continuous-batching (no leading --: give 'continuous-batching')",
+    )
     a = ap.parse_args()
     print(f"machine: {machine()}")
     if a.what == "prefix":
@@ -211,7 +223,7 @@ def main() -> None:
     elif a.what == "plan":
         bench_plan(a.n, a.cache_dir, a.retrievers)
     else:
-        bench_openai(a.prompts, a.concurrency, a.max_new_tokens)
+        bench_openai(a.prompts, a.concurrency, a.max_new_tokens, [f"--{x}" for x in a.server_args])
 
 
 if __name__ == "__main__":

@@ -175,6 +175,7 @@ class JobPlan:
     steps: list[PlanStep]
     counters: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
+    cpu_seconds: float = 0.0
 
 
 def plan_job(
@@ -189,7 +190,7 @@ def plan_job(
     """
     from rr.pipeline import run_job
 
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     cfg = cfg.copy()
     with open_dict(cfg):
         cfg.logger = {}  # never log a plan
@@ -211,6 +212,7 @@ def plan_job(
         steps=steps,
         counters=dict(s.get("counters", {})),
         seconds=round(time.perf_counter() - t0, 3),
+        cpu_seconds=round(time.process_time() - c0, 3),
     )
 
 
@@ -240,7 +242,12 @@ def compose_jobs(
     out = []
     with initialize_config_dir(config_dir=config_dir or CONFIG_DIR, version_base="1.3"):
         if multirun:
-            hcfg = compose("config", overrides=overrides, return_hydra_config=True)
+            # the sweeper's params (sweep=NAME files) come from a compose without the swept values
+            from hydra.core.override_parser.overrides_parser import OverridesParser
+
+            parsed = OverridesParser.create().parse_overrides(overrides)
+            fixed = [str(o.input_line) for o in parsed if not o.is_sweep_override()]
+            hcfg = compose("config", overrides=fixed, return_hydra_config=True)
             jobs = sweep_jobs(overrides, hcfg.hydra.sweeper.get("params"))
         else:
             jobs = [overrides]

@@ -38,14 +38,27 @@ def packaged_model_path() -> str:
 
 
 @contextmanager
-def transformers_serve(model_path: str, log_path: Path, startup_s: float = 240) -> Iterator[str]:
+def transformers_serve(
+    model_path: str, log_path: Path, startup_s: float = 240, extra_args: list[str] | None = None
+) -> Iterator[str]:
     """Run ``transformers serve MODEL`` on a free loopback port; yields the ``/v1`` base URL."""
     exe = shutil.which("transformers") or str(Path(sys.executable).parent / "transformers")
     port = free_port()
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     with open(log_path, "w") as log:
         proc = subprocess.Popen(
-            [exe, "serve", model_path, "--host", "127.0.0.1", "--port", str(port), "--device", "cpu"],
+            [
+                exe,
+                "serve",
+                model_path,
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--device",
+                "cpu",
+                *(extra_args or []),
+            ],
             stdout=log,
             stderr=subprocess.STDOUT,
             env=env,

@@ -116,3 +116,6 @@ def test_plan_multirun_expands_named_sweeps_like_hydra() -> None:
     assert {(list(c.strategy)[0], c.seed, c.dataset.n) for _, c in jobs} == {
         (s, seed, 3) for s in ("vanilla", "closed_book") for seed in (0, 1)
     }
+
+    swept = compose_jobs(["seed=0,1", "dataset.n=3"], multirun=True)
+    assert sorted(c.seed for _, c in swept) == [0, 1]
