@@ -23,7 +23,7 @@ from rr.registry import COMPONENT_MODULES, COMPONENTS, schema_for
 MULTI_GROUPS = ("retriever", "strategy")
 
 #: Top-level keys that do not change results and so are left out of the job id.
-NON_SEMANTIC_KEYS = ("hydra", "paths", "logger", "progress", "name")
+NON_SEMANTIC_KEYS = ("hydra", "paths", "logger", "progress", "name", "force", "flush_every")
 #: Keys left out of the job id wherever they occur (throughput settings, not semantics).
 NON_SEMANTIC_LEAVES = ("batch_size", "device", "num_workers", "cache_dir", "model_cache_dir", "show_progress")
 
@@ -55,6 +55,8 @@ class RootSchema:
     grid: GridSchema = field(default_factory=GridSchema)
     paths: PathsSchema = field(default_factory=PathsSchema)
     progress: bool = True
+    force: bool = False
+    flush_every: int = 64
     dataset: Any = MISSING
     corpus: Any = MISSING
     retriever: Any = field(default_factory=dict)

@@ -11,7 +11,7 @@ import json
 import logging
 import platform
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -23,6 +23,7 @@ from omegaconf import DictConfig, OmegaConf
 from rr.config import instantiate, job_id, semantic_config
 from rr.context import ORDERS, RankedDoc, order_indices
 from rr.data.base import Corpus
+from rr.generation.base import Generator
 from rr.generation.cache import GenerationCache
 from rr.generation.client import LLM
 from rr.judges.base import JudgeItem
@@ -95,8 +96,16 @@ def build_cells(
     return cells
 
 
-def run_job(cfg: DictConfig, output_dir: str | Path) -> JobResult:
-    """Run one job described by a composed ``rr`` config; write and return its results."""
+def run_job(
+    cfg: DictConfig,
+    output_dir: str | Path,
+    make_llm: Callable[[Generator, GenerationCache], LLM] | None = None,
+) -> JobResult:
+    """Run one job described by a composed ``rr`` config; write and return its results.
+
+    ``make_llm`` replaces the :class:`LLM` built around the generator (``rr plan`` passes a
+    planning stand-in that counts requests and calls no model).
+    """
     t_start = time.perf_counter()
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
@@ -129,7 +138,10 @@ def run_job(cfg: DictConfig, output_dir: str | Path) -> JobResult:
 
         generator = instantiate(cfg.generator)
         cache = GenerationCache(cfg.paths.cache_dir, generator.identity(), writer=jid)
-        llm = LLM(generator, cache, show_progress=show)
+        if make_llm is not None:
+            llm = make_llm(generator, cache)
+        else:
+            llm = LLM(generator, cache, flush_every=int(cfg.get("flush_every", 64)), show_progress=show)
         rt = Runtime(llm, Path(cfg.paths.cache_dir), seed=int(cfg.seed), job_id=jid, show_progress=show)
         judge = instantiate(cfg.judge)
 
@@ -240,6 +252,9 @@ def run_job(cfg: DictConfig, output_dir: str | Path) -> JobResult:
                         **out.extra,
                     }
                 )
+        for other in rt.all_llms:  # backend retries and failures (e.g. the openai backend's)
+            for name, n in getattr(other.generator, "counters", {}).items():
+                rt.count(f"{other.generator.name}:{name}", n)
         scores = pd.DataFrame(rows)
         with watch.stage("write"):
             write_scores(scores, output_dir)

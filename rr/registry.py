@@ -34,6 +34,8 @@ COMPONENT_MODULES = (
     "rr.retrieval.pyserini_bm25",
     "rr.retrieval.oracle",
     "rr.generation.hf",
+    "rr.generation.vllm",
+    "rr.generation.openai",
     "rr.strategies.simple",
     "rr.strategies.rgb",
     "rr.judges.refusal",

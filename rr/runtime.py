@@ -59,7 +59,9 @@ class Runtime:
             return self.llm
         if key not in self._llms:
             cache = GenerationCache(self.cache_dir, gen.identity(), writer=self.job_id)
-            self._llms[key] = LLM(gen, cache, show_progress=self.show_progress)
+            self._llms[key] = LLM(
+                gen, cache, flush_every=self.llm.flush_every, show_progress=self.show_progress
+            )
         return self._llms[key]
 
     @property

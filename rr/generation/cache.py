@@ -3,7 +3,9 @@
 Layout: ``<cache_dir>/generations/<model hash>/<writer>.jsonl``; each line is
 ``{"key", "text", "prompt_tokens", "completion_tokens"}``. A job only ever appends to its
 own shard and flushes after every batch, so any number of jobs can run at once, and a
-job killed mid-write leaves at most one torn last line, which readers skip (and count).
+job killed mid-write leaves at most one torn last line, which readers skip (and count); a
+writer that reopens a shard ending in a torn line (a recycled pid) starts on a fresh line, so
+the torn line never swallows a good entry.
 Entries are namespaced by the model identity twice over: the folder and the key itself.
 """
 
@@ -41,6 +43,7 @@ class GenerationCache:
             meta.write_text(json.dumps(identity, indent=1))
         self.shard = self.dir / f"{writer}-{os.getpid()}.jsonl"
         self.torn_lines = 0
+        self._shard_checked = False
         self._entries: dict[str, Completion] = {}
         for path in sorted(self.dir.glob("*.jsonl")):
             self._read(path)
@@ -82,7 +85,15 @@ class GenerationCache:
             )
         if not lines:
             return
+        prefix = ""
+        if not self._shard_checked:
+            self._shard_checked = True
+            if self.shard.exists() and self.shard.stat().st_size:
+                with open(self.shard, "rb") as fb:
+                    fb.seek(-1, os.SEEK_END)
+                    if fb.read(1) != b"\n":
+                        prefix = "\n"  # end the torn line left by a killed writer of this name
         with open(self.shard, "a", encoding="utf-8") as f:
-            f.write("\n".join(lines) + "\n")
+            f.write(prefix + "\n".join(lines) + "\n")
             f.flush()
             os.fsync(f.fileno())

@@ -56,6 +56,10 @@ class LLM:
         self.identity = generator.identity()
         self.stats = LLMStats()
 
+    def sibling(self, generator: Generator, cache: GenerationCache) -> LLM:
+        """An LLM of the same kind and settings for another model (judges, rewriters)."""
+        return LLM(generator, cache, flush_every=self.flush_every, show_progress=self.show_progress)
+
     def key(self, prompt: str, request: Request) -> str:
         return content_hash({"model": self.identity, "prompt": prompt, "params": request.params.key_fields()})
 

@@ -1,0 +1,360 @@
+"""``rr plan``: what a job (or sweep) would cost, without calling any model.
+
+The planner runs the real pipeline (data, retrieval, cells, perturbations, strategies, window
+fitting with the real tokenizer) with a stand-in for the model: :class:`PlanningLLM` renders
+and keys every request exactly as :class:`~rr.generation.client.LLM` does, deduplicates,
+looks each unique request up in the real generation cache (read only), counts the prompt
+tokens of the requests that would reach the model, and returns placeholder text for them so
+that the next steps of multi-step strategies still run. Nothing is generated and nothing is
+written to the generation cache (retrieval runs are computed and cached as in a real job:
+they are real work the job reuses).
+
+Counts of steps that consume earlier outputs (the second step of two-step strategies, LLM
+judges) are estimates: they see placeholders instead of real outputs. A step whose prompts
+contain the placeholder is flagged ``estimate``; strategies that parse earlier outputs (e.g.
+a selection of documents) take their fallback path on placeholders, which their counters
+report.
+
+Expected generated tokens are ``max_new_tokens`` per request (an upper bound) or a given
+mean; GPU-hours = prompt tokens / prefill throughput + generated tokens / decode throughput,
+both in tokens per second per GPU (defaults are rough figures for an 8B model under vLLM on
+one H100; calibrate them with ``benchmarks/``).
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, open_dict
+
+from rr.generation.base import Generator
+from rr.generation.cache import GenerationCache
+from rr.generation.client import LLM
+from rr.records import Generation, Request
+
+#: Text returned for requests that would reach the model (has an ``Answer:`` marker, so
+#: answer extraction proceeds as on a real output).
+PLACEHOLDER = "Answer: [rr plan placeholder]"
+
+#: Default throughputs per GPU (tokens/s): prefill (prompt tokens) and decode (new tokens).
+PROMPT_TPS = 20_000.0
+GENERATED_TPS = 2_500.0
+
+
+@dataclass
+class PlanStep:
+    """The cost of one generation step.
+
+    Attributes:
+        step: Step name (``vanilla:answer``, ``closed_book``, ...).
+        model: Model id of the step's generator.
+        requests: Requests made by the step.
+        unique: Distinct requests (same model, prompt and decoding parameters).
+        cached: Distinct requests already in the generation cache.
+        to_generate: Distinct requests that would reach the model (``unique - cached``).
+        prompt_tokens: Prompt tokens of those requests (real tokenizer, chat template applied).
+        new_tokens: Expected generated tokens of those requests.
+        estimate: Whether the step's prompts contain placeholder outputs of earlier steps.
+    """
+
+    step: str
+    model: str
+    requests: int = 0
+    unique: int = 0
+    cached: int = 0
+    to_generate: int = 0
+    prompt_tokens: int = 0
+    new_tokens: int = 0
+    estimate: bool = False
+
+    def gpu_hours(self, prompt_tps: float, generated_tps: float) -> float:
+        return (self.prompt_tokens / prompt_tps + self.new_tokens / generated_tps) / 3600
+
+
+class PlanningLLM(LLM):
+    """An :class:`LLM` that records what it would send and calls no model.
+
+    Args:
+        generator: The backend (only its tokenizer is used: ``render``, ``count_tokens``).
+        cache: The generation cache to look requests up in (never written).
+        steps: Where :class:`PlanStep` records are appended (shared with :meth:`sibling`\\ s).
+        planned: Keys of requests already planned (by earlier steps, or earlier jobs of a
+            sweep sharing the cache); they count as cached, as they will be when the jobs run
+            one after another (with parallel launchers this is an upper bound on hits).
+        mean_new_tokens: Expected new tokens per request; ``None`` = each request's
+            ``max_new_tokens`` (an upper bound).
+        placeholder: Text returned for requests that are not cached.
+    """
+
+    def __init__(
+        self,
+        generator: Generator,
+        cache: GenerationCache,
+        steps: list[PlanStep] | None = None,
+        mean_new_tokens: float | None = None,
+        placeholder: str = PLACEHOLDER,
+        planned: set[str] | None = None,
+    ) -> None:
+        super().__init__(generator, cache, show_progress=False)
+        self.steps: list[PlanStep] = steps if steps is not None else []
+        self.planned: set[str] = planned if planned is not None else set()
+        self.mean_new_tokens = mean_new_tokens
+        self.placeholder = placeholder
+        self._ntokens: dict[int, int] = {}  # hash(text) -> token count (window fitting counts each prompt)
+
+    def sibling(self, generator: Generator, cache: GenerationCache) -> LLM:
+        return PlanningLLM(generator, cache, self.steps, self.mean_new_tokens, self.placeholder, self.planned)
+
+    def count_tokens(self, prompts: list[str]) -> list[int]:
+        todo = list(dict.fromkeys(p for p in prompts if hash(p) not in self._ntokens))
+        if todo:
+            for p, n in zip(todo, self.generator.count_tokens(todo), strict=True):
+                self._ntokens[hash(p)] = n
+        return [self._ntokens[hash(p)] for p in prompts]
+
+    def generate(self, requests: list[Request], step: str = "generate") -> list[Generation]:
+        t0 = time.perf_counter()
+        prompts = [self.render(r) for r in requests]
+        keys = [self.key(p, r) for p, r in zip(prompts, requests, strict=True)]
+        first: dict[str, int] = {}
+        for i, k in enumerate(keys):
+            first.setdefault(k, i)
+        cached = {k for k in first if k in self.planned or self.cache.get(k) is not None}
+        todo = [k for k in first if k not in cached]
+        self.planned.update(todo)
+        n_prompt = self.count_tokens([prompts[first[k]] for k in todo])
+        new = [
+            self.mean_new_tokens
+            if self.mean_new_tokens is not None
+            else requests[first[k]].params.max_new_tokens
+            for k in todo
+        ]
+        self.steps.append(
+            PlanStep(
+                step=step,
+                model=str(self.identity.get("model_id", "?")),
+                requests=len(requests),
+                unique=len(first),
+                cached=len(cached),
+                to_generate=len(todo),
+                prompt_tokens=sum(n_prompt),
+                new_tokens=round(sum(new)),
+                estimate=any(self.placeholder in p for p in prompts),
+            )
+        )
+        s = self.stats
+        s.requests += len(requests)
+        s.unique_requests += len(first)
+        s.cache_hits += len(cached)
+        s.seconds += time.perf_counter() - t0
+        out = []
+        for k in keys:
+            c = self.cache.get(k)
+            out.append(
+                Generation(c.text, k, c.prompt_tokens, c.completion_tokens, cached=True)
+                if c is not None
+                else Generation(self.placeholder, k, 0, 0, cached=False)
+            )
+        return out
+
+
+@dataclass
+class JobPlan:
+    """The plan of one job: its steps, counters and how long planning took."""
+
+    job_id: str
+    name: str
+    overrides: list[str]
+    examples: int
+    rows: int
+    steps: list[PlanStep]
+    counters: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+    cpu_seconds: float = 0.0
+
+
+def plan_job(
+    cfg: DictConfig,
+    mean_new_tokens: float | None = None,
+    overrides: list[str] | None = None,
+    planned: set[str] | None = None,
+) -> JobPlan:
+    """Run the pipeline of ``cfg`` with a :class:`PlanningLLM`; outputs go to a temporary folder.
+
+    ``planned``: request keys planned by earlier jobs of the same sweep (updated in place).
+    """
+    from rr.pipeline import run_job
+
+    t0, c0 = time.perf_counter(), time.process_time()
+    cfg = cfg.copy()
+    with open_dict(cfg):
+        cfg.logger = {}  # never log a plan
+        cfg.progress = False
+    steps: list[PlanStep] = []
+
+    def make_llm(generator: Generator, cache: GenerationCache) -> LLM:
+        return PlanningLLM(generator, cache, steps, mean_new_tokens, planned=planned)
+
+    with tempfile.TemporaryDirectory(prefix="rr-plan-") as tmp:
+        result = run_job(cfg, tmp, make_llm=make_llm)
+    s = result.summary
+    return JobPlan(
+        job_id=s["job_id"],
+        name=str(s.get("name")),
+        overrides=list(overrides or []),
+        examples=int(s["examples"]),
+        rows=int(s["rows"]),
+        steps=steps,
+        counters=dict(s.get("counters", {})),
+        seconds=round(time.perf_counter() - t0, 3),
+        cpu_seconds=round(time.process_time() - c0, 3),
+    )
+
+
+def total(steps: list[PlanStep]) -> PlanStep:
+    """The sum of ``steps`` (``unique`` summed per step: distinct requests of each step)."""
+    t = PlanStep(step="total", model="")
+    for s in steps:
+        for f in ("requests", "unique", "cached", "to_generate", "prompt_tokens", "new_tokens"):
+            setattr(t, f, getattr(t, f) + getattr(s, f))
+        t.estimate = t.estimate or s.estimate
+    return t
+
+
+def compose_jobs(
+    overrides: list[str], multirun: bool, config_dir: str | None = None
+) -> list[tuple[list[str], DictConfig]]:
+    """The composed config of each job ``rr [-m] overrides`` would run."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    from rr.cli import CONFIG_DIR
+    from rr.config import register_configs
+    from rr.resume import sweep_jobs
+
+    register_configs()
+    GlobalHydra.instance().clear()
+    out = []
+    with initialize_config_dir(config_dir=config_dir or CONFIG_DIR, version_base="1.3"):
+        if multirun:
+            # the sweeper's params (sweep=NAME files) come from a compose without the swept values
+            from hydra.core.override_parser.overrides_parser import OverridesParser
+
+            parsed = OverridesParser.create().parse_overrides(overrides)
+            fixed = [str(o.input_line) for o in parsed if not o.is_sweep_override()]
+            hcfg = compose("config", overrides=fixed, return_hydra_config=True)
+            jobs = sweep_jobs(overrides, hcfg.hydra.sweeper.get("params"))
+        else:
+            jobs = [overrides]
+        for job in jobs:
+            out.append((job, compose("config", overrides=job)))
+    GlobalHydra.instance().clear()
+    return out
+
+
+def plan_main(argv: list[str]) -> int:
+    """``rr plan [options] [-m] OVERRIDES...``: requests, tokens and GPU-hours, no model calls."""
+    import argparse
+
+    from rich.console import Console
+    from rich.table import Table
+
+    ap = argparse.ArgumentParser(
+        prog="rr plan",
+        description=plan_main.__doc__,
+        epilog="Example: rr plan experiment=cao2025 dataset=mini dataset.n=null corpus=wiki_offline "
+        "'retriever=[bm25,dense]'",
+    )
+    ap.add_argument("-m", "--multirun", action="store_true", help="plan every job of the sweep")
+    ap.add_argument("--prompt-tps", type=float, default=PROMPT_TPS, help="prefill tokens/s per GPU")
+    ap.add_argument("--generated-tps", type=float, default=GENERATED_TPS, help="decode tokens/s per GPU")
+    ap.add_argument(
+        "--mean-new-tokens",
+        type=float,
+        default=None,
+        help="expected new tokens per request (default: max_new_tokens, an upper bound)",
+    )
+    ap.add_argument("--json", type=Path, default=None, help="also write the plan to this JSON file")
+    ap.add_argument("overrides", nargs="*", help="Hydra overrides, as for `rr`")
+    a = ap.parse_args(argv)
+
+    t0 = time.perf_counter()
+    planned: set[str] = set()  # jobs of a sweep share the cache: later jobs hit earlier ones' requests
+    plans = [
+        plan_job(cfg, a.mean_new_tokens, job, planned) for job, cfg in compose_jobs(a.overrides, a.multirun)
+    ]
+    wall = time.perf_counter() - t0
+    console = Console(width=None if Console().is_terminal else 160)
+    all_steps = [s for p in plans for s in p.steps]
+    for p in plans:
+        table = Table(
+            title=f"rr plan: job {p.job_id} ({p.name}, {p.examples} examples, {p.rows} rows) {' '.join(p.overrides)}"
+        )
+        for col in (
+            "step",
+            "model",
+            "requests",
+            "unique",
+            "cached",
+            "to generate",
+            "prompt tokens",
+            "new tokens",
+            "GPU-h",
+        ):
+            table.add_column(col, justify="left" if col in ("step", "model") else "right")
+        for s in [*p.steps, total(p.steps)]:
+            table.add_row(
+                s.step + (" (estimate)" if s.estimate and s.step != "total" else ""),
+                s.model,
+                *(
+                    f"{v:,}"
+                    for v in (s.requests, s.unique, s.cached, s.to_generate, s.prompt_tokens, s.new_tokens)
+                ),
+                f"{s.gpu_hours(a.prompt_tps, a.generated_tps):.3f}",
+            )
+        console.print(table)
+        if p.counters:
+            console.print("counters (placeholder outputs take fallback paths): " + json.dumps(p.counters))
+    grand = total(all_steps)
+    new_basis = (
+        f"{a.mean_new_tokens:g} per request"
+        if a.mean_new_tokens is not None
+        else "max_new_tokens (upper bound)"
+    )
+    console.print(
+        f"{len(plans)} job(s): {grand.requests:,} requests, {grand.to_generate:,} to generate, "
+        f"{grand.prompt_tokens:,} prompt tokens, {grand.new_tokens:,} new tokens ({new_basis}), "
+        f"{grand.gpu_hours(a.prompt_tps, a.generated_tps):.3f} GPU-hours at {a.prompt_tps:g} prefill and "
+        f"{a.generated_tps:g} decode tokens/s; planned in {wall:.1f}s"
+    )
+    if grand.estimate:
+        console.print(
+            "steps marked (estimate) consume earlier outputs, which the plan replaces by placeholders"
+        )
+    if a.json:
+        a.json.write_text(
+            json.dumps(
+                {
+                    "jobs": [asdict(p) for p in plans],
+                    "total": asdict(grand),
+                    "gpu_hours": grand.gpu_hours(a.prompt_tps, a.generated_tps),
+                    "prompt_tps": a.prompt_tps,
+                    "generated_tps": a.generated_tps,
+                    "mean_new_tokens": a.mean_new_tokens,
+                    "seconds": round(wall, 3),
+                },
+                indent=1,
+            )
+        )
+    return 0
+
+
+def plan_summary(plans: list[JobPlan]) -> dict[str, Any]:
+    """Totals of several job plans as a plain dict (for benchmarks and notebooks)."""
+    t = total([s for p in plans for s in p.steps])
+    return {**asdict(t), "jobs": len(plans), "seconds": round(sum(p.seconds for p in plans), 3)}

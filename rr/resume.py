@@ -1,0 +1,174 @@
+"""Resume semantics: which jobs are done, which were cut off, which never started.
+
+A job folder is **done** when its ``summary.json`` parses, names the folder's job id, and
+``scores.parquet`` exists (``summary.json`` is written last, so its presence means the score
+table is complete). It is **partial** when the folder exists (``config.yaml`` was written at
+the start) but is not done: the job was killed or failed; re-running it redoes only the
+model calls that are not in the generation cache. A job of a multirun is **missing** when
+the sweep's job list (re-expanded from Hydra's ``multirun.yaml``) names a job id that has no
+folder.
+
+``rr status <dir>`` prints the three lists; :func:`finished` is what the CLI uses to skip a
+done job (``force=true`` re-runs it).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from rr.config import job_id
+
+SUMMARY = "summary.json"
+SCORES = "scores.parquet"
+CONFIG = "config.yaml"
+
+
+@dataclass(frozen=True)
+class JobState:
+    """One job of a status listing.
+
+    Attributes:
+        job_id: The job's content hash.
+        state: ``done``, ``partial`` or ``missing``.
+        path: The job folder (``None`` for a missing job).
+        detail: What was found (accuracy of a done job, the overrides of a missing one, ...).
+    """
+
+    job_id: str
+    state: str
+    path: Path | None
+    detail: str = ""
+
+
+def finished(output_dir: str | Path, jid: str) -> dict[str, Any] | None:
+    """The summary of a completed job ``jid`` in ``output_dir``, or ``None`` if it is not done.
+
+    Done means: ``summary.json`` parses, its ``job_id`` is ``jid``, and ``scores.parquet`` exists.
+    """
+    out = Path(output_dir)
+    if not (out / SCORES).is_file():
+        return None
+    try:
+        summary = json.loads((out / SUMMARY).read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+    if not isinstance(summary, dict) or summary.get("job_id") != jid:
+        return None
+    return summary
+
+
+def folder_state(folder: Path) -> JobState:
+    """The state of one job folder (one that holds a ``config.yaml`` written by ``run_job``)."""
+    try:
+        jid = job_id(OmegaConf.load(folder / CONFIG))  # type: ignore[arg-type]
+    except Exception as e:  # unreadable config: report, never hide
+        return JobState(folder.name, "partial", folder, f"config.yaml unreadable: {e}")
+    summary = finished(folder, jid)
+    if summary is not None:
+        acc = summary.get("accuracy")
+        detail = f"{summary.get('rows', '?')} rows" + (
+            f", accuracy {acc:.3f}" if isinstance(acc, float) else ""
+        )
+        return JobState(jid, "done", folder, detail)
+    if (folder / SUMMARY).exists():
+        return JobState(jid, "partial", folder, "summary.json does not match this job (or is torn)")
+    return JobState(jid, "partial", folder, "started, no summary.json (killed, failed or running)")
+
+
+def job_folders(root: str | Path) -> list[Path]:
+    """Every job folder below ``root`` (``root`` itself included): folders with a ``config.yaml``."""
+    root = Path(root)
+    found = [p.parent for p in root.rglob(CONFIG) if p.parent.name != ".hydra"]
+    return sorted(set(found))
+
+
+def sweep_jobs(overrides: list[str], sweeper_params: Any = None) -> list[list[str]]:
+    """The override list of every job of a multirun, expanded as Hydra's basic sweeper does.
+
+    ``sweeper_params`` (``hydra.sweeper.params``, e.g. from a ``sweeps/*.yaml`` file) come
+    first, then ``overrides`` (the command line's); ``a=1,2 b=x,y`` gives four jobs.
+    """
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    args = [f"{k}={v}" for k, v in (sweeper_params or {}).items()] + list(overrides)
+    parsed = OverridesParser.create().parse_overrides(args)
+    return [list(job) for batch in BasicSweeper.split_arguments(parsed, None) for job in batch]
+
+
+def expected_jobs(sweep_dir: str | Path, config_dir: str | None = None) -> list[tuple[str, list[str]]]:
+    """The (job id, overrides) of every job of the multirun whose ``multirun.yaml`` is in ``sweep_dir``.
+
+    Re-expands the sweep exactly as Hydra's basic sweeper does (sweeper ``params`` first, then
+    the command line's overrides) and composes each job's config to get its id.
+    """
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    from rr.cli import CONFIG_DIR
+    from rr.config import register_configs
+
+    mr = OmegaConf.load(Path(sweep_dir) / "multirun.yaml")
+    assert isinstance(mr, DictConfig)
+    jobs = sweep_jobs(
+        list(OmegaConf.select(mr, "hydra.overrides.task") or []),
+        OmegaConf.select(mr, "hydra.sweeper.params"),
+    )
+    register_configs()
+    out = []
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=config_dir or CONFIG_DIR, version_base="1.3"):
+        for overrides in jobs:
+            out.append((job_id(compose("config", overrides=overrides)), overrides))
+    GlobalHydra.instance().clear()
+    return out
+
+
+def status(root: str | Path, config_dir: str | None = None) -> list[JobState]:
+    """Done / partial jobs below ``root``, plus the missing jobs of every multirun below it."""
+    root = Path(root)
+    if not root.exists():
+        raise FileNotFoundError(f"rr status: no such folder: {root}")
+    states = [folder_state(f) for f in job_folders(root)]
+    present = {s.job_id for s in states}
+    for mr in sorted(root.rglob("multirun.yaml")):
+        for jid, overrides in expected_jobs(mr.parent, config_dir):
+            if jid not in present:
+                states.append(JobState(jid, "missing", None, " ".join(overrides)))
+                present.add(jid)
+    return states
+
+
+def status_main(argv: list[str]) -> int:
+    """``rr status [DIR]``: list done / partial / missing jobs below DIR (default ``outputs``)."""
+    import argparse
+
+    from rich.console import Console
+    from rich.table import Table
+
+    ap = argparse.ArgumentParser(prog="rr status", description=status_main.__doc__)
+    ap.add_argument("dir", nargs="?", default="outputs", help="a job, sweep, runs or outputs folder")
+    ap.add_argument("--config-dir", default=None, help="conf/ folder to re-expand sweeps with")
+    a = ap.parse_args(argv)
+    try:
+        states = status(a.dir, a.config_dir)
+    except FileNotFoundError as e:
+        print(e)
+        return 2
+    order = {"done": 0, "partial": 1, "missing": 2}
+    states.sort(key=lambda s: (order[s.state], str(s.path or ""), s.job_id))
+    table = Table(title=f"rr status {a.dir}")
+    for col in ("state", "job id", "folder", "detail"):
+        table.add_column(col, overflow="fold")
+    for s in states:
+        table.add_row(s.state, s.job_id, str(s.path) if s.path else "-", s.detail)
+    console = Console(width=None if Console().is_terminal else 160)
+    console.print(table)
+    counts = {k: sum(s.state == k for s in states) for k in order}
+    console.print(", ".join(f"{n} {k}" for k, n in counts.items()))
+    return 0

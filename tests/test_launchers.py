@@ -1,0 +1,84 @@
+"""Real 2-job multiruns through joblib and submitit's local executor; the SLURM option composes;
+``rr status`` re-expands a sweep and finds its missing and partial jobs."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from hydra.core.global_hydra import GlobalHydra
+
+from rr.results import load
+from rr.resume import expected_jobs, status
+
+from .conftest import CONF_DIR
+from .test_resume import rr_cli
+
+#: Two closed-book jobs (seed 0 and 1) on 2 questions, 4 new tokens: no corpus, no retrieval.
+SWEEP = [
+    "-m",
+    "strategy=closed_book",
+    "grid.k=[0]",
+    "dataset.n=2",
+    "generator.max_new_tokens=4",
+    "progress=false",
+    "seed=0,1",
+]
+
+
+def _run_sweep(tmp_path: Path, launcher: list[str]) -> Path:
+    proc = rr_cli([*SWEEP, *launcher, f"paths.output_root={tmp_path / 'out'}"], tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    sweep_dir = tmp_path / "out" / "multirun" / "cao2025_mini"
+    jobs = sorted(p.parent for p in sweep_dir.glob("*/scores.parquet"))
+    assert len(jobs) == 2
+    df = load(sweep_dir)
+    assert sorted(df["seed"].unique()) == [0, 1] and len(df) == 4
+    assert set(df["strategy"]) == {"closed_book"} and set(df["k"]) == {0}
+    return sweep_dir
+
+
+def test_joblib_multirun_and_status(tmp_path: Path) -> None:
+    sweep_dir = _run_sweep(tmp_path, ["hydra/launcher=parallel"])
+    expected = expected_jobs(sweep_dir)
+    assert len(expected) == 2
+    seeds = {jid: next(o for o in overrides if o.startswith("seed=")) for jid, overrides in expected}
+    assert sorted(seeds.values()) == ["seed=0", "seed=1"]
+    assert all("strategy=closed_book" in overrides for _, overrides in expected)
+    assert {jid for jid, _ in expected} == {
+        p.name for p in sweep_dir.iterdir() if not p.name.startswith(".")
+    } - {"multirun.yaml"}
+    assert sorted(s.state for s in status(sweep_dir)) == ["done", "done"]
+    # Lose one job entirely and cut the other short: status tells them apart.
+    gone, cut = sorted(seeds, key=lambda jid: seeds[jid])
+    shutil.rmtree(sweep_dir / gone)
+    (sweep_dir / cut / "summary.json").unlink()
+    states = {s.job_id: s for s in status(sweep_dir)}
+    assert states[gone].state == "missing" and "seed=0" in states[gone].detail.split()
+    assert states[cut].state == "partial"
+    out = rr_cli(["status", str(sweep_dir)], tmp_path)
+    assert out.returncode == 0 and "0 done, 1 partial, 1 missing" in out.stdout
+
+
+def test_submitit_local_multirun(tmp_path: Path) -> None:
+    pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
+    sweep_dir = _run_sweep(tmp_path, ["hydra/launcher=submitit_local"])
+    assert any((sweep_dir / ".submitit").rglob("*_log.out"))
+
+
+def test_slurm_launcher_composes_with_requeue_settings() -> None:
+    pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        cfg = compose(
+            "config",
+            overrides=["hydra/launcher=slurm", "hydra.launcher.partition=gpu"],
+            return_hydra_config=True,
+        )
+    launcher = cfg.hydra.launcher
+    assert launcher._target_.endswith("SlurmLauncher")
+    assert launcher.partition == "gpu" and launcher.gpus_per_node == 1
+    assert launcher.max_num_timeout == 3 and launcher.array_parallelism == 16
+    assert launcher.timeout_min == 240 and launcher.mem_gb == 64 and launcher.cpus_per_task == 8

@@ -1,0 +1,121 @@
+"""``rr plan``: the planner's counts equal what the real job then does, and it calls no model."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from rr.generation.base import Completion
+from rr.generation.cache import GenerationCache
+from rr.pipeline import run_job
+from rr.plan import PLACEHOLDER, PlanningLLM, plan_job, total
+from rr.records import GenerationParams, Request
+
+from .conftest import compose_config
+from .test_resume import rr_cli
+
+SMALL = [
+    "dataset.n=2",
+    "retriever=bm25",
+    "grid.k=[1,2]",
+    "grid.orders=[original,reversed]",
+    "corpus.max_passages=300",
+    "generator.max_new_tokens=4",
+]
+
+
+def test_plan_matches_the_real_job_then_sees_its_cache(tmp_path: Path) -> None:
+    cfg = compose_config(SMALL, tmp_path)
+    before = plan_job(cfg)
+    assert not list((tmp_path / "cache").glob("generations/*/*.jsonl"))  # nothing generated or cached
+    t = total(before.steps)
+    real = run_job(cfg, tmp_path / "job").summary
+    assert [s.step for s in before.steps] == [s["step"] for s in real["generation_steps"]]
+    assert t.requests == real["requests"] == 2 * (1 + 2 * 2)
+    assert t.unique == real["unique_requests"] and t.to_generate == real["model_calls"] and t.cached == 0
+    assert t.prompt_tokens == real["prompt_tokens_generated_for"]  # the real tokenizer, exactly
+    assert t.new_tokens == 4 * t.to_generate  # max_new_tokens: the upper bound
+    assert real["completion_tokens"] <= t.new_tokens
+    assert before.rows == real["rows"] and not t.estimate
+
+    after = total(plan_job(cfg, mean_new_tokens=2.5).steps)
+    assert after.cached == after.unique and after.to_generate == 0 and after.prompt_tokens == 0
+    assert after.new_tokens == 0
+
+
+class _Tokenizer:
+    """A stand-in backend: whitespace tokens, prompts are the user message."""
+
+    name = "fake"
+    context_window = 1000
+
+    def identity(self) -> dict:
+        return {"model_id": "fake", "revision": "1"}
+
+    def default_params(self) -> GenerationParams:
+        return GenerationParams(max_new_tokens=10)
+
+    def render(self, request: Request) -> str:
+        return request.messages[-1][1]
+
+    def count_tokens(self, prompts: list[str]) -> list[int]:
+        return [len(p.split()) for p in prompts]
+
+    def generate(
+        self, prompts: list[str], params: GenerationParams, progress: Any = None
+    ) -> list[Completion]:
+        raise AssertionError("the planner must not generate")
+
+
+def test_planning_llm_counts_dedup_cache_and_flags_steps_fed_by_placeholders(tmp_path: Path) -> None:
+    gen = _Tokenizer()
+    cache = GenerationCache(tmp_path, gen.identity(), writer="t")
+    params = GenerationParams(max_new_tokens=10)
+    llm = PlanningLLM(gen, cache, mean_new_tokens=None)
+    cache.put_many([(llm.key("a b c", Request.user("a b c", params)), Completion("cached answer", 3, 2))])
+    step1 = [Request.user(t, params) for t in ("a b c", "d e", "d e", "f")]
+    out = llm.generate(step1, step="one")
+    assert [g.text for g in out] == ["cached answer", PLACEHOLDER, PLACEHOLDER, PLACEHOLDER]
+    assert [g.cached for g in out] == [True, False, False, False]
+    # step 2 feeds step 1's outputs back: its counts are estimates
+    llm.generate([Request.user(f"Check: {g.text}", params) for g in out[:2]], step="two")
+    one, two = llm.steps
+    assert (one.requests, one.unique, one.cached, one.to_generate) == (4, 3, 1, 2)
+    assert one.prompt_tokens == 2 + 1 and one.new_tokens == 20 and not one.estimate
+    assert (two.requests, two.unique, two.to_generate) == (2, 2, 2) and two.estimate
+    assert two.prompt_tokens == 3 + len(PLACEHOLDER.split()) + 1
+    assert one.gpu_hours(prompt_tps=3.0, generated_tps=20.0) == (1 + 1) / 3600
+    assert not list(tmp_path.glob("generations/*/*.jsonl"))[1:]  # only the shard written above
+    llm.generate(step1, step="again")  # planned requests count as cached, as they will be
+    assert (llm.steps[2].cached, llm.steps[2].to_generate) == (3, 0)
+
+
+def test_plan_cli_writes_json(tmp_path: Path) -> None:
+    out = tmp_path / "plan.json"
+    proc = rr_cli(
+        ["plan", "--json", str(out), "--mean-new-tokens", "3", *SMALL, f"paths.output_root={tmp_path}"],
+        tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "GPU-hours" in proc.stdout and "vanilla:answer" in proc.stdout
+    plan = json.loads(out.read_text())
+    assert plan["total"]["requests"] == 10 and plan["total"]["new_tokens"] == 3 * plan["total"]["to_generate"]
+    assert plan["gpu_hours"] > 0
+
+
+def test_plan_multirun_expands_named_sweeps_like_hydra() -> None:
+    from rr.plan import compose_jobs
+
+    jobs = compose_jobs(["sweep=cao2025_mini", "dataset.n=3"], multirun=True)
+    assert sorted(tuple(sorted(j)) for j, _ in jobs) == sorted(
+        tuple(sorted(["sweep=cao2025_mini", "dataset.n=3", f"strategy={s}", f"seed={seed}"]))
+        for s in ("vanilla", "closed_book")
+        for seed in (0, 1)
+    )
+    assert {(list(c.strategy)[0], c.seed, c.dataset.n) for _, c in jobs} == {
+        (s, seed, 3) for s in ("vanilla", "closed_book") for seed in (0, 1)
+    }
+
+    swept = compose_jobs(["seed=0,1", "dataset.n=3"], multirun=True)
+    assert sorted(c.seed for _, c in swept) == [0, 1]
