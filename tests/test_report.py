@@ -26,6 +26,8 @@ TABLES = [
     "accuracy_by_noise_ratio",
     "rgb_accuracy_by_noise_ratio",
     "paired_comparisons",
+    "oracle_curves",
+    "sure_robustness_rates",
 ]
 FIGURES = [
     "robustness_vs_performance",
@@ -35,6 +37,7 @@ FIGURES = [
     "accuracy_vs_k_by_retriever_order",
     "answer_recall_vs_k",
     "accuracy_vs_noise_ratio",
+    "oracle_curves",
 ]
 
 
@@ -53,7 +56,7 @@ def test_rr_report_command_writes_every_table_and_figure(
     with pytest.raises(SystemExit) as stop:
         main()
     assert stop.value.code == 0
-    assert f"report: {out}/README.md (9 tables, 7 figures)" in capsys.readouterr().out
+    assert f"report: {out}/README.md (11 tables, 8 figures)" in capsys.readouterr().out
     for name in TABLES:
         for ext in ("csv", "md", "tex"):
             assert (out / "tables" / f"{name}.{ext}").stat().st_size > 0, (name, ext)
@@ -104,12 +107,12 @@ def test_sections_that_do_not_apply_are_skipped_with_a_reason(sweep: Path, tmp_p
             shutil.copytree(job, plain / job.name)
     # the same job twice (copied into a second folder) is read once
     shutil.copytree(next(plain.iterdir()), tmp_path / "copy" / "again")
-    only = ["answer_recall", "accuracy_by_perturbation", "accuracy_vs_noise_ratio"]
+    only = ["answer_recall", "accuracy_by_perturbation", "accuracy_vs_noise_ratio", "sure_robustness_rates"]
     report = build_report(
         [plain, tmp_path / "copy"], tmp_path / "out", n_resamples=30, strict=True, only=only
     )
     skipped = {o.section.name: o.skipped for o in report.outcomes if o.skipped}
-    assert set(skipped) == {"accuracy_by_perturbation", "accuracy_vs_noise_ratio"}
+    assert set(skipped) == {"accuracy_by_perturbation", "accuracy_vs_noise_ratio", "sure_robustness_rates"}
     assert [o.section.name for o in report.outcomes] == only
     assert "noise_ratio@0.4" in skipped["accuracy_vs_noise_ratio"]
     index = (tmp_path / "out" / "README.md").read_text()
@@ -147,3 +150,45 @@ def test_display_frame_folds_intervals() -> None:
         pd.DataFrame({"m": [0.51234, float("nan")], "m_ci_low": [0.4, 0.1], "m_ci_high": [0.6, 0.2]}),
     )
     assert display_frame(t)["m"].tolist() == ["0.512 [0.400, 0.600]", ""]
+
+
+def test_oracle_curves_and_sure_rates_sections(sweep: Path, tmp_path: Path) -> None:
+    only = ["oracle_curves", "sure_robustness_rates"]
+    report = build_report(sweep, tmp_path / "r", n_resamples=20, strict=True, only=only)
+    assert [o.skipped for o in report.outcomes] == [None, None]
+    for name in only:
+        for ext in ("csv", "md", "tex"):
+            assert (tmp_path / "r" / "tables" / f"{name}.{ext}").stat().st_size > 0
+    assert (tmp_path / "r" / "figures" / "oracle_curves.png").read_bytes()[:4] == b"\x89PNG"
+    scores, _ = load_jobs(sweep)
+    base = scores[(scores["generator"] == "org/model-large") & (scores["strategy"] == "vanilla")]
+    none = base[base["doc_perturbation"] == "none"]
+
+    # perfect NDR at k = 5, by hand: mean over rows of max(f(q, 5, o), f(q, 0))
+    oracle = pd.read_csv(tmp_path / "r" / "tables" / "oracle_curves.csv")
+    row = oracle[
+        (oracle["generator"] == "org/model-large")
+        & (oracle["strategy"] == "vanilla")
+        & (oracle["doc_perturbation"] == "none")
+        & (oracle["k"] == 5)
+    ].iloc[0]
+    closed = none[none["k"] == 0].set_index("example_id")["score"]
+    k5 = none[none["k"] == 5]
+    assert row["perfect_ndr"] == pytest.approx(k5["score"].clip(lower=k5["example_id"].map(closed)).mean())
+    assert row["actual"] == pytest.approx(k5["score"].mean())
+    assert (oracle["perfect_ndr"] >= oracle["actual"] - 1e-12).all()
+
+    # SURE RR of noise_ratio@0.2, by hand: share of k > 0 cells whose score did not change
+    sure = pd.read_csv(tmp_path / "r" / "tables" / "sure_robustness_rates.csv")
+    assert set(sure["doc_perturbation"]) == {"noise_ratio@0.2", "noise_ratio@0.6"}
+    got = sure[sure["doc_perturbation"] == "noise_ratio@0.2"].iloc[0]
+    cell = ["example_id", "retriever", "k", "order"]
+    pairs = none[none["k"] > 0].merge(base[base["doc_perturbation"] == "noise_ratio@0.2"], on=cell)
+    assert got["n"] == len(pairs) == 6 * 18
+    assert got["RR"] == pytest.approx(100 * (pairs["score_x"] == pairs["score_y"]).mean())
+    assert got["LR"] + got["RR"] + got["WR"] == pytest.approx(100)
+
+    # not applicable: no closed-book rows / no perturbed rows
+    reason = SECTIONS["oracle_curves"].skip_reason(scores[scores["k"] > 0])
+    assert reason is not None and "k = 0" in reason
+    assert SECTIONS["sure_robustness_rates"].skip_reason(none) is not None

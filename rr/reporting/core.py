@@ -46,6 +46,7 @@ SECTION_MODULES: list[str] = [
     "rr.reporting.comparisons",
     "rr.reporting.query_level",
     "rr.reporting.rgb_rare",
+    "rr.reporting.oracles_sure",
 ]
 
 #: Columns that name a *system* (what is compared).
