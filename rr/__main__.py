@@ -1,3 +1,4 @@
 from rr.cli import main
 
-main()
+if __name__ == "__main__":  # guarded: spawned worker processes re-import the main module
+    main()

@@ -120,6 +120,7 @@ def run_job(
     (output_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
 
     logger = instantiate(cfg.logger) if cfg.get("logger") else None
+    rt: Runtime | None = None
     try:
         with watch.stage("load_data"):
             dataset = instantiate(cfg.dataset)
@@ -277,6 +278,8 @@ def run_job(
             logger.log_job(jid, semantic_config(cfg), summary, scores, str(output_dir))
         return JobResult(scores, summary, output_dir)
     finally:
+        if rt is not None:
+            rt.close()
         if logger is not None:
             logger.finish()
 

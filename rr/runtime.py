@@ -64,6 +64,13 @@ class Runtime:
             )
         return self._llms[key]
 
+    def close(self) -> None:
+        """Release what the job's backends hold beyond the job (data-parallel workers)."""
+        for llm in self.all_llms:
+            close = getattr(llm.generator, "close", None)
+            if callable(close):
+                close()
+
     @property
     def all_llms(self) -> list[LLM]:
         """The model under test followed by every other model this job used."""

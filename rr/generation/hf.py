@@ -37,6 +37,10 @@ class HFGenerator:
         model_cache_dir: Where packaged models are converted to safetensors (set by the job
             from ``paths.model_cache_dir``).
         name: Name in the score table's ``generator`` column (default: derived from ``model``).
+        data_parallel: Model replicas, one per device (GPUs of this node, or CPU processes),
+            each generating a share of every batch (Lightning Fabric DDP, see
+            :mod:`rr.generation.parallel`); 1 = one process. Completions are the same either way.
+        dp_timeout_s: Data-parallel collective timeout (a dead rank fails the job after this).
     """
 
     def __init__(
@@ -56,7 +60,12 @@ class HFGenerator:
         model_cache_dir: str | None = None,
         trust_remote_code: bool = False,
         name: str | None = None,
+        data_parallel: int = 1,
+        dp_timeout_s: float = 1800.0,
     ) -> None:
+        if data_parallel < 1:
+            raise ValueError(f"generator.data_parallel must be >= 1, got {data_parallel}")
+        self._init_kwargs = {k: v for k, v in locals().items() if k not in ("self", "__class__")}
         self.model = model
         self.revision = revision
         self.batch_size = batch_size
@@ -78,6 +87,9 @@ class HFGenerator:
         self._tokenizer: Any = None
         self._model: Any = None
         self._path: str | None = None
+        self.data_parallel = data_parallel
+        self.dp_timeout_s = dp_timeout_s
+        self._pool: Any = None
 
     # -- identity and prompt rendering (tokenizer only) -------------------------------------
     def identity(self) -> dict:
@@ -237,6 +249,29 @@ class HFGenerator:
     def generate(
         self, prompts: list[str], params: GenerationParams, progress: Any = None
     ) -> list[Completion]:
+        if not prompts:
+            return []
+        if self.data_parallel == 1:
+            return self.generate_local(prompts, params, progress)
+        if self._pool is None:
+            from rr.generation.parallel import FabricPool
+
+            accelerator = "cuda" if self._resolve_device().startswith("cuda") else "cpu"
+            self._pool = FabricPool(
+                self, self._init_kwargs, self.data_parallel, accelerator, self.dp_timeout_s
+            )
+        return self._pool.generate(prompts, self.count_tokens(prompts), params, progress)
+
+    def close(self) -> None:
+        """Stop the data-parallel workers, if any (also done at interpreter exit)."""
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
+
+    def generate_local(
+        self, prompts: list[str], params: GenerationParams, progress: Any = None
+    ) -> list[Completion]:
+        """Generate in this process only, in batches of ``batch_size``, longest prompts first."""
         import torch
 
         if not prompts:

@@ -1,0 +1,135 @@
+"""Data-parallel HF generation with Lightning Fabric: two real gloo processes on CPU.
+
+The GPU path (NCCL, one replica per GPU) is the same code with ``accelerator="cuda"``;
+``test_data_parallel_on_gpus`` runs it where two or more CUDA devices exist.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import torch
+
+from rr.generation.hf import HFGenerator
+from rr.generation.parallel import _run_shard, _Work, shard_batches
+from rr.records import GenerationParams, Request
+from tests.test_resume import SMALL, _job_dir, rr_cli
+
+QUESTIONS = [
+    "What is the capital of France?",
+    "Who wrote Hamlet? Answer in one sentence.",
+    "What is 2 + 2?",
+    "Name a primary colour.",
+    "What is water made of?",
+]
+
+
+def test_shard_batches_deals_length_sorted_batches_round_robin() -> None:
+    # lengths -> longest first: 1 (9), 3 (7), 0 (5), 4 (3), 2 (1); batches [1,3] [0,4] [2]
+    assert shard_batches([5, 9, 1, 7, 3], batch_size=2, world_size=2) == [[[1, 3], [2]], [[0, 4]]]
+    assert shard_batches([5, 9, 1, 7, 3], batch_size=2, world_size=3) == [[[1, 3]], [[0, 4]], [[2]]]
+    # ties keep prompt order (stable sort); more ranks than batches leaves ranks idle
+    assert shard_batches([2, 2, 2], batch_size=1, world_size=4) == [[[0]], [[1]], [[2]], []]
+    assert shard_batches([], batch_size=4, world_size=2) == [[], []]
+    with pytest.raises(ValueError, match="batch_size and world_size"):
+        shard_batches([1], batch_size=0, world_size=2)
+
+
+def test_hf_rejects_a_non_positive_data_parallel() -> None:
+    with pytest.raises(ValueError, match="data_parallel must be >= 1"):
+        HFGenerator(data_parallel=0)
+
+
+class _Failing:
+    def generate_local(self, prompts: list[str], params: GenerationParams) -> list:
+        raise MemoryError("CUDA out of memory (pretend)")
+
+
+def test_a_failing_rank_reports_its_traceback_instead_of_completions() -> None:
+    status, payload = _run_shard(_Failing(), _Work(["p"], [[0]], GenerationParams()))
+    assert status == "error"
+    assert "MemoryError: CUDA out of memory (pretend)" in payload
+    assert _run_shard(_Failing(), None) == ("ok", [])
+
+
+@pytest.mark.slow
+def test_two_cpu_ranks_give_the_single_process_completions() -> None:
+    params = GenerationParams(max_new_tokens=8)
+    single = HFGenerator(batch_size=2)
+    prompts = [single.render(Request.user(q, params)) for q in QUESTIONS]
+    expected = single.generate(prompts, params)
+
+    dp = HFGenerator(batch_size=2, data_parallel=2, dp_timeout_s=120)
+    try:
+        assert dp.generate(prompts, params) == expected
+        pool = dp._pool
+        # 3 batches (2, 2, 1 prompts) dealt round-robin: rank 0 gets 2 + 1, rank 1 gets 2
+        assert pool.prompts_per_rank == [3, 2]
+        pids = [p.pid for p in pool._processes]
+        # the workers persist across calls (each rank loads the model once)
+        assert dp.generate(prompts[:2], params) == expected[:2]
+        assert [p.pid for p in pool._processes] == pids
+        assert pool.prompts_per_rank == [5, 2]
+        processes = list(pool._processes)
+    finally:
+        dp.close()
+    assert all(not p.is_alive() for p in processes)
+    assert not torch.distributed.is_initialized()
+
+
+@pytest.mark.slow
+def test_a_killed_rank_fails_the_call_at_once_naming_it() -> None:
+    params = GenerationParams(max_new_tokens=2)
+    dp = HFGenerator(batch_size=1, data_parallel=2, dp_timeout_s=60)
+    prompts = [dp.render(Request.user(q, params)) for q in QUESTIONS[:2]]
+    try:
+        dp.generate(prompts, params)
+        worker = dp._pool._processes[0]
+        os.kill(worker.pid, signal.SIGKILL)
+        worker.join(timeout=10)
+        t0 = time.perf_counter()
+        with pytest.raises(
+            RuntimeError, match=r"dead ranks: rank 1 \(exit code -9\).*re-running the job resumes"
+        ):
+            dp.generate(prompts, params)
+        assert time.perf_counter() - t0 < 30  # not the 60 s collective timeout
+    finally:
+        dp.close()
+    assert not torch.distributed.is_initialized()
+
+
+@pytest.mark.slow
+def test_a_data_parallel_job_writes_the_single_process_score_table(tmp_path: Path) -> None:
+    tables, summaries = {}, {}
+    for dp in (1, 2):
+        out = tmp_path / f"dp{dp}"
+        res = rr_cli([*SMALL, f"generator.data_parallel={dp}", f"paths.output_root={out}"], cwd=tmp_path)
+        assert res.returncode == 0, res.stderr[-3000:]
+        job = _job_dir(out)
+        tables[dp] = pd.read_parquet(job / "scores.parquet")
+        summaries[dp] = json.loads((job / "summary.json").read_text())
+    # data_parallel is a throughput setting: same job id, same table, same model calls
+    assert summaries[1]["job_id"] == summaries[2]["job_id"]
+    pd.testing.assert_frame_equal(tables[1], tables[2])
+    assert summaries[2]["model_calls"] == summaries[1]["model_calls"] > 0
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs >= 2 CUDA GPUs")
+def test_data_parallel_on_gpus() -> None:
+    params = GenerationParams(max_new_tokens=8)
+    single = HFGenerator(batch_size=2, device="cuda:0")
+    prompts = [single.render(Request.user(q, params)) for q in QUESTIONS]
+    expected = [c.text for c in single.generate(prompts, params)]
+    dp = HFGenerator(batch_size=2, data_parallel=2)
+    try:
+        assert [c.text for c in dp.generate(prompts, params)] == expected
+        assert all(n > 0 for n in dp._pool.prompts_per_rank)
+    finally:
+        dp.close()
