@@ -27,7 +27,7 @@ from rr.generation.base import Generator
 from rr.generation.cache import GenerationCache
 from rr.generation.client import LLM
 from rr.judges.base import JudgeItem
-from rr.judges.normalize import has_answer
+from rr.judges.normalize import has_answer_in
 from rr.perturbations.base import QueryVariant
 from rr.records import Example, Hit
 from rr.results import write_scores
@@ -79,8 +79,7 @@ def answer_recall(
     out = {}
     for k in ks:
         found = [
-            has_answer(" ".join(corpus[h.passage_id].text for h in runs[ex.id][:k]), ex.answers)
-            for ex in examples
+            has_answer_in((corpus[h.passage_id].text for h in runs[ex.id][:k]), ex.answers) for ex in examples
         ]
         out[k] = sum(found) / len(found) if found else 0.0
     return out
@@ -245,7 +244,7 @@ def run_job(
                         "answers": list(ex.answers),
                         "doc_ids": [d.passage.id for d in out.docs_used],
                         "answer_in_docs": bool(out.docs_used)
-                        and has_answer(" ".join(d.passage.text for d in out.docs_used), ex.answers),
+                        and has_answer_in((d.passage.text for d in out.docs_used), ex.answers),
                         "marker_found": out.marker_found,
                         **inp.extra,
                         **jd.extra,
