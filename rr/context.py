@@ -123,6 +123,7 @@ def fit_prompt(
     count_tokens: Callable[[list[str]], list[int]],
     budget: int,
     estimate: WindowEstimate | None = None,
+    estimate_only: bool = False,
 ) -> FittedPrompt:
     """Drop the lowest-ranked documents until the rendered prompt fits ``budget`` tokens (§4.3).
 
@@ -138,16 +139,23 @@ def fit_prompt(
     own count) points at a candidate ``m`` and exact counts of whole prompts settle it:
     typically two (``m`` fits, ``m + 1`` does not).
 
+    ``estimate_only`` (for ``rr plan``, never for a job) takes the estimate's ``m``
+    (:meth:`WindowEstimate.most_docs`) without counting anything: the job's ``m`` wherever the
+    estimate is exact, as it is for the paper's templates with the SmolLM2 tokenizer.
+
     Args:
         docs: Documents in prompt order.
         render: Renders the prompt for a list of documents (in the given order).
         count_tokens: Exact token counts of rendered prompts.
         budget: Maximum prompt tokens (context window minus the tokens to generate).
         estimate: Token estimate from the prompt's parts (:class:`WindowEstimate`), aligned with ``docs``.
+        estimate_only: Decide from ``estimate`` alone (requires it).
 
     Returns:
         The prompt, the documents kept and its token count (exact, or the estimate).
     """
+    if estimate_only and estimate is None:
+        raise ValueError("fit_prompt: estimate_only needs an estimate")
     docs = list(docs)
     n = len(docs)
     best_first = sorted(range(n), key=lambda i: docs[i].rank)
@@ -173,6 +181,9 @@ def fit_prompt(
         if estimate.upper(best_first) <= budget:  # the fast path: no whole prompt is tokenized
             return FittedPrompt(render(docs), docs, estimate.tokens(best_first), exact=False)
         m = estimate.most_docs(best_first, budget)
+        if estimate_only:
+            kept = top(m)
+            return FittedPrompt(render(kept), kept, estimate.tokens(best_first[:m]), exact=False)
     else:
         whole = exact(n)
         if whole <= budget or not docs:

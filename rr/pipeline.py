@@ -186,13 +186,14 @@ def run_job(
                 }
 
         rows: list[dict[str, Any]] = []
+        ranked: dict[tuple[str, str], list[RankedDoc]] = {}  # every cell slices the same ranked docs
         for strategy in strategies:
             cells = build_cells(strategy, list(runs), ks, orders, closed_book)
             inputs = [
                 CellInput(
                     v.example,
                     Cell(c.retriever, c.k, c.order, v.tag, doc_pert.name),
-                    _docs_for(v, c, runs, corpus, int(cfg.seed)),
+                    _docs_for(v, c, runs, corpus, int(cfg.seed), ranked),
                 )
                 for c in cells
                 for v in variants
@@ -300,14 +301,22 @@ def _check_variants(variants: list[QueryVariant], examples: list[Example]) -> No
 
 
 def _docs_for(
-    v: QueryVariant, cell: Cell, runs: dict[str, dict[str, list[Hit]]], corpus: Corpus, seed: int
+    v: QueryVariant,
+    cell: Cell,
+    runs: dict[str, dict[str, list[Hit]]],
+    corpus: Corpus,
+    seed: int,
+    ranked: dict[tuple[str, str], list[RankedDoc]],
 ) -> tuple[RankedDoc, ...]:
+    """The cell's documents in prompt order; ``ranked`` memoizes each run's documents."""
     ex = v.example
     if cell.k == 0:
         return ()
-    hits = runs[cell.retriever][variant_qid(v)][: cell.k]
-    ranked = [RankedDoc(corpus[h.passage_id], h.rank) for h in hits]
-    return tuple(ranked[i] for i in order_indices(len(ranked), cell.order, seed, ex.id, cell.k))
+    key = (cell.retriever, variant_qid(v))
+    if key not in ranked:
+        ranked[key] = [RankedDoc(corpus[h.passage_id], h.rank) for h in runs[cell.retriever][key[1]]]
+    top = ranked[key][: cell.k]
+    return tuple(top[i] for i in order_indices(len(top), cell.order, seed, ex.id, cell.k))
 
 
 def _summary(

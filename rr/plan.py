@@ -104,8 +104,9 @@ class PlanningLLM(LLM):
         mean_new_tokens: Expected new tokens per request; ``None`` = each request's
             ``max_new_tokens`` (an upper bound).
         placeholder: Text returned for requests that are not cached.
-        exact_tokens: Count every prompt exactly; else a prompt that window fitting only
-            estimated (:meth:`note_prompt_tokens`) is reported with that estimate.
+        exact_tokens: Fit windows and count every prompt exactly, as the job will; else window
+            fitting decides from its estimates alone (:func:`~rr.context.fit_prompt`'s
+            ``estimate_only``) and reports them (:meth:`note_prompt_tokens`).
     """
 
     def __init__(
@@ -124,6 +125,7 @@ class PlanningLLM(LLM):
         self.mean_new_tokens = mean_new_tokens
         self.placeholder = placeholder
         self.exact_tokens = exact_tokens
+        self.fit_exactly = exact_tokens  # else window fitting decides from its estimates alone
         self._ntokens: dict[int, int] = {}  # hash(prompt) -> exact token count
         self._estimates: dict[int, int] = {}  # hash(prompt) -> window fitting's estimate
 

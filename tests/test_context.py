@@ -131,3 +131,12 @@ def test_estimate_never_changes_the_kept_documents(budget: int) -> None:
     while kept and _count([_render(kept)])[0] > budget:
         kept.remove(max(kept, key=lambda d: d.rank))
     assert exact.kept == kept
+
+
+def test_estimate_only_counts_nothing() -> None:
+    """The planner's mode: the estimate's m, no whole prompt tokenized."""
+    docs, counted = _docs(3), []
+    fit = fit_prompt(docs, _render, _spy(counted), budget=30, estimate=_estimate(3), estimate_only=True)
+    assert counted == [] and [d.rank for d in fit.kept] == [1, 2] and (fit.tokens, fit.exact) == (27, False)
+    with pytest.raises(ValueError, match="needs an estimate"):
+        fit_prompt(docs, _render, _count, 30, estimate_only=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 
 from tqdm.auto import tqdm
@@ -48,6 +49,8 @@ class LLM:
 
     #: Texts whose token counts :meth:`count_tokens_cached` keeps (oldest forgotten first).
     TOKEN_MEMO_SIZE = 1 << 18
+    #: Window fitting settles which documents fit with exact counts (a planner may estimate).
+    fit_exactly = True
 
     def __init__(
         self, generator: Generator, cache: GenerationCache, flush_every: int = 64, show_progress: bool = True
@@ -90,6 +93,19 @@ class LLM:
             while len(memo) > self.TOKEN_MEMO_SIZE:
                 del memo[next(iter(memo))]
         return [found[k] for k in keys]
+
+    def count_tokens_keyed(self, key: Hashable, text: Callable[[], str]) -> int:
+        """The token count of ``text()``, remembered under ``key``: ``text`` is only called for a
+        new key. For texts that recur and cost more to build than to look up, such as a prompt
+        rendered without its documents (the same for every order of an example's documents).
+        Shares :meth:`count_tokens_cached`'s memo (keyed by the 64-bit hash of ``key``)."""
+        memo = self._token_memo
+        h = hash(("keyed", key))
+        if h not in memo:
+            memo[h] = self.generator.count_tokens([text()])[0]
+            while len(memo) > self.TOKEN_MEMO_SIZE:
+                del memo[next(iter(memo))]
+        return memo[h]
 
     def note_prompt_tokens(self, prompt: str, tokens: int, exact: bool) -> None:
         """Told by window fitting the token count of each prompt it built: exact, or its

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -95,6 +95,7 @@ def fit_request(
     docs: Sequence[RankedDoc],
     texts: Sequence[str],
     make: Callable[[list[str]], Request],
+    skeleton_key: Hashable | None = None,
 ) -> tuple[Request, list[RankedDoc]]:
     """The request over the best-ranked ``docs`` that fit the model's window, and those docs.
 
@@ -109,6 +110,8 @@ def fit_request(
         texts: Each document as it appears in the prompt (formatted), same order.
         make: Builds the request from the texts of the documents to show, in prompt order
             (``make([""] * m)`` is the prompt's skeleton with ``m`` empty documents).
+        skeleton_key: Identifies ``make``'s skeletons across calls (e.g. template and question),
+            so that their token counts are looked up instead of rendered again; ``None``: not shared.
     """
     position = {id(d): i for i, d in enumerate(docs)}
     built: dict[tuple[int, ...], Request] = {}
@@ -123,13 +126,24 @@ def fit_request(
 
     def skeleton_tokens(m: int) -> int:
         if m not in skeletons:
-            skeletons[m] = llm.count_tokens_cached([llm.render(make([""] * m))])[0]
+            skeletons[m] = (
+                llm.count_tokens_cached([llm.render(make([""] * m))])[0]
+                if skeleton_key is None
+                else llm.count_tokens_keyed((skeleton_key, m), lambda: llm.render(make([""] * m)))
+            )
         return skeletons[m]
 
     estimate = WindowEstimate(llm.count_tokens_cached(list(texts)), skeleton_tokens)
     budget = llm.context_window - llm.generator.default_params().max_new_tokens
     # whole prompts recur too (the top-m of k = 75 and k = 100 in original order): memoized counts
-    fit = fit_prompt(docs, lambda ds: llm.render(request(ds)), llm.count_tokens_cached, budget, estimate)
+    fit = fit_prompt(
+        docs,
+        lambda ds: llm.render(request(ds)),
+        llm.count_tokens_cached,
+        budget,
+        estimate,
+        estimate_only=not llm.fit_exactly,
+    )
     llm.note_prompt_tokens(fit.prompt, fit.tokens, fit.exact)
     return request(fit.kept), fit.kept
 
@@ -152,4 +166,9 @@ def fitted_request(
     def make(sources: list[str]) -> Request:
         return Request.user(render(template, sources=sources, **variables), params)
 
-    return fit_request(llm, docs, [format_doc(d, doc_format, max_doc_words) for d in docs], make)
+    try:  # the skeleton depends on the template and its variables only
+        key: Hashable | None = ("fitted_request", template, tuple(sorted(variables.items())))
+        hash(key)
+    except TypeError:
+        key = None
+    return fit_request(llm, docs, [format_doc(d, doc_format, max_doc_words) for d in docs], make, key)

@@ -58,7 +58,8 @@ class RGBPrompt:
 
         if inp.cell.k == 0:
             return make([]), []
-        return fit_request(llm, inp.docs, [format_doc(d, self.doc_format) for d in inp.docs], make)
+        key = ("rgb", self.system_template, self.template, inp.example.question)
+        return fit_request(llm, inp.docs, [format_doc(d, self.doc_format) for d in inp.docs], make, key)
 
     def run(self, inputs: Sequence[CellInput], rt: Runtime) -> list[StrategyOutput]:
         built = [self.request(i, rt) for i in inputs]
