@@ -105,13 +105,14 @@ class FittedPrompt:
     """What :func:`fit_prompt` returns.
 
     Attributes:
-        prompt: The rendered prompt over ``kept``.
+        prompt: The rendered prompt over ``kept``; ``None`` where it was not needed (the
+            estimated paths): ``render(kept)``.
         kept: The documents kept, in prompt order.
         tokens: Its token count: exact when ``exact``, else the estimate (:meth:`WindowEstimate.tokens`).
         exact: Whether ``tokens`` was counted on the whole prompt.
     """
 
-    prompt: str
+    prompt: str | None
     kept: list[RankedDoc]
     tokens: int
     exact: bool
@@ -152,7 +153,8 @@ def fit_prompt(
         estimate_only: Decide from ``estimate`` alone (requires it).
 
     Returns:
-        The prompt, the documents kept and its token count (exact, or the estimate).
+        The documents kept, the prompt's token count (exact, or the estimate) and the prompt
+        where it was rendered.
     """
     if estimate_only and estimate is None:
         raise ValueError("fit_prompt: estimate_only needs an estimate")
@@ -179,11 +181,11 @@ def fit_prompt(
 
     if estimate is not None:
         if estimate.upper(best_first) <= budget:  # the fast path: no whole prompt is tokenized
-            return FittedPrompt(render(docs), docs, estimate.tokens(best_first), exact=False)
+            return FittedPrompt(None, docs, estimate.tokens(best_first), exact=False)
         m = estimate.most_docs(best_first, budget)
         if estimate_only:
             kept = top(m)
-            return FittedPrompt(render(kept), kept, estimate.tokens(best_first[:m]), exact=False)
+            return FittedPrompt(None, kept, estimate.tokens(best_first[:m]), exact=False)
     else:
         whole = exact(n)
         if whole <= budget or not docs:
@@ -205,7 +207,7 @@ def fit_prompt(
         return FittedPrompt(prompt, top(m), tokens, exact=True)
     kept = top(m)
     if estimate is not None and m > 0:  # fits by the estimate's bound
-        return FittedPrompt(render(kept), kept, estimate.tokens(best_first[:m]), exact=False)
+        return FittedPrompt(None, kept, estimate.tokens(best_first[:m]), exact=False)
     exact(m)  # m = 0: no document fits
     return FittedPrompt(counted[m][0], kept, counted[m][1], exact=True)
 
@@ -219,4 +221,4 @@ def fit_to_window(
 ) -> tuple[str, list[RankedDoc]]:
     """:func:`fit_prompt`'s prompt and kept documents."""
     fit = fit_prompt(docs, render, count_tokens, budget, estimate)
-    return fit.prompt, fit.kept
+    return (render(fit.kept) if fit.prompt is None else fit.prompt), fit.kept

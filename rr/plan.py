@@ -127,7 +127,7 @@ class PlanningLLM(LLM):
         self.exact_tokens = exact_tokens
         self.fit_exactly = exact_tokens  # else window fitting decides from its estimates alone
         self._ntokens: dict[int, int] = {}  # hash(prompt) -> exact token count
-        self._estimates: dict[int, int] = {}  # hash(prompt) -> window fitting's estimate
+        self._noted: dict[int, tuple[int, bool]] = {}  # hash(request) -> window fitting's (tokens, exact)
 
     def sibling(self, generator: Generator, cache: GenerationCache) -> LLM:
         return PlanningLLM(
@@ -140,8 +140,8 @@ class PlanningLLM(LLM):
             self.exact_tokens,
         )
 
-    def note_prompt_tokens(self, prompt: str, tokens: int, exact: bool) -> None:
-        (self._ntokens if exact else self._estimates)[hash(prompt)] = tokens
+    def note_prompt_tokens(self, request: Request, tokens: int, exact: bool) -> None:
+        self._noted[hash(request)] = (tokens, exact)
 
     def count_tokens(self, prompts: list[str]) -> list[int]:
         todo = list(dict.fromkeys(p for p in prompts if hash(p) not in self._ntokens))
@@ -161,17 +161,15 @@ class PlanningLLM(LLM):
         todo = [k for k in first if k not in cached]
         self.planned.update(todo)
         todo_prompts = [prompts[first[k]] for k in todo]
-        estimated = (
-            {}
-            if self.exact_tokens
-            else {
-                i: self._estimates[h]
-                for i, h in enumerate(map(hash, todo_prompts))
-                if h not in self._ntokens and h in self._estimates
-            }
-        )
-        counted = self.count_tokens([p for i, p in enumerate(todo_prompts) if i not in estimated])[::-1]
-        n_prompt = [estimated[i] if i in estimated else counted.pop() for i in range(len(todo_prompts))]
+        known: dict[int, int] = {}  # todo index -> tokens noted by window fitting
+        estimated = 0
+        for i, k in enumerate(todo):
+            tokens, exact = self._noted.get(hash(requests[first[k]]), (0, None))
+            if exact or (exact is False and not self.exact_tokens):
+                known[i] = tokens
+                estimated += not exact
+        counted = self.count_tokens([p for i, p in enumerate(todo_prompts) if i not in known])[::-1]
+        n_prompt = [known[i] if i in known else counted.pop() for i in range(len(todo_prompts))]
         new = [
             self.mean_new_tokens
             if self.mean_new_tokens is not None
@@ -189,7 +187,7 @@ class PlanningLLM(LLM):
                 prompt_tokens=sum(n_prompt),
                 new_tokens=round(sum(new)),
                 estimate=any(self.placeholder in p for p in prompts),
-                estimated_prompts=len(estimated),
+                estimated_prompts=estimated,
             )
         )
         s = self.stats

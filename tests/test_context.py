@@ -92,7 +92,10 @@ def test_clearly_under_budget_counts_no_whole_prompt() -> None:
     docs, counted = _docs(3), []
     fit = fit_prompt(docs, _render, _spy(counted), budget=5 + 3 * 11 + 3 * 2 + 8, estimate=_estimate(3))
     assert counted == [] and fit.kept == docs and not fit.exact
-    assert fit.tokens == 5 + 3 * 11 and fit.prompt == _render(docs)  # the estimate; the exact count is 35
+    assert (
+        fit.tokens == 5 + 3 * 11 and fit.prompt is None
+    )  # the estimate (the exact count is 35), not rendered
+    assert fit_to_window(docs, _render, _count, 5 + 3 * 11 + 3 * 2 + 8, _estimate(3)) == (_render(docs), docs)
     # one token less and the bound no longer holds: exact counts decide (all 3 still fit: 35 words)
     fit = fit_prompt(docs, _render, _spy(counted), budget=5 + 3 * 11 + 3 * 2 + 7, estimate=_estimate(3))
     assert fit.kept == docs and fit.exact and fit.tokens == 35
@@ -123,9 +126,9 @@ def test_fallback_counts_around_the_estimate(budget: int, n_kept: int, whole_cou
 def test_estimate_never_changes_the_kept_documents(budget: int) -> None:
     docs = _docs(4)
     shuffled = [docs[3], docs[1], docs[0], docs[2]]
-    with_estimate = fit_prompt(shuffled, _render, _count, budget, _estimate(4))
+    with_estimate = fit_to_window(shuffled, _render, _count, budget, _estimate(4))
     exact = fit_prompt(shuffled, _render, _count, budget)
-    assert with_estimate.kept == exact.kept and with_estimate.prompt == exact.prompt
+    assert with_estimate == (exact.prompt, exact.kept) and exact.exact
     # the rule itself: drop the worst-ranked document while the prompt does not fit
     kept = list(shuffled)
     while kept and _count([_render(kept)])[0] > budget:

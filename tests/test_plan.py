@@ -102,8 +102,8 @@ def test_planning_llm_reports_window_fitting_estimates_unless_exact(tmp_path: Pa
     requests = [Request.user(t, GenerationParams(max_new_tokens=10)) for t in ("a b c", "d e", "f")]
     for exact_tokens, tokens, estimated in ((False, 7 + 2 + 1, 1), (True, 3 + 2 + 1, 0)):
         llm = PlanningLLM(gen, cache, exact_tokens=exact_tokens)
-        llm.note_prompt_tokens("a b c", 7, exact=False)  # estimated by window fitting
-        llm.note_prompt_tokens("d e", 2, exact=True)
+        llm.note_prompt_tokens(requests[0], 7, exact=False)  # estimated by window fitting
+        llm.note_prompt_tokens(requests[1], 2, exact=True)
         llm.generate(requests)
         (step,) = llm.steps
         assert (step.prompt_tokens, step.estimated_prompts) == (tokens, estimated)

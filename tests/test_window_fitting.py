@@ -58,16 +58,20 @@ def _rule(llm: LLM, template: str, docs: Sequence[RankedDoc]) -> list[RankedDoc]
 def test_kept_documents_equal_the_exact_rule(
     tmp_path: Path, docs: list[RankedDoc], template: str, context_window: int, ks: list[int]
 ) -> None:
+    """And the planner's estimate-only fitting keeps the same documents (its estimate is exact here)."""
     llm = _llm(tmp_path, context_window)
     budget = context_window - 100
     for k in ks:
         for order in ("original", "reversed", "shuffled"):
             shown = [docs[i] for i in order_indices(k, order, 0, "q", k)]
-            request, kept = fitted_request(llm, template, shown, DOC_FORMAT, question=QUESTION)
-            assert kept == _rule(llm, template, shown), (template, k, order)
-            text = render(template, sources=[format_doc(d, DOC_FORMAT) for d in kept], question=QUESTION)
-            assert request.messages == (("user", text),)
-            assert llm.count_tokens([llm.render(request)])[0] <= budget or not kept
+            rule = _rule(llm, template, shown)
+            for exactly in (True, False):
+                llm.fit_exactly = exactly
+                request, kept = fitted_request(llm, template, shown, DOC_FORMAT, question=QUESTION)
+                assert kept == rule, (template, k, order, exactly)
+                text = render(template, sources=[format_doc(d, DOC_FORMAT) for d in kept], question=QUESTION)
+                assert request.messages == (("user", text),)
+                assert llm.count_tokens([llm.render(request)])[0] <= budget or not kept
 
 
 def test_prompts_clearly_within_the_window_are_not_tokenized_whole(
@@ -95,12 +99,13 @@ def test_prompts_clearly_within_the_window_are_not_tokenized_whole(
 def test_estimate_is_exact_for_the_papers_template(tmp_path: Path, docs: list[RankedDoc]) -> None:
     """What the planner reports instead of counting: equal to the exact count on these prompts."""
     llm = _llm(tmp_path, context_window=32768)
-    noted: list[tuple[str, int, bool]] = []
-    llm.note_prompt_tokens = lambda p, n, exact: noted.append((p, n, exact))  # type: ignore[method-assign]
+    noted: list[tuple[Request, int, bool]] = []
+    llm.note_prompt_tokens = lambda r, n, exact: noted.append((r, n, exact))  # type: ignore[method-assign]
     for k in (1, 5, 25, 50, 100):
-        fitted_request(llm, "rag_qa.j2", docs[:k], DOC_FORMAT, question=QUESTION)
+        request, _ = fitted_request(llm, "rag_qa.j2", docs[:k], DOC_FORMAT, question=QUESTION)
+        assert noted[-1][0] is request
     assert [exact for _, _, exact in noted] == [False] * 5
-    assert [n for _, n, _ in noted] == llm.count_tokens([p for p, _, _ in noted])
+    assert [n for _, n, _ in noted] == llm.count_tokens([llm.render(r) for r, _, _ in noted])
 
 
 def test_fast_count_equals_the_tokenizer_call(tmp_path: Path, docs: list[RankedDoc]) -> None:

@@ -107,9 +107,9 @@ class LLM:
                 del memo[next(iter(memo))]
         return memo[h]
 
-    def note_prompt_tokens(self, prompt: str, tokens: int, exact: bool) -> None:
-        """Told by window fitting the token count of each prompt it built: exact, or its
-        estimate (:class:`~rr.context.WindowEstimate`) when the prompt was not counted whole.
+    def note_prompt_tokens(self, request: Request, tokens: int, exact: bool) -> None:
+        """Told by window fitting the token count of each request's prompt it built: exact, or
+        its estimate (:class:`~rr.context.WindowEstimate`) when the prompt was not counted whole.
         Nothing to do here; the planner (:class:`~rr.plan.PlanningLLM`) uses it."""
 
     @property

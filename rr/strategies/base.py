@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from rr.context import RankedDoc, WindowEstimate, fit_prompt
@@ -87,7 +88,12 @@ def truncate_words(text: str, max_words: int | None) -> str:
 def format_doc(doc: RankedDoc, template: str, max_words: int | None = None) -> str:
     """A document as it appears in the prompt: ``template`` with ``{title}`` and ``{text}``
     (the text cut to ``max_words`` words when given)."""
-    return template.format(title=doc.passage.title, text=truncate_words(doc.passage.text, max_words)).strip()
+    return _format_doc(template, doc.passage.title, doc.passage.text, max_words)
+
+
+@lru_cache(maxsize=1 << 16)  # the same passage appears in every k, order and strategy of its example
+def _format_doc(template: str, title: str, text: str, max_words: int | None) -> str:
+    return template.format(title=title, text=truncate_words(text, max_words)).strip()
 
 
 def fit_request(
@@ -144,8 +150,9 @@ def fit_request(
         estimate,
         estimate_only=not llm.fit_exactly,
     )
-    llm.note_prompt_tokens(fit.prompt, fit.tokens, fit.exact)
-    return request(fit.kept), fit.kept
+    fitted = request(fit.kept)
+    llm.note_prompt_tokens(fitted, fit.tokens, fit.exact)
+    return fitted, fit.kept
 
 
 def fitted_request(
