@@ -13,9 +13,11 @@ large cache) and, on CPU with the HF backend, the wall time of generating them i
 vLLM on a GPU is not run here.
 
 ``plan``: ``rr plan`` on Cao et al.'s grid (k in {5,...,100}, three orders, closed-book
-baseline) over the bundled mini data and corpus for growing n, and a 3-seed sweep: requests,
-unique requests (dedup ratio), requests served by earlier jobs of the sweep (cache hit rate),
-and the planner's wall time per n (linearity).
+baseline; ``judge=match``) over the bundled mini data and corpus for growing n, and a 3-seed
+sweep: requests, unique requests (dedup ratio), requests served by earlier jobs of the sweep
+(cache hit rate), and the planner's wall and CPU time per n (linearity), with its default
+token estimates and (for n up to ``--exact-up-to``) with ``--exact-tokens``, whose requests
+and totals the estimate's are compared with.
 
 ``openai``: the same prompts through the openai backend against ``transformers serve`` on the
 packaged SmolLM2 (CPU) at several concurrency limits.
@@ -113,7 +115,7 @@ def bench_prefix(n_examples: int, k: int, max_new_tokens: int, flush_every: int)
     )
 
 
-def bench_plan(ns: list[int], cache_dir: str, retrievers: str) -> None:
+def bench_plan(ns: list[int], cache_dir: str, retrievers: str, judge: str, exact_up_to: int) -> None:
     from rr.plan import compose_jobs, plan_job, total
 
     base = [
@@ -122,6 +124,7 @@ def bench_plan(ns: list[int], cache_dir: str, retrievers: str) -> None:
         "corpus=wiki_offline",
         f"retriever=[{retrievers}]",
         f"paths.cache_dir={cache_dir}",
+        f"judge={judge}",  # the paper's 70B judge has no tokenizer offline
     ]
     # warm the retrieval caches (BM25 index, dense embeddings of the corpus) once
     ((_, cfg),) = compose_jobs([*base, "dataset.n=2"], False)
@@ -133,17 +136,28 @@ def bench_plan(ns: list[int], cache_dir: str, retrievers: str) -> None:
     rows = []
     for n in ns:
         ((_, cfg),) = compose_jobs([*base, f"dataset.n={n}"], False)
-        p = plan_job(cfg)
-        t = total(p.steps)
-        rows.append((n, t, p.cpu_seconds))
-        print(
-            f"n={n}: {t.requests} requests, {t.unique} unique ({t.unique / t.requests:.3f}), "
-            f"{t.prompt_tokens:,} prompt tokens, planned in {p.seconds:.1f}s wall, {p.cpu_seconds:.1f}s CPU "
-            f"({p.cpu_seconds / n:.2f} CPU s/question)"
-        )
+        for exact in (False, True) if n <= exact_up_to else (False,):
+            planned: set[str] = set()
+            p = plan_job(cfg, planned=planned, exact_tokens=exact)
+            t = total(p.steps)
+            if not exact:
+                rows.append((n, t, p.cpu_seconds))
+                estimate = (t, planned)
+            else:  # the estimate's fitting and token counts against the exact ones
+                same = planned == estimate[1]
+                err = (estimate[0].prompt_tokens - t.prompt_tokens) / t.prompt_tokens
+                print(
+                    f"  exact: same requests as the estimate: {same}; prompt tokens relative error {err:+.2e}"
+                )
+            print(
+                f"n={n} {'exact' if exact else 'estimate'}: {t.requests} requests, {t.unique} unique "
+                f"({t.unique / t.requests:.3f}), {t.prompt_tokens:,} prompt tokens "
+                f"({t.estimated_prompts} of {t.to_generate} prompts estimated), planned in {p.seconds:.1f}s wall, "
+                f"{p.cpu_seconds:.1f}s CPU ({p.cpu_seconds / n:.3f} CPU s/question)"
+            )
     n0, _, s0 = rows[0]
     for n, _, s in rows[1:]:
-        print(f"CPU time ratio n={n} / n={n0}: {s / s0:.2f} (linear: {n / n0:.2f})")
+        print(f"estimate CPU time ratio n={n} / n={n0}: {s / s0:.2f} (linear: {n / n0:.2f})")
     n = ns[0]
     planned: set[str] = set()
     jobs = compose_jobs([*base, f"dataset.n={n}", "seed=0,1,2"], True)
@@ -206,6 +220,12 @@ def main() -> None:
     p.add_argument("--n", type=int, nargs="+", default=[25, 50, 100])
     p.add_argument("--cache-dir", default=str(REPO / "outputs" / "bench-cache"))
     p.add_argument("--retrievers", default="bm25,dense", help="comma-separated retriever options")
+    p.add_argument(
+        "--judge", default="match", help="judge option (the paper's 70B judge needs its tokenizer)"
+    )
+    p.add_argument(
+        "--exact-up-to", type=int, default=100, help="also plan with --exact-tokens for n up to this"
+    )
     p = sub.add_parser("openai")
     p.add_argument("--prompts", type=int, default=8)
     p.add_argument("--concurrency", type=int, nargs="+", default=[1, 2, 4, 8])
@@ -221,7 +241,7 @@ def main() -> None:
     if a.what == "prefix":
         bench_prefix(a.examples, a.k, a.max_new_tokens, a.flush_every)
     elif a.what == "plan":
-        bench_plan(a.n, a.cache_dir, a.retrievers)
+        bench_plan(a.n, a.cache_dir, a.retrievers, a.judge, a.exact_up_to)
     else:
         bench_openai(a.prompts, a.concurrency, a.max_new_tokens, [f"--{x}" for x in a.server_args])
 

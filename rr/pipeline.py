@@ -27,7 +27,7 @@ from rr.generation.base import Generator
 from rr.generation.cache import GenerationCache
 from rr.generation.client import LLM
 from rr.judges.base import JudgeItem
-from rr.judges.normalize import has_answer
+from rr.judges.normalize import has_answer_in
 from rr.perturbations.base import QueryVariant
 from rr.records import Example, Hit
 from rr.results import write_scores
@@ -79,8 +79,7 @@ def answer_recall(
     out = {}
     for k in ks:
         found = [
-            has_answer(" ".join(corpus[h.passage_id].text for h in runs[ex.id][:k]), ex.answers)
-            for ex in examples
+            has_answer_in((corpus[h.passage_id].text for h in runs[ex.id][:k]), ex.answers) for ex in examples
         ]
         out[k] = sum(found) / len(found) if found else 0.0
     return out
@@ -188,13 +187,14 @@ def run_job(
                 }
 
         rows: list[dict[str, Any]] = []
+        ranked: dict[tuple[str, str], list[RankedDoc]] = {}  # every cell slices the same ranked docs
         for strategy in strategies:
             cells = build_cells(strategy, list(runs), ks, orders, closed_book)
             inputs = [
                 CellInput(
                     v.example,
                     Cell(c.retriever, c.k, c.order, v.tag, doc_pert.name),
-                    _docs_for(v, c, runs, corpus, int(cfg.seed)),
+                    _docs_for(v, c, runs, corpus, int(cfg.seed), ranked),
                 )
                 for c in cells
                 for v in variants
@@ -246,7 +246,7 @@ def run_job(
                         "answers": list(ex.answers),
                         "doc_ids": [d.passage.id for d in out.docs_used],
                         "answer_in_docs": bool(out.docs_used)
-                        and has_answer(" ".join(d.passage.text for d in out.docs_used), ex.answers),
+                        and has_answer_in((d.passage.text for d in out.docs_used), ex.answers),
                         "marker_found": out.marker_found,
                         **inp.extra,
                         **jd.extra,
@@ -304,14 +304,22 @@ def _check_variants(variants: list[QueryVariant], examples: list[Example]) -> No
 
 
 def _docs_for(
-    v: QueryVariant, cell: Cell, runs: dict[str, dict[str, list[Hit]]], corpus: Corpus, seed: int
+    v: QueryVariant,
+    cell: Cell,
+    runs: dict[str, dict[str, list[Hit]]],
+    corpus: Corpus,
+    seed: int,
+    ranked: dict[tuple[str, str], list[RankedDoc]],
 ) -> tuple[RankedDoc, ...]:
+    """The cell's documents in prompt order; ``ranked`` memoizes each run's documents."""
     ex = v.example
     if cell.k == 0:
         return ()
-    hits = runs[cell.retriever][variant_qid(v)][: cell.k]
-    ranked = [RankedDoc(corpus[h.passage_id], h.rank) for h in hits]
-    return tuple(ranked[i] for i in order_indices(len(ranked), cell.order, seed, ex.id, cell.k))
+    key = (cell.retriever, variant_qid(v))
+    if key not in ranked:
+        ranked[key] = [RankedDoc(corpus[h.passage_id], h.rank) for h in runs[cell.retriever][key[1]]]
+    top = ranked[key][: cell.k]
+    return tuple(top[i] for i in order_indices(len(top), cell.order, seed, ex.id, cell.k))
 
 
 def _summary(

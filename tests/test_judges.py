@@ -6,7 +6,14 @@ import pytest
 
 from rr.judges.base import Judge, JudgeItem
 from rr.judges.match import MatchJudge
-from rr.judges.normalize import exact_match, has_answer, normalize_answer, substring_match, token_f1
+from rr.judges.normalize import (
+    exact_match,
+    has_answer,
+    has_answer_in,
+    normalize_answer,
+    substring_match,
+    token_f1,
+)
 from rr.prompts.answer import extract_answer
 from rr.registry import COMPONENTS
 
@@ -88,6 +95,41 @@ def test_has_answer_in_passage() -> None:
     passage = "Paris is the capital and most populous city of France."
     assert has_answer(passage, ["Lyon", "the capital"]) is True
     assert has_answer(passage, ["Lyon"]) is False
+
+
+@pytest.mark.parametrize(
+    ("texts", "golds", "expected"),
+    [
+        (["Paris is in", "France."], ["in France"], True),  # a gold spanning two documents
+        (["the New", "York Times"], ["new york"], True),
+        (["Saint-", "Denis"], ["saintdenis"], False),  # joined with a space: "saint denis"
+        (["", "...", " ", "a Lyon"], ["lyon"], True),  # texts normalising to "" add nothing
+        (["ends with the", "an apple"], ["with apple"], True),  # articles vanish at the edges
+        (["ΟΔΟΣ", "σ"], ["οδος σ"], True),  # final sigma: lowercased per text as in the join
+        ([], ["x"], False),
+    ],
+)
+def test_has_answer_in_equals_the_joined_form(texts: list[str], golds: list[str], expected: bool) -> None:
+    assert has_answer_in(texts, golds) is has_answer(" ".join(texts), golds) is expected
+
+
+def test_has_answer_in_equals_the_joined_form_on_the_corpus() -> None:
+    from rr.data.corpus import wiki_offline_passages
+
+    texts = [p.text for p in wiki_offline_passages()[:300]]
+    words = " ".join(texts).split()
+    golds = [
+        " ".join(words[i : i + n])
+        for i, n in zip(range(0, len(words), 997), [1, 2, 3, 4] * 100, strict=False)
+    ]
+    for start in range(0, 300, 7):
+        docs = texts[start : start + 10]
+        for g in golds[:40]:
+            assert has_answer_in(docs, [g]) == has_answer(" ".join(docs), [g])
+    # golds straddling two documents
+    for a, b in zip(texts[:50], texts[1:51], strict=True):
+        gold = a.split()[-1] + " " + b.split()[0]
+        assert has_answer_in([a, b], [gold]) == has_answer(a + " " + b, [gold])
 
 
 # --------------------------------------------------------------------------- MatchJudge

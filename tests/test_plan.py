@@ -27,7 +27,8 @@ SMALL = [
 
 def test_plan_matches_the_real_job_then_sees_its_cache(tmp_path: Path) -> None:
     cfg = compose_config(SMALL, tmp_path)
-    before = plan_job(cfg)
+    before = plan_job(cfg, exact_tokens=True)
+    estimated = total(plan_job(cfg).steps)  # the default: window fitting's estimates where it made them
     assert not list((tmp_path / "cache").glob("generations/*/*.jsonl"))  # nothing generated or cached
     t = total(before.steps)
     real = run_job(cfg, tmp_path / "job").summary
@@ -38,6 +39,10 @@ def test_plan_matches_the_real_job_then_sees_its_cache(tmp_path: Path) -> None:
     assert t.new_tokens == 4 * t.to_generate  # max_new_tokens: the upper bound
     assert real["completion_tokens"] <= t.new_tokens
     assert before.rows == real["rows"] and not t.estimate
+    # estimates for every RAG prompt (all far below the window), exact for the 2 closed-book ones;
+    # for rag_qa.j2 and SmolLM2 the estimate equals the exact count
+    assert (t.estimated_prompts, estimated.estimated_prompts) == (0, t.to_generate - 2)
+    assert estimated.prompt_tokens == t.prompt_tokens
 
     after = total(plan_job(cfg, mean_new_tokens=2.5).steps)
     assert after.cached == after.unique and after.to_generate == 0 and after.prompt_tokens == 0
@@ -91,6 +96,19 @@ def test_planning_llm_counts_dedup_cache_and_flags_steps_fed_by_placeholders(tmp
     assert (llm.steps[2].cached, llm.steps[2].to_generate) == (3, 0)
 
 
+def test_planning_llm_reports_window_fitting_estimates_unless_exact(tmp_path: Path) -> None:
+    gen = _Tokenizer()
+    cache = GenerationCache(tmp_path, gen.identity(), writer="t")
+    requests = [Request.user(t, GenerationParams(max_new_tokens=10)) for t in ("a b c", "d e", "f")]
+    for exact_tokens, tokens, estimated in ((False, 7 + 2 + 1, 1), (True, 3 + 2 + 1, 0)):
+        llm = PlanningLLM(gen, cache, exact_tokens=exact_tokens)
+        llm.note_prompt_tokens(requests[0], 7, exact=False)  # estimated by window fitting
+        llm.note_prompt_tokens(requests[1], 2, exact=True)
+        llm.generate(requests)
+        (step,) = llm.steps
+        assert (step.prompt_tokens, step.estimated_prompts) == (tokens, estimated)
+
+
 def test_plan_cli_writes_json(tmp_path: Path) -> None:
     out = tmp_path / "plan.json"
     proc = rr_cli(
@@ -99,9 +117,10 @@ def test_plan_cli_writes_json(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "GPU-hours" in proc.stdout and "vanilla:answer" in proc.stdout
+    assert "estimated from per-document counts by window fitting" in proc.stdout
     plan = json.loads(out.read_text())
     assert plan["total"]["requests"] == 10 and plan["total"]["new_tokens"] == 3 * plan["total"]["to_generate"]
-    assert plan["gpu_hours"] > 0
+    assert plan["gpu_hours"] > 0 and plan["prompt_token_counts"] == "estimate where fitting made one"
 
 
 def test_plan_multirun_expands_named_sweeps_like_hydra() -> None:

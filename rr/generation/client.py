@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 
 from tqdm.auto import tqdm
@@ -46,6 +47,11 @@ class LLM:
         show_progress: One progress bar per step, over the prompts that reach the model.
     """
 
+    #: Texts whose token counts :meth:`count_tokens_cached` keeps (oldest forgotten first).
+    TOKEN_MEMO_SIZE = 1 << 18
+    #: Window fitting settles which documents fit with exact counts (a planner may estimate).
+    fit_exactly = True
+
     def __init__(
         self, generator: Generator, cache: GenerationCache, flush_every: int = 64, show_progress: bool = True
     ) -> None:
@@ -55,6 +61,7 @@ class LLM:
         self.show_progress = show_progress
         self.identity = generator.identity()
         self.stats = LLMStats()
+        self._token_memo: dict[int, int] = {}  # hash(text) -> token count
 
     def sibling(self, generator: Generator, cache: GenerationCache) -> LLM:
         """An LLM of the same kind and settings for another model (judges, rewriters)."""
@@ -67,7 +74,43 @@ class LLM:
         return self.generator.render(request)
 
     def count_tokens(self, prompts: list[str]) -> list[int]:
+        """Exact token count of each rendered prompt (the backend's tokenizer)."""
         return self.generator.count_tokens(prompts)
+
+    def count_tokens_cached(self, texts: list[str]) -> list[int]:
+        """:meth:`count_tokens`, remembered per text: for texts that recur, such as a document
+        formatted for a prompt (the same in every k, order and strategy of an example).
+
+        Keyed by Python's 64-bit string hash; at most :attr:`TOKEN_MEMO_SIZE` texts are kept.
+        """
+        memo = self._token_memo
+        keys = [hash(t) for t in texts]
+        found = {k: memo[k] for k in keys if k in memo}
+        todo = {k: t for k, t in zip(keys, texts, strict=True) if k not in found}
+        if todo:
+            for k, n in zip(todo, self.generator.count_tokens(list(todo.values())), strict=True):
+                found[k] = memo[k] = n
+            while len(memo) > self.TOKEN_MEMO_SIZE:
+                del memo[next(iter(memo))]
+        return [found[k] for k in keys]
+
+    def count_tokens_keyed(self, key: Hashable, text: Callable[[], str]) -> int:
+        """The token count of ``text()``, remembered under ``key``: ``text`` is only called for a
+        new key. For texts that recur and cost more to build than to look up, such as a prompt
+        rendered without its documents (the same for every order of an example's documents).
+        Shares :meth:`count_tokens_cached`'s memo (keyed by the 64-bit hash of ``key``)."""
+        memo = self._token_memo
+        h = hash(("keyed", key))
+        if h not in memo:
+            memo[h] = self.generator.count_tokens([text()])[0]
+            while len(memo) > self.TOKEN_MEMO_SIZE:
+                del memo[next(iter(memo))]
+        return memo[h]
+
+    def note_prompt_tokens(self, request: Request, tokens: int, exact: bool) -> None:
+        """Told by window fitting the token count of each request's prompt it built: exact, or
+        its estimate (:class:`~rr.context.WindowEstimate`) when the prompt was not counted whole.
+        Nothing to do here; the planner (:class:`~rr.plan.PlanningLLM`) uses it."""
 
     @property
     def context_window(self) -> int:

@@ -17,17 +17,22 @@ import re
 import string
 from collections import Counter
 from collections.abc import Iterable
+from functools import lru_cache
 
-_PUNCTUATION = frozenset(string.punctuation)
+_DROP_PUNCTUATION = str.maketrans("", "", string.punctuation)
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 
 
 def normalize_answer(s: str) -> str:
     """Lowercase, remove punctuation, remove articles (a/an/the), collapse whitespace (SQuAD v1.1)."""
-    text = s.lower()
-    text = "".join(ch for ch in text if ch not in _PUNCTUATION)
+    text = s.lower().translate(_DROP_PUNCTUATION)  # = "".join(ch for ch in text if ch not in punctuation)
     text = _ARTICLES.sub(" ", text)
     return " ".join(text.split())
+
+
+@lru_cache(maxsize=1 << 15)
+def _normalized_passage(text: str) -> str:
+    return normalize_answer(text)
 
 
 def _normalized_golds(golds: Iterable[str]) -> list[str]:
@@ -77,3 +82,15 @@ def has_answer(text: str, golds: Iterable[str]) -> bool:
     """
     t = normalize_answer(text)
     return any(g in t for g in _normalized_golds(golds))
+
+
+def has_answer_in(texts: Iterable[str], golds: Iterable[str]) -> bool:
+    """``has_answer(" ".join(texts), golds)``, normalising each text once per process.
+
+    For the answer-in-documents checks that look at the same passages in many cells. Equal to
+    the joined form because normalisation acts per character and per whole word (a space is a
+    word boundary, like a string's edge), so the normalised join is the join of the non-empty
+    normalised texts; a gold may still span two texts, as in the joined form.
+    """
+    joined = " ".join(t for t in map(_normalized_passage, texts) if t)
+    return any(g in joined for g in _normalized_golds(golds))

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from rr.context import RankedDoc, fit_to_window
+from rr.context import RankedDoc, WindowEstimate, fit_prompt
 from rr.generation.client import LLM
 from rr.prompts import render
 from rr.records import Example, Request
@@ -87,7 +88,71 @@ def truncate_words(text: str, max_words: int | None) -> str:
 def format_doc(doc: RankedDoc, template: str, max_words: int | None = None) -> str:
     """A document as it appears in the prompt: ``template`` with ``{title}`` and ``{text}``
     (the text cut to ``max_words`` words when given)."""
-    return template.format(title=doc.passage.title, text=truncate_words(doc.passage.text, max_words)).strip()
+    return _format_doc(template, doc.passage.title, doc.passage.text, max_words)
+
+
+@lru_cache(maxsize=1 << 16)  # the same passage appears in every k, order and strategy of its example
+def _format_doc(template: str, title: str, text: str, max_words: int | None) -> str:
+    return template.format(title=title, text=truncate_words(text, max_words)).strip()
+
+
+def fit_request(
+    llm: LLM,
+    docs: Sequence[RankedDoc],
+    texts: Sequence[str],
+    make: Callable[[list[str]], Request],
+    skeleton_key: Hashable | None = None,
+) -> tuple[Request, list[RankedDoc]]:
+    """The request over the best-ranked ``docs`` that fit the model's window, and those docs.
+
+    Documents are dropped lowest-rank first until prompt + ``max_new_tokens`` fit the context
+    window (Cao et al. 2025, §4.3; :func:`~rr.context.fit_prompt`). The prompt is not tokenized
+    whole when its estimate from parts (each document's memoized count plus the prompt rendered
+    with empty documents, :class:`~rr.context.WindowEstimate`) is clearly within the window.
+
+    Args:
+        llm: The model's client (tokenizer, window, token-count memo).
+        docs: Documents in prompt order.
+        texts: Each document as it appears in the prompt (formatted), same order.
+        make: Builds the request from the texts of the documents to show, in prompt order
+            (``make([""] * m)`` is the prompt's skeleton with ``m`` empty documents).
+        skeleton_key: Identifies ``make``'s skeletons across calls (e.g. template and question),
+            so that their token counts are looked up instead of rendered again; ``None``: not shared.
+    """
+    position = {id(d): i for i, d in enumerate(docs)}
+    built: dict[tuple[int, ...], Request] = {}
+
+    def request(ds: Sequence[RankedDoc]) -> Request:
+        key = tuple(position[id(d)] for d in ds)
+        if key not in built:
+            built[key] = make([texts[i] for i in key])
+        return built[key]
+
+    skeletons: dict[int, int] = {}
+
+    def skeleton_tokens(m: int) -> int:
+        if m not in skeletons:
+            skeletons[m] = (
+                llm.count_tokens_cached([llm.render(make([""] * m))])[0]
+                if skeleton_key is None
+                else llm.count_tokens_keyed((skeleton_key, m), lambda: llm.render(make([""] * m)))
+            )
+        return skeletons[m]
+
+    estimate = WindowEstimate(llm.count_tokens_cached(list(texts)), skeleton_tokens)
+    budget = llm.context_window - llm.generator.default_params().max_new_tokens
+    # whole prompts recur too (the top-m of k = 75 and k = 100 in original order): memoized counts
+    fit = fit_prompt(
+        docs,
+        lambda ds: llm.render(request(ds)),
+        llm.count_tokens_cached,
+        budget,
+        estimate,
+        estimate_only=not llm.fit_exactly,
+    )
+    fitted = request(fit.kept)
+    llm.note_prompt_tokens(fitted, fit.tokens, fit.exact)
+    return fitted, fit.kept
 
 
 def fitted_request(
@@ -101,16 +166,16 @@ def fitted_request(
     """A request rendering ``template`` over ``docs`` (as ``sources``), fitted to the model's window.
 
     Documents are dropped lowest-rank first until prompt + ``max_new_tokens`` fit the
-    context window (Cao et al. 2025, §4.3).
+    context window (Cao et al. 2025, §4.3; :func:`fit_request`).
     """
     params = llm.generator.default_params()
 
-    def make(ds: Sequence[RankedDoc]) -> Request:
-        return Request.user(
-            render(template, sources=[format_doc(d, doc_format, max_doc_words) for d in ds], **variables),
-            params,
-        )
+    def make(sources: list[str]) -> Request:
+        return Request.user(render(template, sources=sources, **variables), params)
 
-    budget = llm.context_window - params.max_new_tokens
-    _, kept = fit_to_window(docs, lambda ds: llm.render(make(ds)), llm.count_tokens, budget)
-    return make(kept), kept
+    try:  # the skeleton depends on the template and its variables only
+        key: Hashable | None = ("fitted_request", template, tuple(sorted(variables.items())))
+        hash(key)
+    except TypeError:
+        key = None
+    return fit_request(llm, docs, [format_doc(d, doc_format, max_doc_words) for d in docs], make, key)

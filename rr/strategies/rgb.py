@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rr.context import RankedDoc, fit_to_window
+from rr.context import RankedDoc
 from rr.prompts import render
 from rr.records import Request
 from rr.registry import component
 from rr.runtime import Runtime
-from rr.strategies.base import CellInput, StrategyOutput, format_doc
+from rr.strategies.base import CellInput, StrategyOutput, fit_request, format_doc
 
 
 @component("strategy", "rgb")
@@ -50,21 +50,16 @@ class RGBPrompt:
         params = llm.generator.default_params()
         system = render(self.system_template)
 
-        def make(ds: Sequence[RankedDoc]) -> Request:
-            user = render(
-                self.template,
-                sources=[format_doc(d, self.doc_format) for d in ds],
-                question=inp.example.question,
-            )
+        def make(sources: list[str]) -> Request:
+            user = render(self.template, sources=sources, question=inp.example.question)
             if inp.cell.k == 0:
                 return Request.user(user, params)
             return Request(messages=(("system", system), ("user", user)), params=params)
 
         if inp.cell.k == 0:
             return make([]), []
-        budget = llm.context_window - params.max_new_tokens
-        _, kept = fit_to_window(inp.docs, lambda ds: llm.render(make(ds)), llm.count_tokens, budget)
-        return make(kept), kept
+        key = ("rgb", self.system_template, self.template, inp.example.question)
+        return fit_request(llm, inp.docs, [format_doc(d, self.doc_format) for d in inp.docs], make, key)
 
     def run(self, inputs: Sequence[CellInput], rt: Runtime) -> list[StrategyOutput]:
         built = [self.request(i, rt) for i in inputs]
