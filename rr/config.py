@@ -25,7 +25,16 @@ MULTI_GROUPS = ("retriever", "strategy")
 #: Top-level keys that do not change results and so are left out of the job id.
 NON_SEMANTIC_KEYS = ("hydra", "paths", "logger", "progress", "name", "force", "flush_every")
 #: Keys left out of the job id wherever they occur (throughput settings, not semantics).
-NON_SEMANTIC_LEAVES = ("batch_size", "device", "num_workers", "cache_dir", "model_cache_dir", "show_progress")
+NON_SEMANTIC_LEAVES = (
+    "batch_size",
+    "n_threads",
+    "n_batch",
+    "device",
+    "num_workers",
+    "cache_dir",
+    "model_cache_dir",
+    "show_progress",
+)
 
 
 @dataclass
