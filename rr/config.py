@@ -27,6 +27,8 @@ NON_SEMANTIC_KEYS = ("hydra", "paths", "logger", "progress", "name", "force", "f
 #: Keys left out of the job id wherever they occur (throughput settings, not semantics).
 NON_SEMANTIC_LEAVES = (
     "batch_size",
+    "n_threads",
+    "n_batch",
     "device",
     "num_workers",
     "cache_dir",

@@ -322,6 +322,15 @@ def _docs_for(
     return tuple(top[i] for i in order_indices(len(top), cell.order, seed, ex.id, cell.k))
 
 
+def summary_groups(scores: pd.DataFrame) -> list[str]:
+    """Columns the job summary's robustness table groups by: system and strategy, plus every
+    perturbation column that varies within the job (a query perturbation keeps the original
+    queries beside their variants, so each cell has one row per variant)."""
+    return ["generator", "strategy"] + [
+        c for c in ("query_perturbation", "doc_perturbation") if c in scores and scores[c].nunique() > 1
+    ]
+
+
 def _summary(
     cfg: DictConfig,
     jid: str,
@@ -341,12 +350,11 @@ def _summary(
     metrics: list[dict[str, Any]] = []
     rag = scores[scores["k"] > 0]
     if len(rag) and (scores["k"] == 0).any() and rag["k"].nunique() >= 2:
-        table = robustness_table(scores, by=["generator", "strategy"], per_retriever=True)
+        by = summary_groups(scores)
+        table = robustness_table(scores, by=by, per_retriever=True)
         metrics = table.to_dict(orient="records")
         if table["retriever"].nunique() > 1:  # the paper's figure: averaged over retrievers
-            avg = robustness_table(scores, by=["generator", "strategy"]).rename(
-                columns={"retrievers": "retriever"}
-            )
+            avg = robustness_table(scores, by=by).rename(columns={"retrievers": "retriever"})
             avg["retriever"] = "mean(" + avg["retriever"].astype(str) + ")"
             metrics += avg.to_dict(orient="records")
     llm = rt.llm

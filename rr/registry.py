@@ -36,6 +36,7 @@ COMPONENT_MODULES = (
     "rr.generation.hf",
     "rr.generation.vllm",
     "rr.generation.openai",
+    "rr.generation.llamacpp",
     "rr.strategies.simple",
     "rr.strategies.rgb",
     "rr.judges.refusal",

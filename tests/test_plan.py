@@ -138,3 +138,23 @@ def test_plan_multirun_expands_named_sweeps_like_hydra() -> None:
 
     swept = compose_jobs(["seed=0,1", "dataset.n=3"], multirun=True)
     assert sorted(c.seed for _, c in swept) == [0, 1]
+
+
+def test_summary_groups_by_the_perturbations_that_vary() -> None:
+    import pandas as pd
+
+    from rr.pipeline import summary_groups
+
+    scores = pd.DataFrame(
+        {"query_perturbation": ["none", "typo@0.25#0"], "doc_perturbation": ["none", "none"]}
+    )
+    assert summary_groups(scores) == ["generator", "strategy", "query_perturbation"]
+    assert summary_groups(scores.iloc[:1]) == ["generator", "strategy"]
+
+
+def test_a_job_with_query_variants_and_a_k_grid_summarises(tmp_path: Path) -> None:
+    # originals + 2 typo variants per question, k in {1, 2} and closed-book: the summary's
+    # robustness table must group by query_perturbation (it used to fail on "duplicate rows")
+    cfg = compose_config([*SMALL, "perturbation/query=typo_25", "perturbation.query.n=2"], tmp_path)
+    plan = plan_job(cfg)
+    assert plan.rows == 2 * 3 * (2 * 2 + 1)

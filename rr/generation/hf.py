@@ -14,6 +14,25 @@ from rr.registry import component
 log = logging.getLogger(__name__)
 
 
+def render_chat(
+    tokenizer: Any, request: Request, system_prompt: str | None = None, use_chat_template: bool = True
+) -> str:
+    """The prompt string of ``request``'s messages, as every local backend renders it.
+
+    ``system_prompt`` (when set) becomes a system message before the request's messages; the
+    messages are rendered with ``tokenizer``'s chat template (generation prompt added, not
+    tokenized) when ``use_chat_template`` is set and the tokenizer has one, else joined by blank
+    lines. ``request.raw_prompt`` is not looked at: callers return it as is before calling this
+    (so a raw prompt never loads a tokenizer).
+    """
+    messages = request.chat()
+    if system_prompt:
+        messages = [{"role": "system", "content": system_prompt}, *messages]
+    if use_chat_template and tokenizer.chat_template:
+        return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    return "\n\n".join(m["content"] for m in messages)
+
+
 @component("generator", "hf")
 class HFGenerator:
     """A causal LM served by ``transformers`` (``AutoModelForCausalLM.generate``).
@@ -147,12 +166,7 @@ class HFGenerator:
     def render(self, request: Request) -> str:
         if request.raw_prompt is not None:
             return request.raw_prompt
-        messages = request.chat()
-        if self.system_prompt:
-            messages = [{"role": "system", "content": self.system_prompt}, *messages]
-        if self.use_chat_template and self.tokenizer.chat_template:
-            return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-        return "\n\n".join(m["content"] for m in messages)
+        return render_chat(self.tokenizer, request, self.system_prompt, self.use_chat_template)
 
     def count_tokens(self, prompts: list[str]) -> list[int]:
         """Tokens of each prompt (no special tokens added; those in the text are recognised).

