@@ -57,3 +57,18 @@ class Generator(Protocol):
         as batches of ``n`` prompts finish.
         """
         ...
+
+
+class ConfiguredDecoding:
+    """Mixin: :meth:`default_params` from the backend's ``max_new_tokens``, ``temperature``,
+    ``top_p`` and ``seed`` attributes (set from its config)."""
+
+    max_new_tokens: int
+    temperature: float
+    top_p: float
+    seed: int | None
+
+    def default_params(self) -> GenerationParams:
+        return GenerationParams(
+            max_new_tokens=self.max_new_tokens, temperature=self.temperature, top_p=self.top_p, seed=self.seed
+        )

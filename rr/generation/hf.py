@@ -7,7 +7,7 @@ import os
 from typing import Any
 
 from rr.generation import packaged
-from rr.generation.base import Completion
+from rr.generation.base import Completion, ConfiguredDecoding
 from rr.records import GenerationParams, Request
 from rr.registry import component
 
@@ -34,7 +34,7 @@ def render_chat(
 
 
 @component("generator", "hf")
-class HFGenerator:
+class HFGenerator(ConfiguredDecoding):
     """A causal LM served by ``transformers`` (``AutoModelForCausalLM.generate``).
 
     Args:
@@ -119,11 +119,6 @@ class HFGenerator:
             # The commit the hub cache resolved to, so 'main' moving on changes the key.
             revision = getattr(self._load_config(), "_commit_hash", None) or "unversioned"
         return {"model_id": self.model, "revision": revision}
-
-    def default_params(self) -> GenerationParams:
-        return GenerationParams(
-            max_new_tokens=self.max_new_tokens, temperature=self.temperature, top_p=self.top_p, seed=self.seed
-        )
 
     @property
     def context_window(self) -> int:

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from rr.generation import packaged
-from rr.generation.base import Completion
+from rr.generation.base import Completion, ConfiguredDecoding
 from rr.generation.hf import HFGenerator, render_chat
 from rr.records import GenerationParams, Request
 from rr.registry import component
@@ -157,7 +157,7 @@ def _closed_at_exit(owner: Any, llama: Any) -> Any:
 
 
 @component("generator", "llamacpp")
-class LlamaCppGenerator:
+class LlamaCppGenerator(ConfiguredDecoding):
     """A GGUF model run in-process by llama.cpp (``llama-cpp-python``), one prompt at a time.
 
     Loading llama_cpp (on first use, not when the object is built) sets
@@ -269,11 +269,6 @@ class LlamaCppGenerator:
                 revision = self.revision or f"sha256:{file_sha256(self.model_path())}"
             self._identity = {"model_id": model_id, "revision": revision + REVISION_SUFFIX}
         return self._identity
-
-    def default_params(self) -> GenerationParams:
-        return GenerationParams(
-            max_new_tokens=self.max_new_tokens, temperature=self.temperature, top_p=self.top_p, seed=self.seed
-        )
 
     @property
     def context_window(self) -> int:

@@ -31,7 +31,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from rr.generation.base import Completion
+from rr.generation.base import Completion, ConfiguredDecoding
 from rr.hashing import stable_json
 from rr.records import GenerationParams, Request
 from rr.registry import component
@@ -115,7 +115,7 @@ def backoff_delay(
 
 
 @component("generator", "openai")
-class OpenAIGenerator:
+class OpenAIGenerator(ConfiguredDecoding):
     """A model behind an OpenAI-compatible HTTP API.
 
     Args:
@@ -208,11 +208,6 @@ class OpenAIGenerator:
     # -- identity, rendering, counting -------------------------------------------------------
     def identity(self) -> dict:
         return {"model_id": self.model, "revision": self.revision or "unversioned"}
-
-    def default_params(self) -> GenerationParams:
-        return GenerationParams(
-            max_new_tokens=self.max_new_tokens, temperature=self.temperature, top_p=self.top_p, seed=self.seed
-        )
 
     @property
     def local(self) -> Any:
