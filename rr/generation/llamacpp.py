@@ -48,9 +48,9 @@ def prefer_passive_openmp() -> bool:
     """Set ``OMP_WAIT_POLICY=PASSIVE`` unless the environment sets it; whether it can still act.
 
     llama.cpp (llama-cpp-python's build) runs its threads through OpenMP. With libgomp's default
-    policy idle worker threads spin, and on cores shared with other processes (a busy
-    workstation, a shared SLURM node) a 480-token prompt + 32 tokens took anywhere from 2.5 s to
-    76 s with 2 threads on a loaded 2-core VM; passive: 2.4-3.9 s, every time
+    policy idle worker threads spin: about 1.5x faster on idle cores, but on cores shared with
+    other processes (a busy workstation, a shared SLURM node) the 16 demo prompts took 14 s to
+    107 s on a 2-core VM as its load went from 1 to 3, against 22-28 s passive
     (``benchmarks/README.md``). libgomp reads the variable once, when it is loaded, and the
     process has one libgomp: torch's (``torch/lib/libgomp.so.1``) if torch was imported first,
     which llama.cpp then shares. So this runs when the generator is built (a job builds it
