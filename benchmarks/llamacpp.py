@@ -50,6 +50,7 @@ CONFIGS = {
 def measure(label: str, examples: int, k: int, max_new_tokens: int, repeats: int) -> dict[str, Any]:
     """Run one configuration in this process; returns its timings and outputs."""
     backend, kwargs = CONFIGS[label]
+    policy = os.environ.get("OMP_WAIT_POLICY", "default")  # what the process's libgomp reads at load
     if label.endswith("OpenMP first"):
         import torch
 
@@ -58,7 +59,9 @@ def measure(label: str, examples: int, k: int, max_new_tokens: int, repeats: int
     if backend == "llamacpp":
         from rr.generation.llamacpp import LlamaCppGenerator
 
-        gen = LlamaCppGenerator(**kwargs)  # first: sets OMP_WAIT_POLICY=PASSIVE (unless set)
+        gen = LlamaCppGenerator(**kwargs)  # sets OMP_WAIT_POLICY=PASSIVE (unless set)
+        if not label.endswith("OpenMP first"):  # else too late: torch's libgomp is loaded
+            policy = os.environ["OMP_WAIT_POLICY"]
     else:
         from rr.generation.hf import HFGenerator
 
@@ -83,7 +86,7 @@ def measure(label: str, examples: int, k: int, max_new_tokens: int, repeats: int
         "prompt_tokens": n_prompt,
         "new_tokens": sum(c.completion_tokens for c in out),
         "texts": [c.text for c in out],
-        "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
+        "omp_wait_policy": policy,
         "torch_threads": torch.get_num_threads(),
         "llama_threads": gen.threads() if backend == "llamacpp" else None,
         "load": os.getloadavg()[0],
@@ -138,9 +141,10 @@ def main() -> None:
         f"llama.cpp {rows[2]['llama_threads']} threads"
     )
     print(
-        "| backend | s | generated tokens | tokens/s | generated tokens/s | x hf batch 8 (tokens/s, generated) | same output as hf batch 8 | load |"
+        "| backend | OpenMP wait policy | s | generated tokens | tokens/s | generated tokens/s "
+        "| x hf batch 8 (tokens/s, generated) | same output as hf batch 8 | load |"
     )
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     base = first
     for r in rows:
         tps = (r["prompt_tokens"] + r["new_tokens"]) / r["seconds"]
@@ -149,7 +153,7 @@ def main() -> None:
         base_gps = base["new_tokens"] / base["seconds"]
         same = sum(a == b for a, b in zip(r["texts"], base["texts"], strict=True))
         print(
-            f"| {r['label']} | {r['seconds']:.1f} | {r['new_tokens']} | {tps:.0f} | {gps:.1f} | "
+            f"| {r['label']} | {r['omp_wait_policy']} | {r['seconds']:.1f} | {r['new_tokens']} | {tps:.0f} | {gps:.1f} | "
             f"{tps / base_tps:.2f} / {gps / base_gps:.2f} | {same}/{r['prompts']} | {r['load']:.1f} |"
         )
 

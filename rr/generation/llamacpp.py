@@ -48,9 +48,9 @@ def prefer_passive_openmp() -> bool:
     """Set ``OMP_WAIT_POLICY=PASSIVE`` unless the environment sets it; whether it can still act.
 
     llama.cpp (llama-cpp-python's build) runs its threads through OpenMP. With libgomp's default
-    policy idle worker threads spin, and on cores shared with other processes (a busy
-    workstation, a shared SLURM node) a 480-token prompt + 32 tokens took anywhere from 2.5 s to
-    76 s with 2 threads on a loaded 2-core VM; passive: 2.4-3.9 s, every time
+    policy idle worker threads spin: about 1.5x faster on idle cores, but on cores shared with
+    other processes (a busy workstation, a shared SLURM node) the 16 demo prompts took 14 s to
+    107 s on a 2-core VM as its load went from 1 to 3, against 22-28 s passive
     (``benchmarks/README.md``). libgomp reads the variable once, when it is loaded, and the
     process has one libgomp: torch's (``torch/lib/libgomp.so.1``) if torch was imported first,
     which llama.cpp then shares. So this runs when the generator is built (a job builds it
@@ -70,17 +70,9 @@ def prefer_passive_openmp() -> bool:
 def import_llama_cpp() -> Any:
     """The ``llama_cpp`` module.
 
-    Before the first import, OpenMP's wait policy is set to passive where the environment does
-    not choose one (:func:`prefer_passive_openmp`).
-
     Raises:
         ImportError: llama-cpp-python is not installed; the message names the extra.
     """
-    if "llama_cpp" not in sys.modules and not prefer_passive_openmp():
-        log.info(
-            "OpenMP's wait policy is not PASSIVE in this process (set otherwise, or torch loaded "
-            "it first): llama.cpp threads spin while idle, slow on shared cores"
-        )
     try:
         return importlib.import_module("llama_cpp")
     except ImportError as e:
@@ -160,8 +152,7 @@ def _closed_at_exit(owner: Any, llama: Any) -> Any:
 class LlamaCppGenerator(ConfiguredDecoding):
     """A GGUF model run in-process by llama.cpp (``llama-cpp-python``), one prompt at a time.
 
-    Loading llama_cpp (on first use, not when the object is built) sets
-    ``OMP_WAIT_POLICY=PASSIVE`` in the environment unless it is set (see
+    Building one sets ``OMP_WAIT_POLICY=PASSIVE`` in the environment unless it is set (see
     :func:`prefer_passive_openmp`: OpenMP threads that spin make llama.cpp many times slower on
     shared cores).
 
@@ -243,6 +234,12 @@ class LlamaCppGenerator(ConfiguredDecoding):
         self.use_chat_template = use_chat_template
         self.system_prompt = system_prompt
         self.model_cache_dir = model_cache_dir
+        # Early, while torch (whose libgomp llama.cpp shares) is usually not loaded yet.
+        if not prefer_passive_openmp():
+            log.info(
+                "OpenMP's wait policy is not PASSIVE in this process (set otherwise, or torch loaded "
+                "it first): llama.cpp threads spin while idle, slow on shared cores"
+            )
         self._spec = packaged.lookup(model)
         base = model.split(":", 1)[1] if self._spec else Path(model).name.removesuffix(".gguf")
         self.name = name or f"{base}@llama.cpp"
