@@ -58,6 +58,19 @@ def test_a_failing_rank_reports_its_traceback_instead_of_completions() -> None:
     assert _run_shard(_Failing(), None) == ("ok", [])
 
 
+def test_a_rank_that_fails_to_start_is_reported_at_once() -> None:
+    from rr.generation.parallel import FabricPool
+
+    # the worker builds HFGenerator(**generator_kwargs): an unknown argument fails it at start
+    pool = FabricPool(HFGenerator(), {"not_an_argument": 1}, world_size=2, accelerator="cpu", timeout_s=120)
+    t0 = time.perf_counter()
+    with pytest.raises(RuntimeError, match=r"(?s)rank 1 failed to start:.*not_an_argument"):
+        pool.start()
+    assert time.perf_counter() - t0 < 60  # not the rendezvous timeout
+    assert not pool.started and not pool._processes
+    assert not torch.distributed.is_initialized()
+
+
 @pytest.mark.slow
 def test_two_cpu_ranks_give_the_single_process_completions() -> None:
     params = GenerationParams(max_new_tokens=8)

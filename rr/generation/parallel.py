@@ -152,19 +152,32 @@ def _threads_per_rank(accelerator: str, world_size: int) -> int | None:
 
 
 def _worker_main(
-    rank: int, world_size: int, port: int, accelerator: str, timeout_s: float, generator_kwargs: dict
+    rank: int,
+    world_size: int,
+    port: int,
+    accelerator: str,
+    timeout_s: float,
+    generator_kwargs: dict,
+    started: Any,
 ) -> None:
-    """Entry point of ranks 1..N-1: serve shards until rank 0 sends ``None`` for the work list."""
-    import torch
-    import torch.distributed as dist
+    """Entry point of ranks 1..N-1: report start-up on ``started``, then serve shards until
+    rank 0 sends ``"stop"``."""
+    try:
+        import torch
+        import torch.distributed as dist
 
-    from rr.generation.hf import HFGenerator
+        from rr.generation.hf import HFGenerator
 
-    threads = _threads_per_rank(accelerator, world_size)
-    if threads:
-        torch.set_num_threads(threads)
+        threads = _threads_per_rank(accelerator, world_size)
+        if threads:
+            torch.set_num_threads(threads)
+        generator = HFGenerator(**{**generator_kwargs, "data_parallel": 1})
+    except Exception:  # noqa: BLE001 - reported to rank 0, which raises it naming this rank
+        started.put((rank, traceback.format_exc()))
+        return
+    started.put((rank, None))
     fabric = _make_fabric(rank, world_size, port, accelerator, timeout_s)
-    generator = HFGenerator(**{**generator_kwargs, "device": str(fabric.device), "data_parallel": 1})
+    generator.device = str(fabric.device)
     try:
         while True:
             received: list[Any] = [None]
@@ -235,15 +248,31 @@ class FabricPool:
             self.accelerator,
             port,
         )
+        started = ctx.Queue()
         for rank in range(1, self.world_size):
             p = ctx.Process(
                 target=_worker_main,
-                args=(rank, self.world_size, port, self.accelerator, self.timeout_s, self.generator_kwargs),
+                args=(
+                    rank,
+                    self.world_size,
+                    port,
+                    self.accelerator,
+                    self.timeout_s,
+                    self.generator_kwargs,
+                    started,
+                ),
                 daemon=True,
                 name=f"rr-dp-rank{rank}",
             )
             p.start()
             self._processes.append(p)
+        try:
+            self._wait_started(started)
+        except BaseException:
+            for p in self._processes:
+                p.terminate()
+            self._processes = []
+            raise
         threads = _threads_per_rank(self.accelerator, self.world_size)
         if threads:
             import torch
@@ -252,6 +281,33 @@ class FabricPool:
         self._fabric = _make_fabric(0, self.world_size, port, self.accelerator, self.timeout_s)
         self.generator.device = str(self._fabric.device)
         atexit.register(self.close)
+
+    def _wait_started(self, started: Any) -> None:
+        """Wait until every worker has imported and built its generator, so that a worker that
+        fails or dies while starting is reported at once rather than after the rendezvous timeout."""
+        import queue
+        import time
+
+        pending = set(range(1, self.world_size))
+        deadline = time.monotonic() + self.timeout_s
+        while pending:
+            try:
+                rank, error = started.get(timeout=1.0)
+            except queue.Empty:
+                for r in sorted(pending):
+                    p = self._processes[r - 1]
+                    if not p.is_alive():
+                        raise RuntimeError(
+                            f"data-parallel rank {r} exited with code {p.exitcode} while starting"
+                        ) from None
+                if time.monotonic() > deadline:
+                    raise RuntimeError(
+                        f"data-parallel ranks {sorted(pending)} did not start within {self.timeout_s:.0f}s"
+                    ) from None
+                continue
+            if error is not None:
+                raise RuntimeError(f"data-parallel rank {rank} failed to start:\n{error}")
+            pending.discard(rank)
 
     def generate(
         self, prompts: list[str], lengths: list[int], params: GenerationParams, progress: Any = None
