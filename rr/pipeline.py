@@ -30,7 +30,7 @@ from rr.judges.base import JudgeItem
 from rr.judges.normalize import has_answer_in
 from rr.perturbations.base import QueryVariant
 from rr.records import Example, Hit
-from rr.results import write_scores
+from rr.results import varying, write_scores
 from rr.retrieval.qrels import qrels_from_examples, write_qrels
 from rr.retrieval.runs import RunCache, write_trec_run
 from rr.runtime import Runtime
@@ -326,9 +326,7 @@ def summary_groups(scores: pd.DataFrame) -> list[str]:
     """Columns the job summary's robustness table groups by: system and strategy, plus every
     perturbation column that varies within the job (a query perturbation keeps the original
     queries beside their variants, so each cell has one row per variant)."""
-    return ["generator", "strategy"] + [
-        c for c in ("query_perturbation", "doc_perturbation") if c in scores and scores[c].nunique() > 1
-    ]
+    return ["generator", "strategy", *varying(scores, ("query_perturbation", "doc_perturbation"))]
 
 
 def _summary(

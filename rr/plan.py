@@ -126,7 +126,6 @@ class PlanningLLM(LLM):
         self.placeholder = placeholder
         self.exact_tokens = exact_tokens
         self.fit_exactly = exact_tokens  # else window fitting decides from its estimates alone
-        self._ntokens: dict[int, int] = {}  # hash(prompt) -> exact token count
         self._noted: dict[int, tuple[int, bool]] = {}  # hash(request) -> window fitting's (tokens, exact)
 
     def sibling(self, generator: Generator, cache: GenerationCache) -> LLM:
@@ -144,11 +143,8 @@ class PlanningLLM(LLM):
         self._noted[hash(request)] = (tokens, exact)
 
     def count_tokens(self, prompts: list[str]) -> list[int]:
-        todo = list(dict.fromkeys(p for p in prompts if hash(p) not in self._ntokens))
-        if todo:
-            for p, n in zip(todo, self.generator.count_tokens(todo), strict=True):
-                self._ntokens[hash(p)] = n
-        return [self._ntokens[hash(p)] for p in prompts]
+        # window fitting and the step totals count the same prompts: remember them
+        return self.count_tokens_cached(prompts)
 
     def generate(self, requests: list[Request], step: str = "generate") -> list[Generation]:
         t0 = time.perf_counter()

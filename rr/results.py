@@ -95,3 +95,8 @@ def load(path_or_glob: str | Path | list[str | Path]) -> pd.DataFrame:
     """
     files = find_score_files(path_or_glob)
     return pd.concat([pd.read_parquet(f) for f in files], ignore_index=True)
+
+
+def varying(df: pd.DataFrame, columns: Sequence[str]) -> list[str]:
+    """The columns of ``columns`` present in ``df`` with more than one distinct value."""
+    return [c for c in columns if c in df.columns and df[c].astype(str).nunique() > 1]

@@ -89,9 +89,8 @@ class LLM:
         todo = {k: t for k, t in zip(keys, texts, strict=True) if k not in found}
         if todo:
             for k, n in zip(todo, self.generator.count_tokens(list(todo.values())), strict=True):
-                found[k] = memo[k] = n
-            while len(memo) > self.TOKEN_MEMO_SIZE:
-                del memo[next(iter(memo))]
+                found[k] = n
+                self._remember_tokens(k, n)
         return [found[k] for k in keys]
 
     def count_tokens_keyed(self, key: Hashable, text: Callable[[], str]) -> int:
@@ -99,13 +98,17 @@ class LLM:
         new key. For texts that recur and cost more to build than to look up, such as a prompt
         rendered without its documents (the same for every order of an example's documents).
         Shares :meth:`count_tokens_cached`'s memo (keyed by the 64-bit hash of ``key``)."""
-        memo = self._token_memo
         h = hash(("keyed", key))
-        if h not in memo:
-            memo[h] = self.generator.count_tokens([text()])[0]
-            while len(memo) > self.TOKEN_MEMO_SIZE:
-                del memo[next(iter(memo))]
-        return memo[h]
+        if h not in self._token_memo:
+            self._remember_tokens(h, self.generator.count_tokens([text()])[0])
+        return self._token_memo[h]
+
+    def _remember_tokens(self, h: int, n: int) -> None:
+        """Store a count in the token memo, forgetting the oldest beyond :attr:`TOKEN_MEMO_SIZE`."""
+        memo = self._token_memo
+        memo[h] = n
+        while len(memo) > self.TOKEN_MEMO_SIZE:
+            del memo[next(iter(memo))]
 
     def note_prompt_tokens(self, request: Request, tokens: int, exact: bool) -> None:
         """Told by window fitting the token count of each request's prompt it built: exact, or

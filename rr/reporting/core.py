@@ -35,7 +35,7 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
-from rr.results import find_score_files, load
+from rr.results import find_score_files, load, varying
 
 log = logging.getLogger(__name__)
 
@@ -251,11 +251,6 @@ def load_jobs(paths: str | Path | Sequence[str | Path]) -> tuple[pd.DataFrame, R
 
 
 # ----------------------------------------------------------------------------- grouping
-
-
-def varying(df: pd.DataFrame, columns: Sequence[str]) -> list[str]:
-    """The columns of ``columns`` present in ``df`` with more than one distinct value."""
-    return [c for c in columns if c in df.columns and df[c].astype(str).nunique() > 1]
 
 
 def system_by(df: pd.DataFrame) -> list[str]:
