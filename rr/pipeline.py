@@ -20,6 +20,7 @@ from typing import Any
 import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
+from rr.atomic import atomic_write
 from rr.config import instantiate, job_id, semantic_config
 from rr.context import ORDERS, RankedDoc, order_indices
 from rr.data.base import Corpus
@@ -259,21 +260,25 @@ def run_job(
         scores = pd.DataFrame(rows)
         with watch.stage("write"):
             write_scores(scores, output_dir)
-            pd.DataFrame(
+            recall_table = pd.DataFrame(
                 [
                     {"retriever": r, "query_perturbation": tag, "k": k, "answer_recall": v}
                     for r, per_tag in recall.items()
                     for tag, per_k in per_tag.items()
                     for k, v in per_k.items()
                 ]
-            ).to_csv(output_dir / "retrieval.csv", index=False)
+            )
+            with atomic_write(output_dir / "retrieval.csv") as f:
+                recall_table.to_csv(f, index=False)
             # The job's TREC runs and qrels, for Recall@k / Precision@k (rr.analysis.query_level).
             for name, run in runs.items():
                 write_trec_run(output_dir / "runs" / f"{name}.trec", run, tag=name)
             if runs and (qrels := qrels_from_examples(examples, corpus)):
                 write_qrels(output_dir / "qrels.trec", qrels)
             summary = _summary(cfg, jid, scores, examples, rt, run_cache, recall, watch, t_start)
-            (output_dir / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
+            summary["index_rebuilds"] = sum(getattr(r, "index_rebuilds", 0) for r in retrievers.values())
+            with atomic_write(output_dir / "summary.json") as f:
+                f.write(json.dumps(summary, indent=1, default=str))
         if logger is not None:
             logger.log_job(jid, semantic_config(cfg), summary, scores, str(output_dir))
         return JobResult(scores, summary, output_dir)
@@ -380,9 +385,10 @@ def _summary(
         "prompt_tokens_generated_for": stats["prompt_tokens"],
         "completion_tokens": stats["completion_tokens"],
         "generation_steps": stats["steps"],
-        "cache_torn_lines": llm.cache.torn_lines,
+        "cache_torn_lines": sum(m.cache.torn_lines for m in rt.all_llms),
         "retrieval_runs_cached": run_cache.hits,
         "retrieval_runs_computed": run_cache.misses,
+        "retrieval_runs_rebuilt": run_cache.rebuilt,
         "answer_extraction_fallbacks": int((~scores["marker_found"]).sum()),
         "rows_truncated_to_fit_window": truncated,
         "accuracy": float(scores["score"].mean()),

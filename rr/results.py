@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from rr.atomic import atomic_write
+
 SCORES_FILE = "scores.parquet"
 
 #: Column -> meaning. The first block is the contract of DESIGN.md; the rest are extras.
@@ -53,9 +55,8 @@ def write_scores(df: pd.DataFrame, output_dir: str | Path) -> Path:
     if missing:
         raise ValueError(f"score table lacks required columns {missing}")
     path = Path(output_dir) / SCORES_FILE
-    tmp = path.with_suffix(".parquet.tmp")
-    df.to_parquet(tmp, index=False)
-    tmp.replace(path)
+    with atomic_write(path, mode=None) as tmp:
+        df.to_parquet(tmp, index=False)
     return path
 
 

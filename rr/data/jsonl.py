@@ -86,12 +86,24 @@ def parse_answer_groups(value: Any, where: str) -> list[list[str]]:
 
 
 def parse_id(value: Any, where: str) -> str:
-    """An id from a string or an integer (bools, floats and empty strings are rejected)."""
+    """An id from a string or an integer (bools, floats and empty strings are rejected).
+
+    Ids containing whitespace are rejected too: example and passage ids become fields of the
+    whitespace-separated TREC run files rr caches (``qid Q0 docid rank score tag``), where such
+    an id would split into extra fields and poison every re-run. Rejecting at load (rather
+    than escaping ids in the run file) keeps the run files standard for ``trec_eval`` and
+    pyserini and makes the bad row easy to find.
+    """
     if isinstance(value, bool) or not isinstance(value, (str, int)):
         raise DataError(f"{where}: id must be a string or an integer, got {type(value).__name__} ({value!r})")
     text = str(value)
     if not text.strip():
         raise DataError(f"{where}: id is empty")
+    if any(c.isspace() for c in text):
+        raise DataError(
+            f"{where}: id {text!r} contains whitespace, which TREC run files cannot hold; "
+            "rename it (e.g. replace spaces with '_')"
+        )
     return text
 
 

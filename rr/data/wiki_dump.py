@@ -35,6 +35,7 @@ from multiprocessing import Pool
 from pathlib import Path
 from typing import IO
 
+from rr.atomic import atomic_write
 from rr.data.base import Corpus, DataError
 from rr.records import Passage
 from rr.registry import component
@@ -115,18 +116,14 @@ def write_chunks(
 ) -> int:
     """Write the dump's passages as JSONL (``{"id", "title", "text"}`` per line); return the count.
 
-    The file is written to ``<out>.tmp`` and renamed at the end, so a killed run leaves no
+    The file is written with :func:`rr.atomic.atomic_write`, so a killed run leaves no
     half-written corpus behind.
     """
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
     n = 0
-    with tmp.open("w", encoding="utf-8") as fh:
+    with atomic_write(out) as fh:
         for p in iter_passages(dump, max_pages, min_chars, processes):
             fh.write(json.dumps({"id": p.id, "title": p.title, "text": p.text}, ensure_ascii=False) + "\n")
             n += 1
-    tmp.replace(out)
     return n
 
 

@@ -9,12 +9,10 @@ safetensors checkpoint under the model cache folder and loaded from there afterw
 from __future__ import annotations
 
 import logging
-import os
-import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from rr.atomic import atomic_dir, discard
 from rr.data.packaged import package_file
 
 log = logging.getLogger(__name__)
@@ -101,16 +99,10 @@ def materialize(spec: PackagedModel, cache_dir: str | Path) -> Path:
         delattr(config, "quantization_config")  # the weights are dequantized: plain float32 now
     model = AutoModelForCausalLM.from_config(config)
     model.load_state_dict(quantized.state_dict())
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".convert-", dir=target.parent))
-    try:
+    if target.exists():  # a damaged folder (no config.json): never reuse it
+        log.warning("packaged model folder %s lacks config.json; converting again", target)
+        discard(target)
+    with atomic_dir(target) as tmp:
         model.save_pretrained(tmp)
         tok.save_pretrained(tmp)
-        try:
-            os.replace(tmp, target)
-        except OSError:
-            if not (target / "config.json").exists():
-                raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
     return target

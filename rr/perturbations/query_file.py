@@ -15,12 +15,12 @@ perturbation.query.path=...``, so the expensive or incompatible step runs once, 
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from rr.atomic import atomic_write
 from rr.data.base import DataError
 from rr.data.jsonl import iter_jsonl, parse_id
 from rr.perturbations.base import QueryVariant
@@ -66,6 +66,8 @@ def read_query_file(path: str | Path) -> list[QueryRow]:
         variant, question, original = obj["variant"], obj["question"], obj.get("original")
         if not isinstance(variant, str) or not variant.strip() or variant == "none":
             raise DataError(f"{where}: variant must be a non-empty tag other than 'none', got {variant!r}")
+        if any(c.isspace() for c in variant):  # the tag is part of the query id in TREC runs
+            raise DataError(f"{where}: variant {variant!r} contains whitespace; use e.g. '_' instead")
         if not isinstance(question, str) or not question.strip():
             raise DataError(f"{where}: question must be a non-empty string, got {question!r}")
         if original is not None and not isinstance(original, str):
@@ -89,11 +91,8 @@ def write_query_file(path: str | Path, variants: Iterable[QueryVariant], origina
         variants: Variants from a query perturbation; originals (tag ``none``) are skipped.
         originals: Example id -> original question (written as ``original``).
     """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + f".tmp{os.getpid()}")
     n = 0
-    with open(tmp, "w", encoding="utf-8") as f:
+    with atomic_write(path) as f:
         for v in variants:
             if v.tag == "none":
                 continue
@@ -102,7 +101,6 @@ def write_query_file(path: str | Path, variants: Iterable[QueryVariant], origina
                 row["original"] = originals[v.example.id]
             f.write(json.dumps(row, ensure_ascii=False) + "\n")
             n += 1
-    os.replace(tmp, path)
     return n
 
 

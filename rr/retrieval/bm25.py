@@ -22,13 +22,12 @@ from __future__ import annotations
 
 import importlib.util
 import logging
-import os
-import shutil
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from rr.atomic import atomic_dir, discard
 from rr.data.base import Corpus
 from rr.hashing import content_hash
 from rr.records import Hit, Passage
@@ -136,6 +135,8 @@ class BM25Retriever:
         self._corpus: Corpus | None = None
         #: Folder of the index loaded or built by the last :meth:`index` call (``None`` if not cached).
         self.index_dir: Path | None = None
+        #: Cached indexes found unloadable and rebuilt (reported in ``summary.json``).
+        self.index_rebuilds = 0
 
     def fingerprint(self) -> dict:
         """Everything that determines the ranking: scoring parameters and the effective tokenizer."""
@@ -184,8 +185,10 @@ class BM25Retriever:
             corpus: The passages; position ``i`` of ``corpus.passages`` is document ``i``.
             cache_dir: Root cache folder; ``None`` builds in memory without caching.
 
-        The cache folder is written under a temporary name and renamed into place, so a
-        killed job never leaves a half index and concurrent jobs may build the same one.
+        The cache folder is written with :func:`rr.atomic.atomic_dir`, so a killed job never
+        leaves a half index and concurrent jobs may build the same one. A cached index that
+        does not load (damaged files) is derived data: warned about, counted in
+        :attr:`index_rebuilds`, removed and rebuilt.
         """
         import bm25s
 
@@ -195,9 +198,17 @@ class BM25Retriever:
         path = None if cache_dir is None else self._cache_path(corpus, cache_dir)
         self.index_dir = path
         if path is not None and (path / "params.index.json").exists():
-            log.info("bm25: loading index of %s (%d passages) from %s", corpus.name, len(corpus), path)
-            self._bm25 = bm25s.BM25.load(path, show_progress=False)
-            return
+            try:
+                self._bm25 = bm25s.BM25.load(path, show_progress=False)
+            except Exception as e:  # derived data: any failure to load means rebuild it
+                self.index_rebuilds += 1
+                log.warning(
+                    "bm25: cached index %s does not load (%s: %s); rebuilding it", path, type(e).__name__, e
+                )
+                discard(path)
+            else:
+                log.info("bm25: loaded index of %s (%d passages) from %s", corpus.name, len(corpus), path)
+                return
         log.info("bm25: indexing %s (%d passages)", corpus.name, len(corpus))
         tokens = self._tokenize([index_text(p) for p in corpus.passages], return_ids=True, show_progress=True)
         model = bm25s.BM25(k1=self.k1, b=self.b, method=self.method)
@@ -205,14 +216,8 @@ class BM25Retriever:
         self._bm25 = model
         if path is None:
             return
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
-        shutil.rmtree(tmp, ignore_errors=True)
-        model.save(tmp, show_progress=False)
-        try:
-            os.replace(tmp, path)
-        except OSError:  # another job renamed its copy into place first: keep theirs
-            shutil.rmtree(tmp, ignore_errors=True)
+        with atomic_dir(path) as tmp:
+            model.save(tmp, show_progress=False)
         log.info("bm25: cached index at %s", path)
 
     def search(self, queries: list[str], k: int) -> list[list[Hit]]:

@@ -18,12 +18,12 @@ from __future__ import annotations
 import importlib.metadata
 import importlib.util
 import logging
-import os
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from rr.atomic import atomic_write
 from rr.data.base import Corpus
 from rr.hashing import content_hash
 from rr.records import Hit
@@ -122,6 +122,8 @@ class DenseRetriever:
         self._ids: list[str] = []
         #: The embedding file loaded or written by the last :meth:`index` call (``None`` if not cached).
         self.embeddings_path: Path | None = None
+        #: Cached embedding files found corrupt and re-encoded (reported in ``summary.json``).
+        self.index_rebuilds = 0
 
     def fingerprint(self) -> dict:
         """Everything that determines the ranking: model identity, truncation, query instruction."""
@@ -177,8 +179,9 @@ class DenseRetriever:
             corpus: The passages; position ``i`` of ``corpus.passages`` is row ``i``.
             cache_dir: Root cache folder; ``None`` encodes without caching.
 
-        The embedding file is written to a temporary name and renamed into place, so a killed
-        job leaves no half file and concurrent jobs may write the same one.
+        The embedding file is written with :func:`rr.atomic.atomic_write`, so a killed job
+        leaves no half file and concurrent jobs may write the same one; a corrupt one is
+        re-encoded (see :meth:`_load_cached`).
         """
         import faiss
 
@@ -188,28 +191,42 @@ class DenseRetriever:
         if cache_dir is not None:
             path = Path(cache_dir) / "dense" / f"{corpus.fingerprint()}-{self._embedding_key()}.npy"
         self.embeddings_path = path
-        emb = None
-        if path is not None and path.exists():
-            emb = np.load(path)
-            if emb.shape[0] != len(corpus) or emb.dtype != np.float32:
-                log.warning("dense: ignoring %s (shape %s, dtype %s)", path, emb.shape, emb.dtype)
-                emb = None
-            else:
-                log.info("dense: loaded embeddings of %s from %s", corpus.name, path)
+        emb = None if path is None else self._load_cached(path, len(corpus))
         if emb is None:
             log.info("dense: encoding %s (%d passages) with %s", corpus.name, len(corpus), self.model_name)
             emb = self.encode([index_text(p) for p in corpus.passages], show_progress=True)
             if path is not None:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
-                with open(tmp, "wb") as f:
+                with atomic_write(path, mode="wb") as f:
                     np.save(f, emb)
-                os.replace(tmp, path)
                 log.info("dense: cached embeddings at %s", path)
         index = faiss.IndexFlatIP(emb.shape[1])
         index.add(emb)
         self._index = index
         self._ids = [p.id for p in corpus.passages]
+
+    def _load_cached(self, path: Path, n: int) -> np.ndarray | None:
+        """The cached embeddings at ``path``, or ``None`` when there are none or they are
+        corrupt: not a loadable ``.npy``, not ``n`` float32 rows, or rows that are not unit
+        vectors (damaged data). A corrupt file is warned about and counted in
+        :attr:`index_rebuilds`; the caller re-encodes and overwrites it."""
+        try:
+            emb = np.load(path, allow_pickle=False)
+        except FileNotFoundError:
+            return None
+        except Exception as e:  # derived data: any failure to load means re-encode
+            problem = f"does not load ({type(e).__name__}: {e})"
+        else:
+            problem = None
+            if emb.ndim != 2 or emb.shape[0] != n or emb.dtype != np.float32:
+                problem = f"has shape {emb.shape} and dtype {emb.dtype}, expected ({n}, dim) float32"
+            elif not np.allclose(np.linalg.norm(emb, axis=1), 1.0, atol=1e-3):
+                problem = "holds rows that are not unit vectors"
+        if problem is None:
+            log.info("dense: loaded embeddings from %s", path)
+            return emb
+        self.index_rebuilds += 1
+        log.warning("dense: cached embeddings %s %s; re-encoding", path, problem)
+        return None
 
     def search(self, queries: list[str], k: int) -> list[list[Hit]]:
         """Top-``k`` passages per query by cosine similarity, best first.

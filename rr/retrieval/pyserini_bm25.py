@@ -28,6 +28,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from rr.atomic import atomic_dir, discard
 from rr.data.base import Corpus
 from rr.hashing import content_hash
 from rr.records import Hit
@@ -239,6 +240,8 @@ class PyseriniBM25Retriever:
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
         #: Folder of the Lucene index searched (set by :meth:`index`).
         self.index_dir: Path | None = None
+        #: Cached Lucene indexes that did not open and were rebuilt (reported in ``summary.json``).
+        self.index_rebuilds = 0
 
     def fingerprint(self) -> dict:
         """Everything that determines the ranking: BM25 parameters, the index, the analyzer."""
@@ -294,19 +297,26 @@ class PyseriniBM25Retriever:
                 path = Path(self._tmp.name) / "index"
             else:
                 path = self._cache_path(corpus, cache_dir)
-            if not (path / "segments.gen").exists() and not any(path.glob("segments_*")):
-                log.info("pyserini_bm25: indexing %s (%d passages) into %s", corpus.name, len(corpus), path)
-                path.parent.mkdir(parents=True, exist_ok=True)
-                tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
-                shutil.rmtree(tmp, ignore_errors=True)
-                build_lucene_index(corpus, tmp, threads=self.threads)
+            searcher = None
+            if (path / "segments.gen").exists() or any(path.glob("segments_*")):
                 try:
-                    os.replace(tmp, path)
-                except OSError:  # another job renamed its copy into place first: keep theirs
-                    shutil.rmtree(tmp, ignore_errors=True)
-            else:
-                log.info("pyserini_bm25: reusing Lucene index %s", path)
-            searcher = LuceneSearcher(str(path))
+                    searcher = LuceneSearcher(str(path))
+                except Exception as e:  # derived data: an index that does not open is rebuilt
+                    self.index_rebuilds += 1
+                    log.warning(
+                        "pyserini_bm25: cached Lucene index %s does not open (%s: %s); rebuilding it",
+                        path,
+                        type(e).__name__,
+                        e,
+                    )
+                    discard(path)
+                else:
+                    log.info("pyserini_bm25: reusing Lucene index %s", path)
+            if searcher is None:
+                log.info("pyserini_bm25: indexing %s (%d passages) into %s", corpus.name, len(corpus), path)
+                with atomic_dir(path) as tmp:
+                    build_lucene_index(corpus, tmp, threads=self.threads)
+                searcher = LuceneSearcher(str(path))
             self.index_dir = path
         searcher.set_bm25(self.k1, self.b)
         self._searcher = searcher

@@ -12,10 +12,10 @@ FanOutQA evidence pages in the bundled Wikipedia corpus).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from rr.atomic import atomic_write
 from rr.data.base import Corpus, DataError
 from rr.records import Example
 
@@ -58,14 +58,10 @@ def read_qrels(path: str | Path) -> Qrels:
 
 def write_qrels(path: str | Path, qrels: Qrels) -> None:
     """Write TREC qrels atomically (``qid 0 docid rel`` per line)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + f".tmp{os.getpid()}")
-    with open(tmp, "w", encoding="utf-8") as f:
+    with atomic_write(path) as f:
         for qid, docs in qrels.items():
             for docid, rel in docs.items():
                 f.write(f"{qid} 0 {docid} {rel}\n")
-    os.replace(tmp, path)
 
 
 def gold_passage_ids(example: Example, corpus: Corpus) -> list[str] | None:

@@ -8,11 +8,11 @@ stored as a standard TREC run file (``qid Q0 docid rank score tag``), readable b
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from rr.data.base import Corpus
+from rr.atomic import atomic_write
+from rr.data.base import Corpus, DataError
 from rr.hashing import content_hash
 from rr.records import Hit
 from rr.retrieval.base import Retriever
@@ -20,37 +20,90 @@ from rr.retrieval.base import Retriever
 log = logging.getLogger(__name__)
 
 
+def _check_token(value: str, what: str, path: Path) -> None:
+    if not value or any(c.isspace() for c in value):
+        raise ValueError(
+            f"{path}: {what} {value!r} is empty or contains whitespace; a TREC run cannot hold it "
+            "(dataset and corpus loaders reject such ids)"
+        )
+
+
 def write_trec_run(path: str | Path, runs: dict[str, list[Hit]], tag: str) -> None:
-    """Write ``{qid: hits}`` atomically (temp file + rename) so a killed job leaves no half file."""
+    """Write ``{qid: hits}`` atomically (:func:`rr.atomic.atomic_write`): no half file, ever.
+
+    Raises:
+        ValueError: a query id, passage id or the tag is empty or contains whitespace (it
+            would split into extra fields and poison every later read of the run).
+    """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + f".tmp{os.getpid()}")
-    with open(tmp, "w", encoding="utf-8") as f:
+    _check_token(tag, "tag", path)
+    for qid, hits in runs.items():
+        _check_token(qid, "query id", path)
+        for h in hits:
+            _check_token(h.passage_id, "passage id", path)
+    with atomic_write(path) as f:
         for qid, hits in runs.items():
             for h in hits:
                 f.write(f"{qid} Q0 {h.passage_id} {h.rank} {h.score:.6f} {tag}\n")
-    os.replace(tmp, path)
 
 
 def read_trec_run(path: str | Path) -> dict[str, list[Hit]]:
     """Read a TREC run file into ``{qid: hits sorted by rank}``.
 
+    Any content gives either the runs or a :class:`~rr.data.base.DataError` naming the file
+    and line (a line that is not UTF-8, lacks the six fields ``qid Q0 docid rank score tag``,
+    or has a non-integer rank or non-numeric score); never another exception. Blank lines
+    are skipped.
+
     Raises:
-        ValueError: a line does not have the six TREC fields; the message names the line.
+        DataError: as above (a :class:`ValueError`).
+        OSError: the file cannot be read.
     """
     runs: dict[str, list[Hit]] = {}
-    with open(path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            parts = line.split()
-            if not parts:
-                continue
-            if len(parts) != 6:
-                raise ValueError(f"{path}:{lineno}: expected 'qid Q0 docid rank score tag', got {line!r}")
-            qid, _, docid, rank, score, _ = parts
-            runs.setdefault(qid, []).append(Hit(docid, int(rank), float(score)))
+    data = Path(path).read_bytes()
+    for lineno, raw in enumerate(data.split(b"\n"), 1):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise DataError(f"{path}:{lineno}: not UTF-8 ({e.reason} at byte {e.start})") from None
+        parts = line.split()
+        if not parts:
+            continue
+        if len(parts) != 6:
+            raise DataError(f"{path}:{lineno}: expected 'qid Q0 docid rank score tag', got {line[:200]!r}")
+        qid, _, docid, rank, score, _ = parts
+        try:
+            hit = Hit(docid, int(rank), float(score))
+        except ValueError:
+            raise DataError(
+                f"{path}:{lineno}: rank {rank[:50]!r} or score {score[:50]!r} is not a number"
+            ) from None
+        runs.setdefault(qid, []).append(hit)
     for hits in runs.values():
         hits.sort(key=lambda h: h.rank)
     return runs
+
+
+def run_problem(runs: dict[str, list[Hit]], qids: Sequence[str], corpus: Corpus) -> str | None:
+    """Why a cached run cannot be what :class:`RunCache` wrote for ``qids`` over ``corpus``
+    (``None`` when it can): a query missing or unexpected, ranks not ``1..n``, a docid repeated or not in
+    the corpus."""
+    missing = [q for q in qids if q not in runs]
+    if missing:
+        return f"{len(missing)} of {len(qids)} queries missing (e.g. {missing[0]!r})"
+    extra = set(runs).difference(qids)
+    if extra:
+        return f"{len(extra)} unexpected queries (e.g. {min(extra)!r})"
+    for qid, hits in runs.items():
+        if [h.rank for h in hits] != list(range(1, len(hits) + 1)):
+            return f"query {qid!r}: ranks are not 1..{len(hits)}"
+        ids = [h.passage_id for h in hits]
+        if len(set(ids)) != len(ids):
+            return f"query {qid!r}: a passage is listed twice"
+        unknown = next((d for d in ids if d not in corpus), None)
+        if unknown is not None:
+            return f"query {qid!r}: passage {unknown!r} is not in corpus {corpus.name!r}"
+    return None
 
 
 class RunCache:
@@ -68,6 +121,8 @@ class RunCache:
         self.dir = Path(cache_dir) / "runs"
         self.hits = 0
         self.misses = 0
+        #: Cached runs found corrupt (unreadable, cut, wrong docids), warned about and recomputed.
+        self.rebuilt = 0
 
     def _path(
         self, retriever: Retriever, corpus: Corpus, qids: Sequence[str], queries: Sequence[str]
@@ -93,14 +148,16 @@ class RunCache:
     ) -> dict[str, list[Hit]]:
         """Hits for every query at ``depth``, from the cached run when it is deep enough.
 
-        ``index`` is only called on the retriever when the run must be computed.
+        ``index`` is only called on the retriever when the run must be computed. A cached run
+        that is corrupt (see :meth:`_read_cached`) is derived data: it is warned about,
+        counted in :attr:`rebuilt` and recomputed, never fatal.
         """
         path = self._path(retriever, corpus, qids, queries)
-        if path.exists():
-            runs = read_trec_run(path)
-            stored = min((len(h) for h in runs.values()), default=0)
+        runs = self._read_cached(path, qids, corpus)
+        if runs is not None:
+            stored = min((len(runs[q]) for q in qids), default=0)
             # A query with fewer hits than asked means the corpus ran out, not a shallow run.
-            if set(runs) == set(qids) and (stored >= depth or stored == len(corpus)):
+            if stored >= depth or stored == len(corpus):
                 self.hits += 1
                 log.info("retrieval: read %s (%d queries) from %s", retriever.name, len(qids), path)
                 return {q: runs[q][:depth] for q in qids}
@@ -115,3 +172,21 @@ class RunCache:
         runs = dict(zip(qids, results, strict=True))
         write_trec_run(path, runs, tag=retriever.name)
         return runs
+
+    def _read_cached(self, path: Path, qids: Sequence[str], corpus: Corpus) -> dict[str, list[Hit]] | None:
+        """The cached run at ``path``, or ``None`` when there is none or it is corrupt (a line
+        cut or not UTF-8, a non-integer rank, a query missing, a docid not in the corpus):
+        then a warning names the file and the reason and :attr:`rebuilt` counts it."""
+        try:
+            runs = read_trec_run(path)
+        except FileNotFoundError:
+            return None
+        except (OSError, DataError) as e:
+            problem: str | None = str(e)
+        else:
+            problem = run_problem(runs, qids, corpus)
+        if problem is None:
+            return runs
+        self.rebuilt += 1
+        log.warning("retrieval: cached run %s is corrupt (%s); recomputing it", path, problem)
+        return None
