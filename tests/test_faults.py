@@ -429,3 +429,41 @@ def test_corrupt_dense_embeddings_are_re_encoded(
     assert second.index_rebuilds == 1 and str(path) in caplog.text
     np.testing.assert_allclose(np.load(path), np.load(io.BytesIO(good)), atol=1e-5)  # re-encoded
     assert second.search(["rome"], 1)[0][0].passage_id == "p1"
+
+
+# ---------------------------------------------------------------- a job over damaged caches
+
+
+def test_job_over_damaged_caches_gives_the_same_table_and_reports_the_repairs(tmp_path: Path) -> None:
+    from rr.pipeline import run_job
+
+    from .conftest import compose_config
+
+    cfg = compose_config(
+        [
+            "dataset.n=2",
+            "retriever=bm25",
+            "grid.k=[1]",
+            "grid.orders=[original]",
+            "corpus.max_passages=300",
+            "generator.max_new_tokens=4",
+        ],
+        tmp_path,
+    )
+    first = run_job(cfg, tmp_path / "job1")
+    assert first.summary["model_calls"] > 0 and first.summary["cache_torn_lines"] == 0
+    cache = Path(cfg.paths.cache_dir)
+    (shard,) = (cache / "generations").glob("*/*.jsonl")
+    with open(shard, "ab") as f:
+        f.write(_entry("k", "東京")[:-5])  # a write cut inside a character
+    (run,) = (cache / "runs").iterdir()
+    run.write_bytes(run.read_bytes()[:-7])  # cut mid-line
+    (index,) = (cache / "bm25").iterdir()
+    for f in index.iterdir():
+        f.write_bytes(b"\xff")
+    second = run_job(cfg, tmp_path / "job2")
+    summary = json.loads((tmp_path / "job2" / "summary.json").read_text())
+    assert summary["model_calls"] == 0 and summary["cache_hits"] == first.summary["model_calls"]
+    assert summary["cache_torn_lines"] == 1
+    assert summary["retrieval_runs_rebuilt"] == 1 and summary["index_rebuilds"] == 1
+    pd.testing.assert_frame_equal(first.scores, second.scores)
