@@ -88,7 +88,7 @@ def atomic_write(path: str | Path, mode: str | None = "w", encoding: str = "utf-
             _fsync_file(tmp)
         else:
             f: IO[Any]
-            with open(tmp, mode, **({"encoding": encoding} if mode == "w" else {})) as f:
+            with open(tmp, mode, encoding=encoding if mode == "w" else None) as f:
                 yield f
                 f.flush()
                 os.fsync(f.fileno())

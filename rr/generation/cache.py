@@ -42,17 +42,19 @@ def parse_entry(raw: bytes) -> tuple[str, Completion] | None:
     if not isinstance(rec, dict):
         return None
     key, text = rec.get("key"), rec.get("text")
-    tokens = rec.get("prompt_tokens"), rec.get("completion_tokens")
+    n_prompt, n_out = rec.get("prompt_tokens"), rec.get("completion_tokens")
     if not isinstance(key, str) or not isinstance(text, str):
         return None
-    if not all(isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in tokens):
+    if not isinstance(n_prompt, int) or not isinstance(n_out, int) or min(n_prompt, n_out) < 0:
+        return None
+    if isinstance(n_prompt, bool) or isinstance(n_out, bool):  # JSON true/false are not counts
         return None
     try:
         key.encode("utf-8")
         text.encode("utf-8")
     except UnicodeEncodeError:
         return None
-    return key, Completion(text, tokens[0], tokens[1])
+    return key, Completion(text, n_prompt, n_out)
 
 
 class GenerationCache:

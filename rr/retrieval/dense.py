@@ -209,6 +209,7 @@ class DenseRetriever:
         corrupt: not a loadable ``.npy``, not ``n`` float32 rows, or rows that are not unit
         vectors (damaged data). A corrupt file is warned about and counted in
         :attr:`index_rebuilds`; the caller re-encodes and overwrites it."""
+        problem: str | None = None
         try:
             emb = np.load(path, allow_pickle=False)
         except FileNotFoundError:
@@ -216,7 +217,6 @@ class DenseRetriever:
         except Exception as e:  # derived data: any failure to load means re-encode
             problem = f"does not load ({type(e).__name__}: {e})"
         else:
-            problem = None
             if emb.ndim != 2 or emb.shape[0] != n or emb.dtype != np.float32:
                 problem = f"has shape {emb.shape} and dtype {emb.dtype}, expected ({n}, dim) float32"
             elif not np.allclose(np.linalg.norm(emb, axis=1), 1.0, atol=1e-3):
