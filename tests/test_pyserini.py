@@ -99,3 +99,22 @@ def test_index_is_cached_and_reused(pyserini_retriever, corpus, lucene_cache, mo
     again.index(corpus, lucene_cache)
     assert again.index_dir == pyserini_retriever.index_dir
     assert again.search(QUERIES, 3) == pyserini_retriever.search(QUERIES, 3)
+
+
+def test_corrupt_cached_index_is_rebuilt(java, corpus, tmp_path, caplog):
+    import logging
+
+    from rr.retrieval.pyserini_bm25 import PyseriniBM25Retriever
+
+    first = PyseriniBM25Retriever(k1=0.9, b=0.4)
+    first.index(corpus, str(tmp_path))
+    expected = first.search(QUERIES, 3)
+    assert first.index_dir is not None
+    for f in first.index_dir.iterdir():  # every file of the index damaged, segments_* kept by name
+        if f.is_file():
+            f.write_bytes(b"\x00garbage")
+    second = PyseriniBM25Retriever(k1=0.9, b=0.4)
+    with caplog.at_level(logging.WARNING):
+        second.index(corpus, str(tmp_path))
+    assert second.index_rebuilds == 1 and str(first.index_dir) in caplog.text
+    assert second.search(QUERIES, 3) == expected
