@@ -53,12 +53,13 @@ JOB = [
     "flush_every=1",
     "progress=false",
 ]
-#: Phase -> (event that opens it, longest random delay after it in seconds).
+#: Phase -> (event that opens it, how many of them, longest random delay after it in seconds).
+#: Generation opens at the second batch: the first one waits for the model to load.
 PHASES = {
-    "retrieval": ("retrieve", 0.3),
-    "model load": ("load", 1.0),
-    "generation": ("calls", 2.0),
-    "scores.parquet -> summary.json": ("scores", 0.0),
+    "retrieval": ("retrieve", 1, 0.3),
+    "model load": ("load", 1, 1.0),
+    "generation": ("calls", 2, 1.5),
+    "scores.parquet -> summary.json": ("scores", 1, 0.0),
 }
 
 
@@ -185,10 +186,10 @@ def run_to_end(root: Path, events: Path, env: dict[str, str] | None = None) -> i
 
 
 def kill_trial(root: Path, phase: str, rng: random.Random) -> dict:
-    event, max_delay = PHASES[phase]
+    event, count, max_delay = PHASES[phase]
     ev = root / "attempt1.events"
     proc = start(root, ev)
-    while proc.poll() is None and not any(e == event for e in events_of(ev)):
+    while proc.poll() is None and events_of(ev).count(event) < count:
         time.sleep(0.002)
     if proc.poll() is None:
         time.sleep(rng.uniform(0, max_delay))
@@ -237,7 +238,8 @@ def disk_full_trial(root: Path, free_kib: int, ref) -> dict:
             env = {"RR_FAULTS_FSIZE": str(free_kib * 1024)}
         rc = run_to_end(root, logs / "attempt1.events", env)
         err = (logs / "attempt1.stderr").read_text()
-        enospc = "No space left on device" in err or "File too large" in err or "ENOSPC" in err
+        # numpy's tofile reports a short write as "N requested and M written" (no errno)
+        enospc = any(m in err for m in ("No space left on device", "File too large", "requested and"))
         left = temporaries(root)
         bad = bad_cache_lines(root)
         (root / "filler").unlink(missing_ok=True)
@@ -262,7 +264,9 @@ def disk_full_trial(root: Path, free_kib: int, ref) -> dict:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--kills", type=int, default=8, help="SIGKILLs (phases taken in turn)")
-    ap.add_argument("--disk-full", type=int, nargs="*", default=[8, 64, 256], help="KiB left free per run")
+    ap.add_argument(
+        "--disk-full", type=int, nargs="*", default=[8, 64, 248, 264, 280], help="KiB left free per run"
+    )
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--workdir", type=Path, default=None, help="kept when given (default: a temp dir)")
     args = ap.parse_args(argv)
