@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import IO
 
 from rr.data.base import Corpus, DataError
+from rr.errors import require_positive
 from rr.records import Passage
 from rr.registry import component
 
@@ -157,8 +158,7 @@ class WikiDumpCorpus:
         max_passages: int | None = None,
         name: str = "wiki_dump",
     ) -> None:
-        if max_passages is not None and max_passages <= 0:
-            raise ValueError(f"corpus.max_passages must be positive or null, got {max_passages}")
+        require_positive("max_passages", max_passages, optional=True)
         self.max_passages = max_passages
         self.path = path
         self.chunks_path = chunks_path
