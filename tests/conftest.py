@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 from hydra import compose, initialize_config_dir
-from hypothesis import HealthCheck, settings
 from hydra.core.global_hydra import GlobalHydra
+from hypothesis import HealthCheck, settings
 from omegaconf import DictConfig, open_dict
 
 from rr.config import register_configs

@@ -27,7 +27,17 @@ def text_with(*tokens: str) -> st.SearchStrategy[str]:
     return st.lists(piece, max_size=14).map("".join)
 
 
-ANSWER_TOKENS = ("Answer:", "answer :", "**Answer:**", "**Answer**:", "__Answer:__", "Paris.", '"x"', "*", ".")
+ANSWER_TOKENS = (
+    "Answer:",
+    "answer :",
+    "**Answer:**",
+    "**Answer**:",
+    "__Answer:__",
+    "Paris.",
+    '"x"',
+    "*",
+    ".",
+)
 
 
 @given(text_with(*ANSWER_TOKENS))
@@ -110,7 +120,18 @@ def test_judge_verdict_inside_the_markers_wins(noise: str, verdict: str) -> None
     assert parse_yes_no(text) is (verdict == "Yes")
 
 
-REWRITE_TOKENS = ("1.", "2)", "(3)", "Paraphrase 4:", "- ", "Here are 5 paraphrases:", '"', "**", "Input text:", "q?")
+REWRITE_TOKENS = (
+    "1.",
+    "2)",
+    "(3)",
+    "Paraphrase 4:",
+    "- ",
+    "Here are 5 paraphrases:",
+    '"',
+    "**",
+    "Input text:",
+    "q?",
+)
 
 
 @given(text_with(*REWRITE_TOKENS), st.text(max_size=20), st.integers(min_value=0, max_value=6))
