@@ -54,6 +54,13 @@ def test_answer_extractor_total_and_counts_its_fallback(raw: str) -> None:
         assert not found  # no marker: the fallback was used, and marker_found says so
 
 
+def test_answer_is_stripped_of_any_unicode_whitespace() -> None:
+    """Found by the fuzz test above: U+001F (and NBSP, U+3000) were kept as the answer."""
+    assert extract_answer("\x1f") == ("", False)
+    assert extract_answer("\u00a0\n Answer:\u00a0**Paris**.\u3000\n") == ("Paris", True)
+    assert extract_answer("\u2003London\u2003") == ("London", False)
+
+
 WORD = st.text(st.characters(categories=["L", "N"]), min_size=1, max_size=20)
 
 
