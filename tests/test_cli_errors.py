@@ -84,6 +84,16 @@ def test_empty_k_with_closed_book_is_not_an_empty_grid(tmp_path):
         check_grid([Vanilla()], [5], [], closed_book=False)
 
 
+def test_hub_model_that_cannot_be_found_is_a_user_error() -> None:
+    """Offline (the tests' HF_HUB_OFFLINE=1), an id that is not cached cannot be loaded."""
+    from rr.errors import UserError, user_message
+    from rr.generation.hf import HFGenerator
+
+    with pytest.raises(UserError, match="model 'rr-no-such-org/no-such-model' cannot be loaded") as exc:
+        HFGenerator(model="rr-no-such-org/no-such-model").identity()
+    assert "\n" not in (user_message(exc.value) or "\n")
+
+
 def test_unknown_key_is_one_line(tmp_path, monkeypatch, capsys):
     code, err = run_main(["generator.foo=1"], tmp_path, monkeypatch, capsys)
     assert_one_line(code, err, "unknown config key 'generator.foo'", "HFGeneratorSchema")

@@ -6,7 +6,7 @@ import logging
 import os
 from typing import Any
 
-from rr.errors import require_positive
+from rr.errors import UserError, require_positive
 from rr.generation import packaged
 from rr.generation.base import Completion, ConfiguredDecoding, check_decoding, check_local_model
 from rr.records import GenerationParams, Request
@@ -141,11 +141,23 @@ class HFGenerator(ConfiguredDecoding):
         return self._path
 
     def _load_config(self) -> Any:
+        """The model's config (the first file read for a hub id or local folder).
+
+        Raises:
+            UserError: the model cannot be found (not cached offline, unknown id, no network).
+        """
         from transformers import AutoConfig
 
-        return AutoConfig.from_pretrained(
-            self._model_path(), revision=self.revision, trust_remote_code=self.trust_remote_code
-        )
+        try:
+            return AutoConfig.from_pretrained(
+                self._model_path(), revision=self.revision, trust_remote_code=self.trust_remote_code
+            )
+        except OSError as e:
+            reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise UserError(
+                f"model {self.model!r} cannot be loaded ({reason}); check the id or path, the network "
+                "or HF_HUB_OFFLINE, or use packaged:smollm2-135m-instruct"
+            ) from e
 
     @property
     def tokenizer(self) -> Any:
