@@ -79,6 +79,9 @@ def run_reporting_errors(func: Callable[[], object], verbose: bool) -> object:
     try:
         with _hydra_reraises():
             return func()
+    except BrokenPipeError:  # `rr --help | head`: the reader left; Python's documented way out
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(1)
     except Exception as e:
         message = user_message(e)
         if message is None:
