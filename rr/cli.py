@@ -10,7 +10,7 @@ import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
@@ -71,7 +71,7 @@ def _hydra_reraises() -> Iterator[None]:
             os.environ["HYDRA_FULL_ERROR"] = before
 
 
-def run_reporting_errors(func: Callable[[], object], verbose: bool) -> object:
+def run_reporting_errors(func: Callable[[], Any], verbose: bool) -> Any:
     """Run ``func``; a user error exits with one line ``rr: ...`` on stderr (status 2).
 
     Bugs keep their traceback (exit status 1); ``verbose`` shows the traceback of user errors too.

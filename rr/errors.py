@@ -91,12 +91,12 @@ def _hydra_message(ex: Exception) -> str | None:
     if not isinstance(ex, CompactHydraException):
         return None
     cause = ex.__cause__
-    unknown_key = isinstance(cause, ConfigKeyError | ConfigAttributeError) and " not in " in str(cause)
-    if unknown_key and getattr(cause, "full_key", None):
+    full_key = getattr(cause, "full_key", None)
+    if isinstance(cause, ConfigKeyError | ConfigAttributeError) and " not in " in str(cause) and full_key:
         schema = getattr(cause, "object_type_str", None)
         where = f" (not in {schema})" if schema and schema != "None" else ""
         return (
-            f"unknown config key {cause.full_key!r}{where}; check its spelling "
+            f"unknown config key {full_key!r}{where}; check its spelling "
             "(`rr --cfg job` prints every key, `rr --help` every group and option)"
         )
     message = _one_line(str(ex))
