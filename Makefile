@@ -31,6 +31,9 @@ report: $(STAMP)  ## tables + figures of the demo's results (after make demo) in
 test: $(STAMP)  ## run the test suite (includes the slow tests; about 8 minutes on 2 cores)
 	$(BIN)/python -m pytest -q
 
+test-slow: $(STAMP)  ## the slow tests, and the fuzz tests with the long hypothesis profile (HYPOTHESIS_PROFILE=slow)
+	HYPOTHESIS_PROFILE=slow $(BIN)/python -m pytest -q -m "slow or fuzz"
+
 lint:  $(STAMP) ## ruff + mypy
 	$(BIN)/ruff check rr tests benchmarks
 	$(BIN)/ruff format --check rr tests benchmarks

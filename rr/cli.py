@@ -6,13 +6,19 @@ import importlib
 import logging
 import os
 import sys
+import traceback
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, NoReturn
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
 from omegaconf import DictConfig
 
 from rr.config import register_configs
+from rr.errors import user_message
 
 log = logging.getLogger("rr")
 
@@ -24,6 +30,11 @@ SUBCOMMANDS: dict[str, str] = {
     "report": "rr.reporting.command:main",
     "judge-agreement": "rr.analysis.agreement:main",
 }
+
+#: ``rr --verbose ...`` (anywhere on the command line): show the traceback of a user error too.
+VERBOSE_FLAG = "--verbose"
+#: Exit status of a user error (bad config value, bad data, missing file or model).
+USER_ERROR_EXIT = 2
 
 CONFIG_DIR = os.environ.get("RR_CONFIG_DIR", str(Path(__file__).resolve().parent.parent / "conf"))
 
@@ -46,15 +57,83 @@ def _app(cfg: DictConfig) -> float | None:
     return result.summary.get("accuracy")
 
 
+@contextmanager
+def _hydra_reraises() -> Iterator[None]:
+    """Let Hydra re-raise what a job raises (``HYDRA_FULL_ERROR=1``) so rr decides how to print it."""
+    before = os.environ.get("HYDRA_FULL_ERROR")
+    os.environ["HYDRA_FULL_ERROR"] = "1"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("HYDRA_FULL_ERROR", None)
+        else:
+            os.environ["HYDRA_FULL_ERROR"] = before
+
+
+def run_reporting_errors(func: Callable[[], Any], verbose: bool) -> Any:
+    """Run ``func``; a user error exits with one line ``rr: ...`` on stderr (status 2).
+
+    Bugs keep their traceback (exit status 1); ``verbose`` shows the traceback of user errors too.
+    """
+    try:
+        with _hydra_reraises():
+            return func()
+    except BrokenPipeError:  # `rr --help | head`: the reader left; Python's documented way out
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(1)
+    except Exception as e:
+        message = user_message(e)
+        if message is None:
+            traceback.print_exc()
+            sys.exit(1)
+        exit_with_user_error(message, verbose)
+
+
+def exit_with_user_error(message: str, verbose: bool) -> NoReturn:
+    """Print ``rr: <message>`` on stderr (after the traceback when ``verbose``) and exit 2."""
+    if verbose:
+        traceback.print_exc()
+    print(f"rr: {message}", file=sys.stderr)
+    sys.exit(USER_ERROR_EXIT)
+
+
+def _job(cfg: DictConfig, verbose: bool) -> float | None:
+    """:func:`_app`; a user error in a single run exits here with its one line.
+
+    Raised further, Hydra would first print "Error executing job with overrides: [...]"; in a
+    multirun it does (that line names the failed job), and the sweep's other jobs still run.
+    """
+    try:
+        return _app(cfg)
+    except Exception as e:
+        if HydraConfig.get().mode == RunMode.RUN and (message := user_message(e)) is not None:
+            exit_with_user_error(message, verbose)
+        raise
+
+
 def main() -> None:
-    """Entry point of the ``rr`` console script and ``python -m rr``."""
+    """Entry point of the ``rr`` console script and ``python -m rr``.
+
+    A user error prints one line ``rr: <what, where, how to fix>`` and exits 2; ``--verbose``
+    (or ``HYDRA_FULL_ERROR=1``) prints its traceback first.
+    """
+    verbose = VERBOSE_FLAG in sys.argv[1:] or os.environ.get("HYDRA_FULL_ERROR") == "1"
+    sys.argv = [a for a in sys.argv if a != VERBOSE_FLAG]
     if len(sys.argv) > 1 and sys.argv[1] in SUBCOMMANDS:
         module, func = SUBCOMMANDS[sys.argv[1]].split(":")
-        sys.exit(getattr(importlib.import_module(module), func)(sys.argv[2:]))
+        entry = getattr(importlib.import_module(module), func)
+        sys.exit(run_reporting_errors(lambda: entry(sys.argv[2:]), verbose))
     if not Path(CONFIG_DIR, "config.yaml").exists():
         sys.exit(
             f"rr: no config.yaml in {CONFIG_DIR}; install rr editable from its checkout "
             "(pip install -e .) or set RR_CONFIG_DIR"
         )
     register_configs()
-    hydra.main(config_path=CONFIG_DIR, config_name="config", version_base="1.3")(_app)()
+
+    def rr_job(cfg: DictConfig) -> float | None:
+        return _job(cfg, verbose)
+
+    run_reporting_errors(
+        hydra.main(config_path=CONFIG_DIR, config_name="config", version_base="1.3")(rr_job), verbose
+    )

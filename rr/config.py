@@ -15,6 +15,7 @@ from typing import Any
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
 
+from rr.errors import ConfigError, UserError
 from rr.hashing import content_hash
 from rr.registry import COMPONENT_MODULES, COMPONENTS, schema_for
 
@@ -129,7 +130,23 @@ def instantiate(node: Any, **kwargs: Any) -> Any:
 
     Every ``_target_`` goes through here, so an allow-list of importable targets is a
     one-line change. ``_convert_="all"`` hands plain lists/dicts to constructors.
+
+    Raises:
+        ConfigError: A constructor rejected a value; its key is placed under the node's path
+            (``max_new_tokens`` of ``cfg.generator`` becomes ``generator.max_new_tokens``).
+        UserError: Any other user error a constructor raised, unwrapped from Hydra's
+            ``InstantiationException``.
     """
+    from hydra.errors import InstantiationException
     from hydra.utils import instantiate as hydra_instantiate
 
-    return hydra_instantiate(node, _convert_="all", **kwargs)
+    try:
+        return hydra_instantiate(node, _convert_="all", **kwargs)
+    except InstantiationException as e:
+        cause = e.__cause__
+        if isinstance(cause, ConfigError):
+            prefix = node._get_full_key(None) if isinstance(node, DictConfig) else ""
+            raise cause.under(str(prefix)) from e
+        if isinstance(cause, UserError):
+            raise cause from e
+        raise

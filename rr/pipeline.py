@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import platform
 import time
 from collections.abc import Callable, Iterator
@@ -23,7 +24,8 @@ from omegaconf import DictConfig, OmegaConf
 from rr.atomic import atomic_write
 from rr.config import instantiate, job_id, semantic_config
 from rr.context import ORDERS, RankedDoc, order_indices
-from rr.data.base import Corpus
+from rr.data.base import Corpus, DataError
+from rr.errors import ConfigError, require_positive
 from rr.generation.base import Generator
 from rr.generation.cache import GenerationCache
 from rr.generation.client import LLM
@@ -69,8 +71,35 @@ def grid_ks(cfg: DictConfig) -> tuple[list[int], bool]:
     """The positive k values of the grid (sorted, unique) and whether k = 0 cells are made."""
     ks = [int(k) for k in cfg.grid.k]
     if any(k < 0 for k in ks):
-        raise ValueError(f"grid.k must be >= 0, got {ks}")
+        raise ConfigError("grid.k", f"must be >= 0, got {ks}")
     return sorted({k for k in ks if k > 0}), bool(cfg.grid.closed_book) or 0 in ks
+
+
+def check_grid(strategies: list[Any], ks: list[int], orders: list[str], closed_book: bool) -> None:
+    """Raise :class:`ConfigError` if no strategy has a cell to run (e.g. ``grid.k=[]`` and
+    ``grid.closed_book=false``): the job would write an empty score table."""
+    if not any(build_cells(s, ["retriever"], ks, orders, closed_book) for s in strategies):
+        raise ConfigError(
+            "grid",
+            f"the grid is empty (grid.k={ks}, grid.orders={orders}, grid.closed_book=false): give grid.k "
+            "and grid.orders at least one value each, or set grid.closed_book=true",
+        )
+
+
+def writable_dir(path: str | Path, key: str) -> Path:
+    """Create folder ``path`` if needed and check that it can be written.
+
+    Raises:
+        ConfigError: naming ``key`` (e.g. ``paths.cache_dir``) and the path, if it cannot be.
+    """
+    path = Path(path)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ConfigError(key, f"cannot create {path} ({e.strerror}); choose a folder you can write") from e
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise ConfigError(key, f"cannot write {path} (permission denied); choose a folder you can write")
+    return path
 
 
 def answer_recall(
@@ -107,8 +136,9 @@ def run_job(
     planning stand-in that counts requests and calls no model).
     """
     t_start = time.perf_counter()
-    output_dir = Path(output_dir)
-    output_dir.mkdir(parents=True, exist_ok=True)
+    require_positive("flush_every", cfg.get("flush_every", 64))
+    output_dir = writable_dir(output_dir, "paths.output_root")
+    writable_dir(cfg.paths.cache_dir, "paths.cache_dir")
     jid = job_id(cfg)
     watch = Stopwatch()
     show = bool(cfg.get("progress", True))
@@ -116,35 +146,39 @@ def run_job(
     orders = list(cfg.grid.orders)
     for o in orders:
         if o not in ORDERS:
-            raise ValueError(f"grid.orders: unknown order {o!r}; known: {', '.join(ORDERS)}")
+            raise ConfigError("grid.orders", f"unknown order {o!r}; known: {', '.join(ORDERS)}")
     (output_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
 
     logger = instantiate(cfg.logger) if cfg.get("logger") else None
     rt: Runtime | None = None
     try:
-        with watch.stage("load_data"):
-            dataset = instantiate(cfg.dataset)
-            examples = dataset.load()
-            if not examples:
-                raise ValueError(f"dataset {dataset.name!r} produced no examples")
-            corpus: Corpus = instantiate(cfg.corpus).load() if ks else Corpus([], name="none")
+        # Every component is instantiated (and so its config checked) before any data or model loads.
+        dataset = instantiate(cfg.dataset)
+        corpus_source = instantiate(cfg.corpus) if ks else None
         query_pert = instantiate(cfg.perturbation.query)
         doc_pert = instantiate(cfg.perturbation.doc)
         retrievers = {key: instantiate(node) for key, node in (cfg.retriever or {}).items()} if ks else {}
         strategies = [instantiate(node) for node in cfg.strategy.values()]
         if not strategies:
-            raise ValueError(
-                "no strategy selected: set strategy=vanilla (or a list: strategy=[vanilla,closed_book])"
+            raise ConfigError(
+                "strategy",
+                "no strategy selected: set strategy=vanilla (or a list: strategy=[vanilla,closed_book])",
             )
-
+        check_grid(strategies, ks, orders, closed_book)
         generator = instantiate(cfg.generator)
+        judge = instantiate(cfg.judge)
+        with watch.stage("load_data"):
+            examples = dataset.load()
+            if not examples:
+                raise DataError(f"dataset {dataset.name!r} produced no examples")
+            corpus: Corpus = corpus_source.load() if corpus_source is not None else Corpus([], name="none")
+
         cache = GenerationCache(cfg.paths.cache_dir, generator.identity(), writer=jid)
         if make_llm is not None:
             llm = make_llm(generator, cache)
         else:
             llm = LLM(generator, cache, flush_every=int(cfg.get("flush_every", 64)), show_progress=show)
         rt = Runtime(llm, Path(cfg.paths.cache_dir), seed=int(cfg.seed), job_id=jid, show_progress=show)
-        judge = instantiate(cfg.judge)
 
         with watch.stage("query_variants"):
             variants = query_pert.variants(examples, rt)
@@ -155,7 +189,9 @@ def run_job(
         recall: dict[str, dict[str, dict[int, float]]] = {}
         run_cache = RunCache(cfg.paths.cache_dir)
         if ks and not retrievers:
-            raise ValueError(f"grid.k has k > 0 ({ks}) but no retriever is selected (retriever=[bm25])")
+            raise ConfigError(
+                "retriever", f"grid.k has k > 0 ({ks}) but no retriever is selected (retriever=[bm25])"
+            )
         with watch.stage("retrieve"):
             names = [r.name for r in retrievers.values()]
             if len(set(names)) != len(names):

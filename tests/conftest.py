@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
+from hypothesis import HealthCheck, settings
 from omegaconf import DictConfig, open_dict
 
 from rr.config import register_configs
@@ -23,6 +24,15 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 register_configs()
+
+# Property-based (fuzz) tests: "ci" (the default) keeps every fuzz test of the default run
+# together under a minute on 2 cores; "slow" (make test-slow) tries 50x as many inputs.
+# HYPOTHESIS_PROFILE picks one. No deadline: timing on a shared 2-core machine is noise.
+settings.register_profile("ci", max_examples=100, deadline=None, print_blob=True)
+settings.register_profile(
+    "slow", max_examples=5000, deadline=None, print_blob=True, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 def compose_config(overrides: list[str] | None = None, tmp_path: Path | None = None) -> DictConfig:

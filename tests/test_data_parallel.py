@@ -42,7 +42,7 @@ def test_shard_batches_deals_length_sorted_batches_round_robin() -> None:
 
 
 def test_hf_rejects_a_non_positive_data_parallel() -> None:
-    with pytest.raises(ValueError, match="data_parallel must be >= 1"):
+    with pytest.raises(ValueError, match="data_parallel: must be a positive integer"):
         HFGenerator(data_parallel=0)
 
 

@@ -5,12 +5,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Protocol, runtime_checkable
 
+from rr.errors import ConfigError, UserError
 from rr.hashing import content_hash, rng_for
 from rr.records import Example, Passage
 
 
-class DataError(ValueError):
-    """A dataset or corpus row is malformed. The message names the file and the row."""
+class DataError(UserError, ValueError):
+    """A dataset or corpus row is malformed. The message names the file and the row.
+
+    A :class:`~rr.errors.UserError`: the ``rr`` command prints it as one line.
+    """
 
 
 @runtime_checkable
@@ -45,6 +49,11 @@ class Corpus:
         self.passages: list[Passage] = list(passages)
         self.name = name
         self.source = source
+        if self.passages and not any(p.text.strip() for p in self.passages):
+            raise DataError(
+                f"corpus {name!r} ({source or 'no source'}): all {len(self.passages)} passage texts are "
+                "empty; check the corpus file and its text field (corpus.text_field)"
+            )
         self._by_id: dict[str, Passage] = {}
         for i, p in enumerate(self.passages):
             if p.id in self._by_id:
@@ -91,6 +100,6 @@ def sample_examples(examples: Sequence[Example], n: int | None, seed: int) -> li
     if n is None or n >= len(examples):
         return list(examples)
     if n <= 0:
-        raise ValueError(f"dataset.n must be positive or null, got {n}")
+        raise ConfigError("dataset.n", f"must be a positive integer or null, got {n}")
     idx = rng_for("sample", seed, len(examples)).choice(len(examples), size=n, replace=False)
     return [examples[i] for i in sorted(idx.tolist())]

@@ -11,6 +11,7 @@ from functools import lru_cache
 
 from rr.data.base import Corpus, DataError
 from rr.data.packaged import package_file
+from rr.errors import require_positive
 from rr.hashing import rng_for
 from rr.records import Passage
 from rr.registry import component
@@ -56,6 +57,7 @@ class WikiOfflineCorpus:
         seed: int = 0,
         name: str = "wiki_offline",
     ) -> None:
+        require_positive("max_passages", max_passages, optional=True)
         self.lang = lang
         self.max_passages = max_passages
         self.keep_titles = list(keep_titles or [])

@@ -14,11 +14,13 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from rr.data.base import Corpus, DataError, sample_examples
+from rr.errors import require_positive
 from rr.records import Example, Passage
 from rr.registry import component
 
@@ -125,25 +127,59 @@ def file_sha256(path: str | Path) -> str:
     return h.hexdigest()
 
 
+#: A surrogate code point: in a line read with ``surrogateescape`` it stands for a byte that is
+#: not UTF-8; in a parsed value it came from a ``\\uD800``-``\\uDFFF`` escape with no partner.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+#: A JSON escape that may decode to a lone surrogate (checked only when a line holds one).
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _lone_surrogate(value: Any) -> str | None:
+    """The first string (key or value) in a parsed JSON value that holds a lone surrogate."""
+    if isinstance(value, str):
+        return value if _SURROGATE.search(value) else None
+    if isinstance(value, dict):
+        items: list[Any] = [*value.keys(), *value.values()]
+    elif isinstance(value, list):
+        items = value
+    else:
+        return None
+    return next((s for s in map(_lone_surrogate, items) if s is not None), None)
+
+
 def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield ``(line_number, object)`` for each non-blank line (1-based line numbers).
 
     Raises:
-        DataError: ``path:line`` if a line is not valid JSON or not a JSON object.
+        DataError: ``path:line`` if a line is not valid UTF-8, not valid JSON, not a JSON
+            object, or holds a string with a lone surrogate (``"\\ud800"``: no UTF-8 text can
+            hold it, so hashing and writing it would fail later).
         FileNotFoundError: If ``path`` does not exist.
     """
     path = Path(path)
     opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as f:
+    # surrogateescape: a byte that is not UTF-8 becomes one surrogate, so the line (and its
+    # number) is still found, and the error names the byte and its column.
+    with opener(path, "rt", encoding="utf-8", errors="surrogateescape") as f:
         for lineno, line in enumerate(f, start=1):
             if not line.strip():
                 continue
+            if bad := _SURROGATE.search(line):
+                raise DataError(
+                    f"{path}:{lineno}: not valid UTF-8 (byte 0x{ord(bad.group()) & 0xFF:02x} at column "
+                    f"{bad.start() + 1}); re-encode the file as UTF-8"
+                )
             try:
                 obj = json.loads(line)
             except json.JSONDecodeError as e:
                 raise DataError(f"{path}:{lineno}: invalid JSON ({e.msg} at column {e.colno})") from e
             if not isinstance(obj, dict):
                 raise DataError(f"{path}:{lineno}: expected a JSON object, got {type(obj).__name__}")
+            if _SURROGATE_ESCAPE.search(line) and (text := _lone_surrogate(obj)) is not None:
+                raise DataError(
+                    f"{path}:{lineno}: a lone surrogate escape (\\u{ord(_SURROGATE.findall(text)[0]):04x}) "
+                    f"in {text[:40]!r}; a surrogate must come in a high+low pair"
+                )
             yield lineno, obj
 
 
@@ -280,8 +316,7 @@ class JsonlCorpus:
         title_field: str = "title",
         max_passages: int | None = None,
     ) -> None:
-        if max_passages is not None and max_passages <= 0:
-            raise ValueError(f"corpus.max_passages must be positive or null, got {max_passages}")
+        require_positive("max_passages", max_passages, optional=True)
         self.path = path
         self.name = name
         self.id_field = id_field

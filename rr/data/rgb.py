@@ -32,6 +32,7 @@ from typing import Any
 
 from rr.data.base import Corpus, DataError, sample_examples
 from rr.data.jsonl import iter_jsonl, parse_id, parse_question
+from rr.errors import require_positive
 from rr.records import Example, Passage
 from rr.registry import component
 
@@ -226,6 +227,7 @@ class RGBCorpus:
     def __init__(
         self, path: str, counterfactual: bool = False, max_passages: int | None = None, name: str = "rgb"
     ) -> None:
+        require_positive("max_passages", max_passages, optional=True)
         self.path = path
         self.counterfactual = counterfactual
         self.max_passages = max_passages

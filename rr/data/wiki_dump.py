@@ -37,6 +37,7 @@ from typing import IO
 
 from rr.atomic import atomic_write
 from rr.data.base import Corpus, DataError
+from rr.errors import require_positive
 from rr.records import Passage
 from rr.registry import component
 
@@ -154,8 +155,7 @@ class WikiDumpCorpus:
         max_passages: int | None = None,
         name: str = "wiki_dump",
     ) -> None:
-        if max_passages is not None and max_passages <= 0:
-            raise ValueError(f"corpus.max_passages must be positive or null, got {max_passages}")
+        require_positive("max_passages", max_passages, optional=True)
         self.max_passages = max_passages
         self.path = path
         self.chunks_path = chunks_path

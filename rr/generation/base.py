@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from rr.errors import ConfigError, require_non_negative, require_positive
 from rr.records import GenerationParams, Request
 
 
@@ -71,4 +72,40 @@ class ConfiguredDecoding:
     def default_params(self) -> GenerationParams:
         return GenerationParams(
             max_new_tokens=self.max_new_tokens, temperature=self.temperature, top_p=self.top_p, seed=self.seed
+        )
+
+
+def check_decoding(max_new_tokens: Any, temperature: Any, top_p: Any, batch_size: Any = 1) -> None:
+    """Validate a backend's decoding settings when its config is instantiated (before any load).
+
+    Raises:
+        ConfigError: naming the key (``max_new_tokens``, ``temperature``, ``top_p``,
+            ``batch_size``); :func:`rr.config.instantiate` prefixes the node (``generator.``).
+    """
+    require_positive("max_new_tokens", max_new_tokens)
+    require_non_negative("temperature", temperature)
+    require_positive("batch_size", batch_size)
+    if isinstance(top_p, bool) or not isinstance(top_p, int | float) or not 0 < top_p <= 1:
+        raise ConfigError("top_p", f"must be in (0, 1], got {top_p!r}")
+
+
+def looks_like_path(model: str) -> bool:
+    """Whether a model name can only be a local path (absolute, ``./``, ``../``, ``~`` or more
+    than one ``/``): Hugging Face hub ids are ``name`` or ``org/name``."""
+    return model.startswith(("/", "./", "../", "~", ".\\")) or model.count("/") > 1 or "\\" in model
+
+
+def check_local_model(model: str) -> None:
+    """Raise :class:`ConfigError` (key ``model``) if ``model`` is a local path that does not exist.
+
+    Without this check transformers reads a missing folder as a hub id and fails with a
+    misleading "Repo id must be in the form ..." after loading nothing.
+    """
+    import os
+
+    if looks_like_path(model) and not os.path.exists(os.path.expanduser(model)):
+        raise ConfigError(
+            "model",
+            f"{model} does not exist; give an existing local model folder, a Hugging Face id "
+            "(org/name) or packaged:<alias>",
         )

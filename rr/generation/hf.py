@@ -6,8 +6,9 @@ import logging
 import os
 from typing import Any
 
+from rr.errors import UserError, require_positive
 from rr.generation import packaged
-from rr.generation.base import Completion, ConfiguredDecoding
+from rr.generation.base import Completion, ConfiguredDecoding, check_decoding, check_local_model
 from rr.records import GenerationParams, Request
 from rr.registry import component
 
@@ -82,8 +83,10 @@ class HFGenerator(ConfiguredDecoding):
         data_parallel: int = 1,
         dp_timeout_s: float = 1800.0,
     ) -> None:
-        if data_parallel < 1:
-            raise ValueError(f"generator.data_parallel must be >= 1, got {data_parallel}")
+        require_positive("data_parallel", data_parallel)
+        check_decoding(max_new_tokens, temperature, top_p, batch_size)
+        if packaged.lookup(model) is None:
+            check_local_model(model)
         self._init_kwargs = {k: v for k, v in locals().items() if k not in ("self", "__class__")}
         self.model = model
         self.revision = revision
@@ -138,11 +141,23 @@ class HFGenerator(ConfiguredDecoding):
         return self._path
 
     def _load_config(self) -> Any:
+        """The model's config (the first file read for a hub id or local folder).
+
+        Raises:
+            UserError: the model cannot be found (not cached offline, unknown id, no network).
+        """
         from transformers import AutoConfig
 
-        return AutoConfig.from_pretrained(
-            self._model_path(), revision=self.revision, trust_remote_code=self.trust_remote_code
-        )
+        try:
+            return AutoConfig.from_pretrained(
+                self._model_path(), revision=self.revision, trust_remote_code=self.trust_remote_code
+            )
+        except OSError as e:
+            reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise UserError(
+                f"model {self.model!r} cannot be loaded ({reason}); check the id or path, the network "
+                "or HF_HUB_OFFLINE, or use packaged:smollm2-135m-instruct"
+            ) from e
 
     @property
     def tokenizer(self) -> Any:

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from rr.generation import packaged
-from rr.generation.base import Completion, ConfiguredDecoding
+from rr.generation.base import Completion, ConfiguredDecoding, check_decoding, check_local_model
 from rr.generation.hf import HFGenerator, render_chat
 from rr.records import GenerationParams, Request
 from rr.registry import component
@@ -219,6 +219,9 @@ class LlamaCppGenerator(ConfiguredDecoding):
         model_cache_dir: str | None = None,
         name: str | None = None,
     ) -> None:
+        check_decoding(max_new_tokens, temperature, top_p, batch_size)
+        if packaged.lookup(model) is None:
+            check_local_model(model)
         self.model = model
         self.tokenizer_name = tokenizer
         self.revision = revision

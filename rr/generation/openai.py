@@ -31,7 +31,8 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from rr.generation.base import Completion, ConfiguredDecoding
+from rr.errors import require_positive
+from rr.generation.base import Completion, ConfiguredDecoding, check_decoding
 from rr.hashing import stable_json
 from rr.records import GenerationParams, Request
 from rr.registry import component
@@ -177,8 +178,8 @@ class OpenAIGenerator(ConfiguredDecoding):
             raise ValueError(f"generator.endpoint must be 'chat' or 'completions', got {endpoint!r}")
         if endpoint == "completions" and tokenizer is None:
             raise ValueError("generator.endpoint=completions needs generator.tokenizer to render prompts")
-        if concurrency < 1:
-            raise ValueError(f"generator.concurrency must be >= 1, got {concurrency}")
+        require_positive("concurrency", concurrency)
+        check_decoding(max_new_tokens, temperature, top_p, batch_size)
         self.model = model
         self.base_url = base_url.rstrip("/")
         self.api_key_env = api_key_env

@@ -13,16 +13,17 @@ import re
 
 # "Answer:", "answer :", "**Answer:**", "**Answer**:", "__Answer:__"; not "...Answer:" inside a word.
 _MARKER = re.compile(r"(?<![A-Za-z])answer[ \t]*(?:\*\*|__)?[ \t]*:[ \t]*(?:\*\*|__)?", re.IGNORECASE)
-# Stripped from both ends of the answer: whitespace, markdown emphasis, straight and curly quotes.
-_WRAPPERS = " \t\r\n*_`\"'\u201c\u201d\u2018\u2019"
+# Stripped from both ends of the answer: whitespace (any, as str.isspace: NBSP, U+001F, ...),
+# markdown emphasis, straight and curly quotes.
+_WRAPPERS = re.compile("\\A[\\s*_`\"'\u201c\u201d\u2018\u2019]+|[\\s*_`\"'\u201c\u201d\u2018\u2019]+\\Z")
 
 
 def _clean(text: str) -> str:
     """Strip whitespace, surrounding quotes/asterisks and one trailing period."""
-    text = text.strip(_WRAPPERS)
+    text = _WRAPPERS.sub("", text)
     if text.endswith("."):
         text = text[:-1]
-    return text.strip(_WRAPPERS)
+    return _WRAPPERS.sub("", text)
 
 
 def extract_answer(raw: str) -> tuple[str, bool]:
