@@ -374,8 +374,8 @@ def plan_main(argv: list[str]) -> int:
             table.add_column(col, justify="left" if col in ("step", "model") else "right")
         for s in [*p.steps, total(p.steps)]:
             table.add_row(
-                s.step + (" (estimate)" if s.estimate and s.step != "total" else ""),
-                s.model,
+                escape(s.step + (" (estimate)" if s.estimate and s.step != "total" else "")),
+                escape(s.model),
                 *(
                     f"{v:,}"
                     for v in (
@@ -392,7 +392,9 @@ def plan_main(argv: list[str]) -> int:
             )
         console.print(table)
         if p.counters:
-            console.print("counters (placeholder outputs take fallback paths): " + json.dumps(p.counters))
+            console.print(
+                escape("counters (placeholder outputs take fallback paths): " + json.dumps(p.counters))
+            )
     grand = total(all_steps)
     new_basis = (
         f"{a.mean_new_tokens:g} per request"
