@@ -61,7 +61,8 @@ def print_job_report(result: Any, console: Console | None = None) -> None:
     console.print(
         f"requests {s['requests']}, unique {s['unique_requests']}, model calls {s['model_calls']}, "
         f"cache hits {s['cache_hits']}; answer-extraction fallbacks {s['answer_extraction_fallbacks']}; "
-        f"rows truncated to fit the window {s['rows_truncated_to_fit_window']}; wall {s['wall_s']:.1f}s"
+        f"rows truncated to fit the window {s['rows_truncated_to_fit_window']}; "
+        f"rows over the window (not sent) {s.get('rows_over_window', 0)}; wall {s['wall_s']:.1f}s"
     )
     console.print(
         escape(f"results: {result.output_dir}/scores.parquet  (rr.results.load('{result.output_dir}'))")
