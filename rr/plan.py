@@ -31,6 +31,11 @@ Expected generated tokens are ``max_new_tokens`` per request (an upper bound) or
 mean; GPU-hours = prompt tokens / prefill throughput + generated tokens / decode throughput,
 both in tokens per second per GPU (defaults are rough figures for an 8B model under vLLM on
 one H100; calibrate them with ``benchmarks/``).
+
+Power (:mod:`rr.power`): the expected interval half-width of accuracy, NDR, RSR and ROR at the
+plan's number of examples, from assumed rates or a pilot's score table, and the examples needed
+for ``--target-halfwidth``. Prompts longer than the context window even without documents are
+not sent by the job (``over_window`` rows): the plan reports them and counts none of their tokens.
 """
 
 from __future__ import annotations
