@@ -24,7 +24,7 @@ from rr.registry import COMPONENT_MODULES, COMPONENTS, schema_for
 MULTI_GROUPS = ("retriever", "strategy")
 
 #: Top-level keys that do not change results and so are left out of the job id.
-NON_SEMANTIC_KEYS = ("hydra", "paths", "logger", "progress", "name", "force", "flush_every")
+NON_SEMANTIC_KEYS = ("hydra", "paths", "logger", "progress", "name", "force", "flush_every", "strict_window")
 #: Keys left out of the job id wherever they occur (throughput settings, not semantics).
 NON_SEMANTIC_LEAVES = (
     "batch_size",
@@ -69,6 +69,7 @@ class RootSchema:
     progress: bool = True
     force: bool = False
     flush_every: int = 64
+    strict_window: bool = False
     dataset: Any = MISSING
     corpus: Any = MISSING
     retriever: Any = field(default_factory=dict)

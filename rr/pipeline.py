@@ -177,7 +177,13 @@ def run_job(
         if make_llm is not None:
             llm = make_llm(generator, cache)
         else:
-            llm = LLM(generator, cache, flush_every=int(cfg.get("flush_every", 64)), show_progress=show)
+            llm = LLM(
+                generator,
+                cache,
+                flush_every=int(cfg.get("flush_every", 64)),
+                show_progress=show,
+                strict_window=bool(cfg.get("strict_window", False)),
+            )
         rt = Runtime(llm, Path(cfg.paths.cache_dir), seed=int(cfg.seed), job_id=jid, show_progress=show)
 
         with watch.stage("query_variants"):
@@ -285,6 +291,7 @@ def run_job(
                         "answer_in_docs": bool(out.docs_used)
                         and has_answer_in((d.passage.text for d in out.docs_used), ex.answers),
                         "marker_found": out.marker_found,
+                        "over_window": out.over_window,
                         **inp.extra,
                         **jd.extra,
                         **out.extra,
@@ -294,6 +301,7 @@ def run_job(
             for name, n in getattr(other.generator, "counters", {}).items():
                 rt.count(f"{other.generator.name}:{name}", n)
         scores = pd.DataFrame(rows)
+        _warn_over_window(scores, rt)
         with watch.stage("write"):
             write_scores(scores, output_dir)
             recall_table = pd.DataFrame(
@@ -363,6 +371,24 @@ def _docs_for(
     return tuple(top[i] for i in order_indices(len(top), cell.order, seed, ex.id, cell.k))
 
 
+def _warn_over_window(scores: pd.DataFrame, rt: Runtime) -> None:
+    """One warning per job for rows whose prompt did not fit the context window (not sent)."""
+    over = scores[scores["over_window"]]
+    if len(over):
+        ex = over.iloc[0]
+        log.warning(
+            "%d of %d rows have a prompt longer than the context window (%d tokens) minus "
+            "max_new_tokens: not sent, empty prediction, over_window=true (e.g. example %r, "
+            "strategy %s, k=%d); strict_window=true fails the job instead",
+            len(over),
+            len(scores),
+            rt.llm.context_window,
+            ex["example_id"],
+            ex["strategy"],
+            ex["k"],
+        )
+
+
 def summary_groups(scores: pd.DataFrame) -> list[str]:
     """Columns the job summary's robustness table groups by: system and strategy, plus every
     perturbation column that varies within the job (a query perturbation keeps the original
@@ -425,8 +451,10 @@ def _summary(
         "retrieval_runs_cached": run_cache.hits,
         "retrieval_runs_computed": run_cache.misses,
         "retrieval_runs_rebuilt": run_cache.rebuilt,
-        "answer_extraction_fallbacks": int((~scores["marker_found"]).sum()),
+        "answer_extraction_fallbacks": int((~scores["marker_found"] & ~scores["over_window"]).sum()),
         "rows_truncated_to_fit_window": truncated,
+        "rows_over_window": int(scores["over_window"].sum()),
+        "prompts_over_window": sum(other.stats.over_window for other in rt.all_llms),
         "accuracy": float(scores["score"].mean()),
         "answer_recall": {
             r: {str(k): round(v, 4) for k, v in per_tag.get("none", next(iter(per_tag.values()))).items()}

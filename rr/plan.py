@@ -31,11 +31,17 @@ Expected generated tokens are ``max_new_tokens`` per request (an upper bound) or
 mean; GPU-hours = prompt tokens / prefill throughput + generated tokens / decode throughput,
 both in tokens per second per GPU (defaults are rough figures for an 8B model under vLLM on
 one H100; calibrate them with ``benchmarks/``).
+
+Power (:mod:`rr.power`): the expected interval half-width of accuracy, NDR, RSR and ROR at the
+plan's number of examples, from assumed rates or a pilot's score table, and the examples needed
+for ``--target-halfwidth``. Prompts longer than the context window even without documents are
+not sent by the job (``over_window`` rows): the plan reports them and counts none of their tokens.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field
@@ -47,6 +53,15 @@ from omegaconf import DictConfig, open_dict
 from rr.generation.base import Generator
 from rr.generation.cache import GenerationCache
 from rr.generation.client import LLM
+from rr.power import (
+    DEFAULT_TARGET,
+    PowerRow,
+    examples_needed,
+    parse_rates,
+    power_from_pilot,
+    power_from_rates,
+    z_value,
+)
 from rr.records import Generation, Request
 
 #: Text returned for requests that would reach the model (has an ``Answer:`` marker, so
@@ -74,6 +89,8 @@ class PlanStep:
         estimate: Whether the step's prompts contain placeholder outputs of earlier steps.
         estimated_prompts: Of the requests to generate, those whose prompt tokens are window
             fitting's estimate from parts rather than an exact count of the whole prompt.
+        over_window: Distinct requests that will not be sent because prompt + ``max_new_tokens``
+            exceed the context window (not in ``to_generate``; their tokens are not counted).
     """
 
     step: str
@@ -86,6 +103,7 @@ class PlanStep:
     new_tokens: int = 0
     estimate: bool = False
     estimated_prompts: int = 0
+    over_window: int = 0
 
     def gpu_hours(self, prompt_tps: float, generated_tps: float) -> float:
         return (self.prompt_tokens / prompt_tps + self.new_tokens / generated_tps) / 3600
@@ -126,7 +144,6 @@ class PlanningLLM(LLM):
         self.placeholder = placeholder
         self.exact_tokens = exact_tokens
         self.fit_exactly = exact_tokens  # else window fitting decides from its estimates alone
-        self._noted: dict[int, tuple[int, bool]] = {}  # hash(request) -> window fitting's (tokens, exact)
 
     def sibling(self, generator: Generator, cache: GenerationCache) -> LLM:
         return PlanningLLM(
@@ -139,9 +156,6 @@ class PlanningLLM(LLM):
             self.exact_tokens,
         )
 
-    def note_prompt_tokens(self, request: Request, tokens: int, exact: bool) -> None:
-        self._noted[hash(request)] = (tokens, exact)
-
     def count_tokens(self, prompts: list[str]) -> list[int]:
         # window fitting and the step totals count the same prompts: remember them
         return self.count_tokens_cached(prompts)
@@ -153,8 +167,13 @@ class PlanningLLM(LLM):
         first: dict[str, int] = {}
         for i, k in enumerate(keys):
             first.setdefault(k, i)
-        cached = {k for k in first if k in self.planned or self.cache.get(k) is not None}
-        todo = [k for k in first if k not in cached]
+        uniq = list(first)
+        flags = self.over_window([requests[first[k]] for k in uniq], [prompts[first[k]] for k in uniq], step)
+        too_long = {k for k, o in zip(uniq, flags, strict=True) if o}  # never sent: no tokens counted
+        cached = {
+            k for k in first if k not in too_long and (k in self.planned or self.cache.get(k) is not None)
+        }
+        todo = [k for k in first if k not in cached and k not in too_long]
         self.planned.update(todo)
         todo_prompts = [prompts[first[k]] for k in todo]
         known: dict[int, int] = {}  # todo index -> tokens noted by window fitting
@@ -184,15 +203,20 @@ class PlanningLLM(LLM):
                 new_tokens=round(sum(new)),
                 estimate=any(self.placeholder in p for p in prompts),
                 estimated_prompts=estimated,
+                over_window=len(too_long),
             )
         )
         s = self.stats
         s.requests += len(requests)
         s.unique_requests += len(first)
         s.cache_hits += len(cached)
+        s.over_window += len(too_long)
         s.seconds += time.perf_counter() - t0
         out = []
         for k in keys:
+            if k in too_long:
+                out.append(Generation("", k, over_window=True))
+                continue
             c = self.cache.get(k)
             out.append(
                 Generation(c.text, k, c.prompt_tokens, c.completion_tokens, cached=True)
@@ -274,6 +298,7 @@ def total(steps: list[PlanStep]) -> PlanStep:
             "prompt_tokens",
             "new_tokens",
             "estimated_prompts",
+            "over_window",
         ):
             setattr(t, f, getattr(t, f) + getattr(s, f))
         t.estimate = t.estimate or s.estimate
@@ -341,8 +366,45 @@ def plan_main(argv: list[str]) -> int:
         "per-document counts where it made them; exact for the packaged SmolLM2 on the paper's prompts)",
     )
     ap.add_argument("--json", type=Path, default=None, help="also write the plan to this JSON file")
+    power = ap.add_argument_group(
+        "power", "expected 95%% interval half-widths at the planned number of examples (rr.power)"
+    )
+    power.add_argument(
+        "--target-halfwidth",
+        type=float,
+        default=DEFAULT_TARGET,
+        help="half-width to reach: examples needed for it (default %(default)s)",
+    )
+    power.add_argument(
+        "--assumed-rate",
+        action="append",
+        default=[],
+        metavar="[METRIC=]P",
+        help="assumed accuracy / ndr / rsr / ror, repeatable (default 0.5 for all: the worst case, "
+        "so the half-widths are upper bounds); ignored with --pilot",
+    )
+    power.add_argument(
+        "--pilot",
+        default=None,
+        help="a pilot's job or sweep folder, or scores.parquet: project rr report's example-level "
+        "bootstrap intervals to the planned size",
+    )
+    power.add_argument("--confidence", type=float, default=0.95, help="interval level (default 0.95)")
+    power.add_argument(
+        "--resamples", type=int, default=1000, help="bootstrap resamples of the pilot (default 1000)"
+    )
     ap.add_argument("overrides", nargs="*", help="Hydra overrides, as for `rr`")
     a = ap.parse_args(argv)
+    from rr.results import load as load_scores
+
+    try:  # bad power options fail before the (possibly long) planning
+        rates = parse_rates(a.assumed_rate)
+        examples_needed(1.0, 1, a.target_halfwidth)
+        z_value(a.confidence)
+        pilot = load_scores(a.pilot) if a.pilot else None
+    except (ValueError, FileNotFoundError) as e:
+        print(f"rr plan: {e}", file=sys.stderr)
+        return 2
 
     t0 = time.perf_counter()
     planned: set[str] = set()  # jobs of a sweep share the cache: later jobs hit earlier ones' requests
@@ -369,13 +431,14 @@ def plan_main(argv: list[str]) -> int:
             "prompt tokens",
             "prompts estimated",
             "new tokens",
+            "over window",
             "GPU-h",
         ):
             table.add_column(col, justify="left" if col in ("step", "model") else "right")
         for s in [*p.steps, total(p.steps)]:
             table.add_row(
-                s.step + (" (estimate)" if s.estimate and s.step != "total" else ""),
-                s.model,
+                escape(s.step + (" (estimate)" if s.estimate and s.step != "total" else "")),
+                escape(s.model),
                 *(
                     f"{v:,}"
                     for v in (
@@ -386,13 +449,16 @@ def plan_main(argv: list[str]) -> int:
                         s.prompt_tokens,
                         s.estimated_prompts,
                         s.new_tokens,
+                        s.over_window,
                     )
                 ),
                 f"{s.gpu_hours(a.prompt_tps, a.generated_tps):.3f}",
             )
         console.print(table)
         if p.counters:
-            console.print("counters (placeholder outputs take fallback paths): " + json.dumps(p.counters))
+            console.print(
+                escape("counters (placeholder outputs take fallback paths): " + json.dumps(p.counters))
+            )
     grand = total(all_steps)
     new_basis = (
         f"{a.mean_new_tokens:g} per request"
@@ -412,10 +478,26 @@ def plan_main(argv: list[str]) -> int:
         f"{grand.estimated_prompts:,} estimated from per-document counts by window fitting "
         "(--exact-tokens counts all)"
     )
+    if grand.over_window:
+        console.print(
+            f"{grand.over_window:,} prompt(s) exceed the context window even without documents: the job "
+            "will not send them (empty prediction, over_window rows; strict_window=true fails it), and "
+            "their tokens are not counted above"
+        )
     if grand.estimate:
         console.print(
             "steps marked (estimate) consume earlier outputs, which the plan replaces by placeholders"
         )
+    powers = []
+    for n in sorted({p.examples for p in plans}):
+        if pilot is not None:
+            rows, notes = power_from_pilot(
+                pilot, n, a.target_halfwidth, confidence=a.confidence, n_resamples=a.resamples
+            )
+        else:
+            rows, notes = power_from_rates(rates, n, a.target_halfwidth, a.confidence), []
+        print_power(console, rows, notes, a.confidence, a.pilot)
+        powers += [asdict(r) for r in rows]
     if a.json:
         a.json.write_text(
             json.dumps(
@@ -428,11 +510,59 @@ def plan_main(argv: list[str]) -> int:
                     "mean_new_tokens": a.mean_new_tokens,
                     "prompt_token_counts": "exact" if a.exact_tokens else "estimate where fitting made one",
                     "seconds": round(wall, 3),
+                    "power": powers,
                 },
                 indent=1,
             )
         )
     return 0
+
+
+def print_power(
+    console: Any, rows: list[PowerRow], notes: list[str], confidence: float, pilot: str | None
+) -> None:
+    """The power table of :func:`plan_main` (one row per metric, per system of a pilot)."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    if not rows:
+        for note in notes:
+            console.print(escape(note))
+        return
+    n = rows[0].n_planned
+    basis = (
+        f"pilot {pilot}: rr report's example-level bootstrap, half-width x sqrt(n_pilot / {n})"
+        if pilot
+        else "assumed rates, Wald z*sqrt(p(1-p)/n) (an upper bound for NDR / RSR / ROR)"
+    )
+    table = Table(title=escape(f"power at {n:,} examples: {confidence:.0%} interval half-widths ({basis})"))
+    target = f"examples for ±{rows[0].target:g}"
+    if pilot:
+        columns = [
+            "system",
+            "metric",
+            "pilot value",
+            "pilot examples",
+            "pilot half-width",
+            "half-width",
+            target,
+        ]
+    else:
+        columns = ["metric", "assumed rate", "half-width", target]
+    for col in columns:
+        table.add_column(col, justify="left" if col in ("system", "metric") else "right")
+    for r in rows:
+        needed = "-" if r.n_needed is None else f"{r.n_needed:,}"
+        if pilot:
+            pilot_cells = [f"{r.n_basis:,}", f"±{r.halfwidth_basis:.4f}"]
+            table.add_row(
+                escape(r.system), r.metric, f"{r.value:.3f}", *pilot_cells, f"±{r.halfwidth:.4f}", needed
+            )
+        else:
+            table.add_row(r.metric, f"{r.value:.3f}", f"±{r.halfwidth:.4f}", needed)
+    console.print(table)
+    for note in notes:
+        console.print(escape(note))
 
 
 def plan_summary(plans: list[JobPlan]) -> dict[str, Any]:

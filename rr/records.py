@@ -128,6 +128,8 @@ class Generation:
         prompt_tokens: Tokens in the rendered prompt.
         completion_tokens: Tokens generated.
         cached: Whether this came from the generation cache rather than a model call.
+        over_window: The prompt plus ``max_new_tokens`` did not fit the model's context window:
+            it was not sent, and ``text`` is empty (see :meth:`rr.generation.client.LLM.generate`).
     """
 
     text: str
@@ -135,6 +137,7 @@ class Generation:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached: bool = False
+    over_window: bool = False
 
 
 @dataclass(frozen=True)

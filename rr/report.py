@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 #: Robustness-table column -> header shown in the console.
@@ -27,7 +28,9 @@ def print_job_report(result: Any, console: Console | None = None) -> None:
     s = result.summary
     if s["metrics"]:
         t = Table(
-            title=f"Retrieval robustness (Cao et al. 2025) - job {s['job_id']}, {s['examples']} examples"
+            title=escape(
+                f"Retrieval robustness (Cao et al. 2025) - job {s['job_id']}, {s['examples']} examples"
+            )
         )
         cols = list(_HEADERS)
         for c, h in _HEADERS.items():
@@ -35,7 +38,10 @@ def print_job_report(result: Any, console: Console | None = None) -> None:
             t.add_column(h, justify="left" if left else "right", no_wrap=left)
         for row in s["metrics"]:
             t.add_row(
-                *[f"{row[c]:.3f}" if isinstance(row.get(c), float) else str(row.get(c, "")) for c in cols]
+                *[
+                    f"{row[c]:.3f}" if isinstance(row.get(c), float) else escape(str(row.get(c, "")))
+                    for c in cols
+                ]
             )
         console.print(t)
     else:
@@ -50,11 +56,14 @@ def print_job_report(result: Any, console: Console | None = None) -> None:
         for k in ks:
             r.add_column(f"k={k}", justify="right")
         for name, per in recall.items():
-            r.add_row(name, *[f"{per.get(str(k), float('nan')):.3f}" for k in ks])
+            r.add_row(escape(str(name)), *[f"{per.get(str(k), float('nan')):.3f}" for k in ks])
         console.print(r)
     console.print(
         f"requests {s['requests']}, unique {s['unique_requests']}, model calls {s['model_calls']}, "
         f"cache hits {s['cache_hits']}; answer-extraction fallbacks {s['answer_extraction_fallbacks']}; "
-        f"rows truncated to fit the window {s['rows_truncated_to_fit_window']}; wall {s['wall_s']:.1f}s"
+        f"rows truncated to fit the window {s['rows_truncated_to_fit_window']}; "
+        f"rows over the window (not sent) {s.get('rows_over_window', 0)}; wall {s['wall_s']:.1f}s"
     )
-    console.print(f"results: {result.output_dir}/scores.parquet  (rr.results.load('{result.output_dir}'))")
+    console.print(
+        escape(f"results: {result.output_dir}/scores.parquet  (rr.results.load('{result.output_dir}'))")
+    )

@@ -40,6 +40,8 @@ COLUMNS: dict[str, str] = {
     "n_docs_given": "documents handed to the strategy (after slicing, ordering and doc perturbation)",
     "doc_ids": "passage ids in the prompt, in prompt order",
     "answer_in_docs": "whether a gold answer string occurs in the documents used",
+    "over_window": "a prompt of the row (any step) plus max_new_tokens did not fit the context window: "
+    "it was not sent (empty output, prediction '', no model call); strict_window=true fails the job instead",
     "marker_found": "whether the 'Answer:' marker was found (False = fallback extraction)",
     "em": "SQuAD exact match (max over gold answers)",
     "f1": "SQuAD token F1 (max over gold answers)",

@@ -149,6 +149,7 @@ def status_main(argv: list[str]) -> int:
     import argparse
 
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     ap = argparse.ArgumentParser(prog="rr status", description=status_main.__doc__)
@@ -162,11 +163,11 @@ def status_main(argv: list[str]) -> int:
         return 2
     order = {"done": 0, "partial": 1, "missing": 2}
     states.sort(key=lambda s: (order[s.state], str(s.path or ""), s.job_id))
-    table = Table(title=f"rr status {a.dir}")
+    table = Table(title=escape(f"rr status {a.dir}"))  # user text is not rich markup
     for col in ("state", "job id", "folder", "detail"):
         table.add_column(col, overflow="fold")
     for s in states:
-        table.add_row(s.state, s.job_id, str(s.path) if s.path else "-", s.detail)
+        table.add_row(*(escape(c) for c in (s.state, s.job_id, str(s.path) if s.path else "-", s.detail)))
     console = Console(width=None if Console().is_terminal else 160)
     console.print(table)
     counts = {k: sum(s.state == k for s in states) for k in order}

@@ -60,7 +60,11 @@ class Runtime:
         if key not in self._llms:
             cache = GenerationCache(self.cache_dir, gen.identity(), writer=self.job_id)
             self._llms[key] = LLM(
-                gen, cache, flush_every=self.llm.flush_every, show_progress=self.show_progress
+                gen,
+                cache,
+                flush_every=self.llm.flush_every,
+                show_progress=self.show_progress,
+                strict_window=self.llm.strict_window,
             )
         return self._llms[key]
 

@@ -121,6 +121,12 @@ def test_plan_cli_writes_json(tmp_path: Path) -> None:
     plan = json.loads(out.read_text())
     assert plan["total"]["requests"] == 10 and plan["total"]["new_tokens"] == 3 * plan["total"]["to_generate"]
     assert plan["gpu_hours"] > 0 and plan["prompt_token_counts"] == "estimate where fitting made one"
+    # power at the planned 2 examples from the default assumed rate 0.5: 1.96 * sqrt(0.25 / 2)
+    power = {r["metric"]: r for r in plan["power"]}
+    assert set(power) == {"accuracy", "ndr", "rsr", "ror"}
+    assert power["accuracy"]["n_planned"] == 2 and abs(power["accuracy"]["halfwidth"] - 0.69296) < 1e-4
+    assert power["ndr"]["n_needed"] == 2401  # (1.96 / 0.02)^2 * 0.25 = 2400.9
+    assert "power at 2 examples" in proc.stdout and "2,401" in proc.stdout
 
 
 def test_plan_multirun_expands_named_sweeps_like_hydra() -> None:

@@ -151,3 +151,21 @@ def test_cache_skips_torn_line_and_a_recycled_writer_starts_a_fresh_line(tmp_pat
     assert reread.get("k1") == Completion("one", 3, 1)
     assert reread.get("k3") == Completion("three", 3, 1)  # not swallowed by the torn line
     assert reread.get("k2") is None and reread.torn_lines == 1
+
+
+def test_status_prints_bracketed_overrides_verbatim(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Regression: a missing job's overrides ``grid.k=[1,2]`` were read as rich markup and lost."""
+    import rr.resume
+    from rr.resume import JobState, status_main
+
+    states = [
+        JobState("abc123", "missing", None, "retriever=[bm25] grid.k=[1,2] name=[bold]x"),
+        JobState("def456", "done", tmp_path / "[red]job", "accuracy 0.5"),
+    ]
+    monkeypatch.setattr(rr.resume, "status", lambda root, config_dir=None: states)
+    assert status_main([str(tmp_path / "[dim]sweep")]) == 0
+    out = capsys.readouterr().out
+    for text in ("retriever=[bm25]", "grid.k=[1,2]", "name=[bold]x", "[red]job", "[dim]sweep"):
+        assert text in out, (text, out)

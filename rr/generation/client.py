@@ -17,9 +17,15 @@ from rr.records import Generation, Request
 log = logging.getLogger(__name__)
 
 
+class PromptTooLongError(ValueError):
+    """A prompt plus its ``max_new_tokens`` does not fit the model's context window
+    (raised only with ``strict_window=true``; by default such prompts are not sent)."""
+
+
 @dataclass
 class LLMStats:
-    """Counters reported in ``summary.json``."""
+    """Counters reported in ``summary.json`` (``over_window``: distinct prompts not sent
+    because prompt + ``max_new_tokens`` exceeded the context window)."""
 
     requests: int = 0
     unique_requests: int = 0
@@ -28,6 +34,7 @@ class LLMStats:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     seconds: float = 0.0
+    over_window: int = 0
     steps: list[dict] = field(default_factory=list)
 
 
@@ -40,11 +47,18 @@ class LLM:
     a prefix are adjacent (vLLM's prefix cache reuses them), in chunks of ``flush_every``
     that are written to the cache as soon as they return (a killed job loses at most one chunk).
 
+    No prompt that cannot fit is sent: a prompt whose tokens plus its ``max_new_tokens`` exceed
+    the context window (window fitting dropped every document and it is still too long, or a
+    prompt that is never fitted: closed-book, a second step, a judge) gets an empty
+    :class:`Generation` flagged ``over_window`` without a model call and is not cached; with
+    ``strict_window`` the step raises :class:`PromptTooLongError` before any of its model calls.
+
     Args:
         generator: The backend.
         cache: Its cache (must have been built with ``generator.identity()``).
         flush_every: Prompts per backend call / cache write.
         show_progress: One progress bar per step, over the prompts that reach the model.
+        strict_window: Raise instead of skipping a prompt that does not fit the window.
     """
 
     #: Texts whose token counts :meth:`count_tokens_cached` keeps (oldest forgotten first).
@@ -53,19 +67,32 @@ class LLM:
     fit_exactly = True
 
     def __init__(
-        self, generator: Generator, cache: GenerationCache, flush_every: int = 64, show_progress: bool = True
+        self,
+        generator: Generator,
+        cache: GenerationCache,
+        flush_every: int = 64,
+        show_progress: bool = True,
+        strict_window: bool = False,
     ) -> None:
         self.generator = generator
         self.cache = cache
         self.flush_every = flush_every
         self.show_progress = show_progress
+        self.strict_window = strict_window
         self.identity = generator.identity()
         self.stats = LLMStats()
         self._token_memo: dict[int, int] = {}  # hash(text) -> token count
+        self._noted: dict[int, tuple[int, bool]] = {}  # hash(request) -> window fitting's (tokens, exact)
 
     def sibling(self, generator: Generator, cache: GenerationCache) -> LLM:
         """An LLM of the same kind and settings for another model (judges, rewriters)."""
-        return LLM(generator, cache, flush_every=self.flush_every, show_progress=self.show_progress)
+        return LLM(
+            generator,
+            cache,
+            flush_every=self.flush_every,
+            show_progress=self.show_progress,
+            strict_window=self.strict_window,
+        )
 
     def key(self, prompt: str, request: Request) -> str:
         return content_hash({"model": self.identity, "prompt": prompt, "params": request.params.key_fields()})
@@ -112,8 +139,34 @@ class LLM:
 
     def note_prompt_tokens(self, request: Request, tokens: int, exact: bool) -> None:
         """Told by window fitting the token count of each request's prompt it built: exact, or
-        its estimate (:class:`~rr.context.WindowEstimate`) when the prompt was not counted whole.
-        Nothing to do here; the planner (:class:`~rr.plan.PlanningLLM`) uses it."""
+        its estimate (:class:`~rr.context.WindowEstimate`) when the prompt was not counted whole
+        (then only where its upper bound fits, or, for the planner, as its count). :meth:`over_window`
+        and the planner (:class:`~rr.plan.PlanningLLM`) use it."""
+        self._noted[hash(request)] = (tokens, exact)
+
+    def over_window(self, requests: list[Request], prompts: list[str], step: str) -> list[bool]:
+        """Whether each request's prompt plus its ``max_new_tokens`` exceeds the context window.
+
+        A prompt window fitting built is judged by the count it noted (exact, or an estimate it
+        took as fitting); any other prompt is counted exactly (memoized). With
+        ``strict_window`` the first prompt that does not fit raises :class:`PromptTooLongError`.
+        """
+        window = self.context_window
+        tokens: list[int | None] = [self._noted.get(hash(r), (None, False))[0] for r in requests]
+        todo = [i for i, t in enumerate(tokens) if t is None]
+        for i, n in zip(todo, self.count_tokens_cached([prompts[i] for i in todo]), strict=True):
+            tokens[i] = n
+        over = [int(t or 0) + r.params.max_new_tokens > window for t, r in zip(tokens, requests, strict=True)]
+        if self.strict_window and any(over):
+            i = over.index(True)
+            raise PromptTooLongError(
+                f"step {step}: a prompt of {tokens[i]} tokens plus max_new_tokens="
+                f"{requests[i].params.max_new_tokens} exceeds the context window of {window} tokens "
+                f"({sum(over)} of {len(over)} prompts of the step); it begins {prompts[i][:80]!r}. "
+                "Shorten the question, raise generator.context_window, or set strict_window=false "
+                "to skip such prompts (empty prediction, over_window=true in the score table)"
+            )
+        return over
 
     @property
     def context_window(self) -> int:
@@ -127,8 +180,20 @@ class LLM:
         first: dict[str, int] = {}
         for i, k in enumerate(keys):
             first.setdefault(k, i)
-        hits = {k for k in first if self.cache.get(k) is not None}
-        misses = sorted((k for k in first if k not in hits), key=lambda k: prompts[first[k]])
+        uniq = list(first)
+        too_long = {
+            k
+            for k, o in zip(
+                uniq,
+                self.over_window([requests[first[k]] for k in uniq], [prompts[first[k]] for k in uniq], step),
+                strict=True,
+            )
+            if o
+        }
+        hits = {k for k in first if k not in too_long and self.cache.get(k) is not None}
+        misses = sorted(
+            (k for k in first if k not in hits and k not in too_long), key=lambda k: prompts[first[k]]
+        )
         # Same params within a chunk: group misses by their decoding parameters.
         by_params: dict[str, list[str]] = {}
         for k in misses:
@@ -150,6 +215,9 @@ class LLM:
         bar.close()
         out = []
         for k in keys:
+            if k in too_long:
+                out.append(Generation(text="", key=k, over_window=True))
+                continue
             c = self.cache.get(k)
             assert c is not None
             out.append(
@@ -167,6 +235,7 @@ class LLM:
         s.unique_requests += len(first)
         s.cache_hits += len(hits)
         s.model_calls += len(misses)
+        s.over_window += len(too_long)
         fresh = [c for c in (self.cache.get(k) for k in misses) if c is not None]
         s.prompt_tokens += sum(c.prompt_tokens for c in fresh)
         s.completion_tokens += sum(c.completion_tokens for c in fresh)
@@ -178,6 +247,7 @@ class LLM:
                 "unique": len(first),
                 "cache_hits": len(hits),
                 "model_calls": len(misses),
+                "over_window": len(too_long),
                 "seconds": round(dt, 3),
             }
         )

@@ -50,6 +50,8 @@ class StrategyOutput:
         marker_found: Whether the ``Answer:`` marker was found (else a counted fallback).
         docs_used: Documents in the final prompt, in prompt order (after window fitting).
         extra: Strategy-specific columns for the score table.
+        over_window: A prompt of this output (any step) did not fit the context window and
+            was not sent (its output is empty: :class:`~rr.records.Generation`'s ``over_window``).
     """
 
     raw_output: str
@@ -57,6 +59,7 @@ class StrategyOutput:
     marker_found: bool
     docs_used: tuple[RankedDoc, ...]
     extra: dict[str, Any] = field(default_factory=dict)
+    over_window: bool = False
 
 
 @runtime_checkable

@@ -95,7 +95,14 @@ class OwnKnow:
             if i not in by_index:
                 cb = closed[x.example.question]
                 out.append(
-                    StrategyOutput(cb.raw_output, cb.prediction, cb.marker_found, (), {"ownknow_draft": ""})
+                    StrategyOutput(
+                        cb.raw_output,
+                        cb.prediction,
+                        cb.marker_found,
+                        (),
+                        {"ownknow_draft": ""},
+                        over_window=cb.over_window,
+                    )
                 )
                 continue
             (_, kept), g = by_index[i]
@@ -107,6 +114,7 @@ class OwnKnow:
                     found,
                     tuple(kept),
                     {"ownknow_draft": drafts[x.example.question]},
+                    over_window=g.over_window or closed[x.example.question].over_window,
                 )
             )
         return out

@@ -65,6 +65,6 @@ class RGBPrompt:
         built = [self.request(i, rt) for i in inputs]
         gens = rt.llm.generate([r for r, _ in built], step=f"{self.name}:answer")
         return [
-            StrategyOutput(g.text, g.text.strip(), True, tuple(kept))
+            StrategyOutput(g.text, g.text.strip(), True, tuple(kept), over_window=g.over_window)
             for (_, kept), g in zip(built, gens, strict=True)
         ]

@@ -96,6 +96,7 @@ class S2A:
                     "s2a_output": "",
                     "n_docs_shown": 0,
                 },
+                over_window=o.over_window,
             )
         # Step 1: selection over the documents that fit the window.
         select = [
@@ -156,5 +157,6 @@ class S2A:
                     "s2a_output": sel_gens[n].text,
                     "n_docs_shown": len(shown_ids),
                 },
+                over_window=g.over_window or sel_gens[n].over_window,
             )
         return [out[i] for i in range(len(inputs))]

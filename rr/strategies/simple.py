@@ -22,7 +22,7 @@ def closed_book_outputs(
     outputs = []
     for g in llm.generate(requests, step="closed_book"):
         prediction, found = extract_answer(g.text)
-        outputs.append(StrategyOutput(g.text, prediction, found, ()))
+        outputs.append(StrategyOutput(g.text, prediction, found, (), over_window=g.over_window))
     return outputs
 
 
@@ -80,7 +80,7 @@ class Vanilla:
         gens = llm.generate([r for r, _ in built], step=f"{self.name}:answer")
         for i, (_, kept), g in zip(rag, built, gens, strict=True):
             prediction, found = extract_answer(g.text)
-            out[i] = StrategyOutput(g.text, prediction, found, tuple(kept))
+            out[i] = StrategyOutput(g.text, prediction, found, tuple(kept), over_window=g.over_window)
         return [o for o in out if o is not None]
 
 
