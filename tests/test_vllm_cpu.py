@@ -140,18 +140,21 @@ def test_llm_judge_with_a_vllm_judge_model(vllm_gen, hf_gen, tmp_path: Path) -> 
     items = [
         JudgeItem("What is the capital of France?", "Paris", ["Paris"], None),
         JudgeItem("Who wrote Hamlet?", "Charles Dickens", ["William Shakespeare"], None),
-        JudgeItem("What colour is the sky?", "blue", ["blue"], None),
     ]
 
     def judged(gen, cache: Path):
         rt = Runtime(LLM(gen, GenerationCache(cache, gen.identity(), writer="t"), show_progress=False), cache)
-        out = LLMJudge(generator=gen).judge(items, rt)
+        # greedy verdicts only: sampled retries draw from each backend's own RNG
+        out = LLMJudge(generator=gen, max_new_tokens=16, max_retries=0).judge(items, rt)
         return out, rt
 
     ours, rt = judged(vllm_gen, tmp_path / "v")
     theirs, _ = judged(hf_gen, tmp_path / "h")
-    assert rt.llm.stats.model_calls > 0  # the verdicts came from vLLM, not a cache
-    assert [(j.score, j.extra) for j in ours] == [(j.score, j.extra) for j in theirs]
+    assert rt.llm.stats.model_calls == len(items)  # the verdicts came from vLLM, not a cache
+    assert [j.extra["judge_output"] for j in ours] == [j.extra["judge_output"] for j in theirs]
+    assert [(j.score, j.extra["judge_fallback"]) for j in ours] == [
+        (j.score, j.extra["judge_fallback"]) for j in theirs
+    ]
 
 
 def test_auto_dtype_is_vllms_bf16_and_never_shares_hf_fp32_cache_entries() -> None:
