@@ -396,8 +396,8 @@ def _summary(
         "prefix_cache": {
             other.generator.name: stats
             for other in rt.all_llms
-            if callable(getattr(other.generator, "prefix_cache_stats", None))
-            and (stats := other.generator.prefix_cache_stats()) is not None
+            if callable(prefix_stats := getattr(other.generator, "prefix_cache_stats", None))
+            and (stats := prefix_stats()) is not None
         },
         "other_models": [
             {"model": other.identity, **{k: v for k, v in asdict(other.stats).items() if k != "steps"}}

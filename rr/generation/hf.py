@@ -121,6 +121,7 @@ class HFGenerator(ConfiguredDecoding):
         backend computing with the same model, revision and dtype (``vllm`` with the same
         dtype) shares the entries.
         """
+        revision: str | None
         if self._spec is not None:
             model_id, revision = self._spec.model_id, self._spec.revision
         else:
