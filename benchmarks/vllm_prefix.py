@@ -4,7 +4,8 @@
 
 The prompts: every distinct prompt the ``cao2025_mini`` job sends with
 ``strategy=[vanilla,ownknow,s2a]`` (closed-book baseline included), ``n`` mini questions, the
-given k grid and the three orders, collected by running the job's pipeline with ``rr plan``'s
+given k grid, the three orders and ``--retrievers`` (BM25 by default: the dense index of a
+fresh cache costs minutes on 2 cores), collected by running the job's pipeline with ``rr plan``'s
 stand-in model (second steps of OwnKnow / S2A see the stand-in's placeholder answers, so their
 prompts are those of a job whose first step answered that). In *arrival order* (the order the
 pipeline produces them) and *prefix-sorted* (sorted by token ids, what ``generator=vllm`` sends).
@@ -31,7 +32,7 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
-def cao_grid_prompts(n: int, ks: list[int], max_new_tokens: int) -> list[str]:
+def cao_grid_prompts(n: int, ks: list[int], max_new_tokens: int, retrievers: str) -> list[str]:
     """Distinct prompts of the Cao mini grid in the order the pipeline sends them."""
     from hydra import compose, initialize_config_dir
     from omegaconf import open_dict
@@ -45,6 +46,7 @@ def cao_grid_prompts(n: int, ks: list[int], max_new_tokens: int) -> list[str]:
         f"dataset.n={n}",
         f"grid.k=[{','.join(map(str, ks))}]",
         "strategy=[vanilla,ownknow,s2a]",
+        f"retriever=[{retrievers}]",
         f"generator.max_new_tokens={max_new_tokens}",
         "progress=false",
     ]
@@ -71,6 +73,7 @@ def main() -> None:
     p.add_argument("--n", type=int, default=3)
     p.add_argument("--k", type=int, nargs="+", default=[1, 2, 3])
     p.add_argument("--max-new-tokens", type=int, default=16)
+    p.add_argument("--retrievers", default="bm25", help="retriever list, e.g. bm25,dense")
     args = p.parse_args()
 
     from vllm import SamplingParams
@@ -79,7 +82,7 @@ def main() -> None:
     from rr.generation.vllm import VLLMGenerator, prefix_cache_counts, sampling_kwargs, token_prompts
     from rr.records import GenerationParams
 
-    prompts = cao_grid_prompts(args.n, args.k, args.max_new_tokens)
+    prompts = cao_grid_prompts(args.n, args.k, args.max_new_tokens, args.retrievers)
     params = GenerationParams(max_new_tokens=args.max_new_tokens)
     vl = VLLMGenerator(dtype="float32", enforce_eager=True, max_model_len=2048)
     ids = vl.tokenizer(prompts, add_special_tokens=False)["input_ids"]
