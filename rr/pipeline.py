@@ -462,6 +462,13 @@ def _summary(
             if per_tag
         },
         "counters": dict(sorted(rt.counters.items())),
+        # vLLM: prompt tokens looked up in / found in its prefix cache during this job
+        "prefix_cache": {
+            other.generator.name: stats
+            for other in rt.all_llms
+            if callable(prefix_stats := getattr(other.generator, "prefix_cache_stats", None))
+            and (stats := prefix_stats()) is not None
+        },
         "other_models": [
             {"model": other.identity, **{k: v for k, v in asdict(other.stats).items() if k != "steps"}}
             for other in rt.all_llms[1:]

@@ -74,6 +74,9 @@ def test_vllm_output_parsing_and_prompt_logprob_scoring() -> None:
         (" Paris", 3, 2),
         ("", 1, 0),
     ]
+    # hf counts the generated tokens that are not the pad token (EOS when there is no pad):
+    # vLLM's trailing EOS (8 here) is not counted
+    assert [c.completion_tokens for c in parse_outputs(outs, pad_token_id=8)] == [1, 0]
     lp = SimpleNamespace
     scored = SimpleNamespace(
         prompt_token_ids=[5, 6, 7, 8],
@@ -99,6 +102,7 @@ def test_vllm_config_maps_to_engine_arguments(tmp_path: Path) -> None:
             "generator.max_model_len=16384",
             "generator.dtype=bfloat16",
             "generator.gpu_memory_utilization=0.85",
+            "generator.kv_cache_memory_bytes=1073741824",
         ],
         tmp_path,
     )
@@ -115,6 +119,8 @@ def test_vllm_config_maps_to_engine_arguments(tmp_path: Path) -> None:
         "enforce_eager": False,
         "trust_remote_code": False,
         "seed": 0,
+        "disable_log_stats": False,  # vLLM keeps its prefix-cache counters only with stats on
+        "kv_cache_memory_bytes": 2**30,
         "max_model_len": 16384,
     }
     assert gen.context_window == 16384 and gen.default_params() == GenerationParams(max_new_tokens=24)
@@ -123,9 +129,41 @@ def test_vllm_config_maps_to_engine_arguments(tmp_path: Path) -> None:
 def test_vllm_renders_like_hf_so_they_share_cache_entries() -> None:
     from rr.generation.hf import HFGenerator
 
-    hf, vl = HFGenerator(), VLLMGenerator()
+    hf, vl = HFGenerator(device="cpu", dtype="float32"), VLLMGenerator(dtype="float32")
     req = Request.user("What is the capital of France?")
     assert vl.identity() == hf.identity() and vl.render(req) == hf.render(req)
+
+
+def test_cache_identity_holds_the_numerics_computed_with() -> None:
+    from rr.generation.hf import HFGenerator
+
+    # a bf16 (or quantized) job is never served an fp32 job's cached outputs
+    fp32 = VLLMGenerator(dtype="float32").identity()
+    assert fp32["dtype"] == "float32" and "quantization" not in fp32
+    assert VLLMGenerator(dtype="bfloat16").identity()["dtype"] == "bfloat16"
+    assert VLLMGenerator(dtype="bfloat16", quantization="fp8").identity()["quantization"] == "fp8"
+    assert HFGenerator(device="cpu").identity()["dtype"] == "float32"  # hf's auto on CPU
+    assert HFGenerator(device="cuda").identity()["dtype"] == "bfloat16"  # hf's auto on CUDA
+    assert HFGenerator(device="cpu", dtype="float16").identity()["dtype"] == "float16"
+    with pytest.raises(ValueError, match="generator.dtype must be one of"):
+        HFGenerator(dtype="fp32").identity()
+    with pytest.raises(ValueError, match="kv_cache_memory_bytes must be > 0"):
+        VLLMGenerator(kv_cache_memory_bytes=0)
+
+
+def test_prefix_cache_counts_from_vllm_metrics() -> None:
+    from rr.generation.vllm import prefix_cache_counts
+
+    m = SimpleNamespace
+    metrics = [
+        m(name="vllm:prefix_cache_queries", value=120),
+        m(name="vllm:prefix_cache_hits", value=48),
+        m(name="vllm:prefix_cache_queries", value=30),  # a second engine (data parallel)
+        m(name="vllm:num_requests_running", value=2),
+    ]
+    assert prefix_cache_counts(metrics) == {"queries": 150, "hits": 48}
+    with pytest.raises(ValueError, match="disable_log_stats"):
+        prefix_cache_counts([m(name="vllm:num_requests_running", value=2)])
 
 
 @pytest.mark.gpu

