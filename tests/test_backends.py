@@ -94,10 +94,12 @@ def test_vllm_output_parsing_and_prompt_logprob_scoring() -> None:
 
 
 def test_vllm_config_maps_to_engine_arguments(tmp_path: Path) -> None:
+    model_dir = tmp_path / "llama-8b"  # a local model path must exist (checked at instantiation)
+    model_dir.mkdir()
     cfg = compose_config(
         [
             "generator=vllm",
-            "generator.model=/models/llama-8b",
+            f"generator.model={model_dir}",
             "generator.tensor_parallel_size=8",
             "generator.max_model_len=16384",
             "generator.dtype=bfloat16",
@@ -109,8 +111,8 @@ def test_vllm_config_maps_to_engine_arguments(tmp_path: Path) -> None:
     gen = instantiate(cfg.generator)
     assert isinstance(gen, VLLMGenerator)
     assert gen.engine_kwargs() == {
-        "model": "/models/llama-8b",
-        "tokenizer": "/models/llama-8b",
+        "model": str(model_dir),
+        "tokenizer": str(model_dir),
         "revision": None,
         "tensor_parallel_size": 8,
         "dtype": "bfloat16",

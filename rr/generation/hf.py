@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Sequence
 from typing import Any
 
 from rr.errors import UserError, require_positive
@@ -241,6 +242,29 @@ class HFGenerator(ConfiguredDecoding):
             self._model = model.to(device).eval()  # type: ignore[arg-type]
         return self._model
 
+    def tokenize_pairs(
+        self, prompts: Sequence[str], continuations: Sequence[str], caller: str
+    ) -> tuple[list[list[int]], list[list[int]]]:
+        """Token ids of each prompt and each continuation, tokenized apart (no special tokens).
+
+        Tokenizing the joined text would merge tokens across the boundary and move it.
+
+        Raises:
+            ValueError: lengths differ, or a prompt or continuation tokenizes to nothing.
+        """
+        if len(prompts) != len(continuations):
+            raise ValueError(f"{len(prompts)} prompts but {len(continuations)} continuations")
+        if not prompts:
+            return [], []
+        tok = self.tokenizer
+        ctx = tok(list(prompts), add_special_tokens=False)["input_ids"]
+        cont = tok(list(continuations), add_special_tokens=False)["input_ids"]
+        for i, (c, d) in enumerate(zip(ctx, cont, strict=True)):
+            if not c or not d:
+                which = "prompt" if not c else "continuation"
+                raise ValueError(f"{caller}: pair {i} has an empty {which}")
+        return ctx, cont
+
     def score_continuations(
         self, prompts: list[str], continuations: list[str], progress: Any = None
     ) -> list[float]:
@@ -264,18 +288,11 @@ class HFGenerator(ConfiguredDecoding):
         """
         import torch
 
-        if len(prompts) != len(continuations):
-            raise ValueError(f"{len(prompts)} prompts but {len(continuations)} continuations")
+        ctx, cont = self.tokenize_pairs(prompts, continuations, "score_continuations")
         if not prompts:
             return []
         model = self.load()
         tok = self.tokenizer
-        ctx = tok(list(prompts), add_special_tokens=False)["input_ids"]
-        cont = tok(list(continuations), add_special_tokens=False)["input_ids"]
-        for i, (c, d) in enumerate(zip(ctx, cont, strict=True)):
-            if not c or not d:
-                which = "prompt" if not c else "continuation"
-                raise ValueError(f"score_continuations: pair {i} has an empty {which}")
         order = sorted(range(len(prompts)), key=lambda i: -(len(ctx[i]) + len(cont[i])))
         pad = tok.pad_token_id if tok.pad_token_id is not None else 0
         out = [0.0] * len(prompts)

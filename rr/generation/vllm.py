@@ -377,17 +377,9 @@ class VLLMGenerator(HFGenerator):
         """
         from vllm import SamplingParams
 
-        if len(prompts) != len(continuations):
-            raise ValueError(f"{len(prompts)} prompts but {len(continuations)} continuations")
+        ctx, cont = self.tokenize_pairs(prompts, continuations, "score")
         if not prompts:
             return []
-        tok = self.tokenizer
-        ctx = tok(list(prompts), add_special_tokens=False)["input_ids"]
-        cont = tok(list(continuations), add_special_tokens=False)["input_ids"]
-        for i, (c, d) in enumerate(zip(ctx, cont, strict=True)):
-            if not c or not d:
-                which = "prompt" if not c else "continuation"
-                raise ValueError(f"score: pair {i} has an empty {which}")
         sampling = SamplingParams(**sampling_kwargs(GenerationParams(), prompt_logprobs=0, max_tokens=1))
         outputs = self._run_ids([c + d for c, d in zip(ctx, cont, strict=True)], sampling)
         return [continuation_logprob(o, len(c)) for o, c in zip(outputs, ctx, strict=True)]
