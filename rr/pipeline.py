@@ -143,6 +143,9 @@ def run_job(
         else:
             llm = LLM(generator, cache, flush_every=int(cfg.get("flush_every", 64)), show_progress=show)
         rt = Runtime(llm, Path(cfg.paths.cache_dir), seed=int(cfg.seed), job_id=jid, show_progress=show)
+        # a filtering dataset (mini's answerable filter) reports what it kept: counters dataset:*
+        for what, n in (getattr(dataset, "filter_counts", None) or {}).items():
+            rt.count(f"dataset:{what}", n)
         judge = instantiate(cfg.judge)
 
         with watch.stage("query_variants"):
