@@ -35,16 +35,16 @@ def rendered(root: Path, out: Path, sections: list[str]) -> dict[str, pd.DataFra
     return {p.stem: pd.read_csv(p) for p in (out / "tables").glob("*.csv")}
 
 
-@pytest.mark.slow  # 2 jobs x 3 questions x (closed book + 1 cell) on the real model
+@pytest.mark.slow  # 2 jobs x 2 questions x (closed book + 1 cell) on the real model
 def test_rgb_mini_sweep_reported(tmp_path: Path) -> None:
     tables = run_sweep(
         [
             "sweep=rgb2024",
             "perturbation.doc.ratio=0.0,1.0",
-            "dataset.n=3",
+            "dataset.n=2",
             "corpus.max_passages=300",
             "grid.k=[0,10]",
-            "generator.max_new_tokens=12",
+            "generator.max_new_tokens=8",
         ],
         tmp_path,
     )
@@ -60,17 +60,17 @@ def test_rgb_mini_sweep_reported(tmp_path: Path) -> None:
     by_ratio = out["rgb_accuracy_by_noise_ratio"]
     assert {"noise 0", "noise 1"} <= set(by_ratio.columns)
     assert by_ratio["noise 0"].iloc[0] == pytest.approx(zero["score"].mean())
-    assert out["rgb_rejection"]["n_rows"].tolist() == [3]
+    assert out["rgb_rejection"]["n_rows"].tolist() == [2]
 
 
-@pytest.mark.slow  # 4 document types x 3 questions, backtranslation through the same small model
+@pytest.mark.slow  # 4 document types x 2 questions, backtranslation through the same small model
 def test_rare_mini_sweep_reported(tmp_path: Path) -> None:
     tables = run_sweep(
         [
             "sweep=rare2025",
-            "dataset.n=3",
+            "dataset.n=2",
             "corpus.max_passages=300",
-            "generator.max_new_tokens=12",
+            "generator.max_new_tokens=8",
         ],
         tmp_path,
     )
@@ -78,7 +78,7 @@ def test_rare_mini_sweep_reported(tmp_path: Path) -> None:
     assert {"none", "ground_truth", "delete_answer"} <= {k.split("@")[0].split(":")[0] for k in kinds}
     out = rendered(tmp_path / "jobs", tmp_path / "report", ["rare_robustness"])
     table = out["rare_robustness"]
-    assert table["n_examples"].tolist() == [3]
+    assert 1 <= table["n_examples"].iloc[0] <= 2 and len(table) == 1
     for col in ("overall", "document", "retrieval"):
         assert 0.0 <= table[col].iloc[0] <= 1.0
 
