@@ -40,7 +40,7 @@ def main() -> None:
 
     print(f"machine: {machine()}")
     params = GenerationParams(max_new_tokens=a.max_new_tokens)
-    questions = [ex.question for ex in MiniDataset(n=a.prompts).load()]
+    questions = [ex.question for ex in MiniDataset(n=a.prompts, answerable_only=False).load()]
     single = HFGenerator(batch_size=a.batch_size, device=a.device)
     prompts = [single.render(Request.user(f"Answer briefly. {q}", params)) for q in questions]
     single.generate(prompts[:1], params)  # load and warm up, as the pool start does for the ranks

@@ -29,7 +29,7 @@ def build_requests(n_examples: int, k: int, max_new_tokens: int):
     from rr.retrieval.bm25 import BM25Retriever
     from rr.strategies.base import format_doc
 
-    examples = MiniDataset(n=n_examples, seed=0).load()
+    examples = MiniDataset(n=n_examples, seed=0, answerable_only=False).load()
     corpus = WikiOfflineCorpus(max_passages=3000).load()
     bm25 = BM25Retriever()
     bm25.index(corpus)

@@ -72,7 +72,7 @@ def bench_prefix(n_examples: int, k: int, max_new_tokens: int, flush_every: int)
     from rr.retrieval.bm25 import BM25Retriever
     from rr.strategies.base import format_doc
 
-    examples = MiniDataset(n=n_examples, seed=0).load()
+    examples = MiniDataset(n=n_examples, seed=0, answerable_only=False).load()
     corpus = WikiOfflineCorpus(max_passages=1000).load()
     bm25 = BM25Retriever()
     bm25.index(corpus)
@@ -121,6 +121,7 @@ def bench_plan(ns: list[int], cache_dir: str, retrievers: str, judge: str, exact
     base = [
         "experiment=cao2025",
         "dataset=mini",
+        "dataset.answerable_only=false",  # all 497 questions: the timings in benchmarks/README.md
         "corpus=wiki_offline",
         f"retriever=[{retrievers}]",
         f"paths.cache_dir={cache_dir}",

@@ -62,7 +62,7 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=5)
     ap.add_argument("--rates", type=float, nargs="+", default=[0.1, 0.25])
     args = ap.parse_args()
-    examples = MiniDataset(n=None).load()
+    examples = MiniDataset(n=None, answerable_only=False).load()
     stop = english_stopwords()
     try:
         textattack_typo("a test sentence here", 0.5, 0)

@@ -185,6 +185,9 @@ def run_job(
                 strict_window=bool(cfg.get("strict_window", False)),
             )
         rt = Runtime(llm, Path(cfg.paths.cache_dir), seed=int(cfg.seed), job_id=jid, show_progress=show)
+        # a filtering dataset (mini's answerable filter) reports what it kept: counters dataset:*
+        for what, n in (getattr(dataset, "filter_counts", None) or {}).items():
+            rt.count(f"dataset:{what}", n)
 
         with watch.stage("query_variants"):
             variants = query_pert.variants(examples, rt)

@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from rr.pipeline import run_job
+from rr.reporting import build_report
 
 from .conftest import compose_config
 
@@ -53,3 +55,9 @@ def test_three_strategies_in_one_job(tmp_path: Path) -> None:
     assert {"vanilla", "ownknow", "s2a"} <= metrics
     saved = json.loads((res.output_dir / "summary.json").read_text())
     assert saved["counters"] == summary["counters"]
+    # the demo's report sections render on this job, one row per strategy
+    sections = ["robustness", "accuracy_vs_k"]
+    report = build_report(res.output_dir, tmp_path / "report", n_resamples=50, strict=True, only=sections)
+    assert {o.section.name: o.skipped for o in report.outcomes} == dict.fromkeys(sections)
+    table = pd.read_csv(tmp_path / "report" / "tables" / "robustness.csv")
+    assert {"vanilla", "ownknow", "s2a"} <= set(table["strategy"])

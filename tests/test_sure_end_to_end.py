@@ -8,6 +8,7 @@ from pathlib import Path
 
 from rr.metrics.spurious import robustness_rates
 from rr.pipeline import run_job
+from rr.reporting import build_report
 from rr.results import load
 
 from .conftest import compose_config
@@ -46,3 +47,8 @@ def test_sure_mini_sweep_points(tmp_path: Path) -> None:
     assert total["n"] == kept
     assert total["LR"] + total["RR"] + total["WR"] == 1.0
     assert sum(table.loc["format:json", (s, "n")] for s in ("K-G", "K-N", "U-G", "U-N")) == kept
+    # rr report's SURE section renders on the two real jobs
+    only = ["sure_robustness_rates"]
+    report = build_report(tmp_path, tmp_path / "report", n_resamples=50, strict=True, only=only)
+    assert {o.section.name: o.skipped for o in report.outcomes} == dict.fromkeys(only)
+    assert list((tmp_path / "report" / "tables").glob("*.csv"))

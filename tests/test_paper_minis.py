@@ -1,0 +1,101 @@
+"""Each paper's mini experiment end to end on a few answerable mini questions, then its ``rr report``
+sections on the real jobs: the RGB noise-ratio sweep, the RARE document-type sweep and the
+query-level experiment (Cao's three strategies and SURE's sweep points are reported in
+``test_cao2025_demo.py`` and ``test_sure_end_to_end.py``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from omegaconf import open_dict
+
+from rr.pipeline import run_job
+from rr.plan import compose_jobs
+from rr.reporting import build_report
+
+
+def run_sweep(overrides: list[str], root: Path) -> list[pd.DataFrame]:
+    """Run every job ``rr -m overrides`` would run (in process), each in its own folder under ``root``."""
+    tables = []
+    for i, (_, cfg) in enumerate(compose_jobs(overrides, multirun=True)):
+        with open_dict(cfg):
+            cfg.paths.output_root = str(root / "outputs")
+            cfg.paths.cache_dir = str(root / "cache")
+            cfg.progress = False
+        tables.append(run_job(cfg, root / "jobs" / f"job{i}").scores)
+    return tables
+
+
+def rendered(root: Path, out: Path, sections: list[str]) -> dict[str, pd.DataFrame]:
+    """Build the report on ``root``'s jobs; every section in ``sections`` must render (none skipped)."""
+    report = build_report(root, out, n_resamples=50, strict=True, only=sections)
+    assert {o.section.name: o.skipped for o in report.outcomes} == dict.fromkeys(sections)
+    return {p.stem: pd.read_csv(p) for p in (out / "tables").glob("*.csv")}
+
+
+@pytest.mark.slow  # 2 jobs x 2 questions x (closed book + 1 cell) on the real model
+def test_rgb_mini_sweep_reported(tmp_path: Path) -> None:
+    tables = run_sweep(
+        [
+            "sweep=rgb2024",
+            "perturbation.doc.ratio=0.0,1.0",
+            "dataset.n=2",
+            "corpus.max_passages=300",
+            "grid.k=[0,10]",
+            "generator.max_new_tokens=8",
+        ],
+        tmp_path,
+    )
+    assert [sorted(set(t["doc_perturbation"])) for t in tables] == [
+        ["noise_ratio@0", "none"],
+        ["noise_ratio@1", "none"],
+    ]
+    # the answerable filter guarantees positives: at ratio 0 every document holds the answer,
+    # at ratio 1.0 none does
+    zero, one = (t[t["k"] > 0] for t in tables)
+    assert (zero["n_positive_docs"] > 0).all() and (one["n_positive_docs"] == 0).all()
+    out = rendered(tmp_path / "jobs", tmp_path / "report", ["accuracy_vs_noise_ratio", "rgb_rejection"])
+    by_ratio = out["rgb_accuracy_by_noise_ratio"]
+    assert {"noise 0", "noise 1"} <= set(by_ratio.columns)
+    assert by_ratio["noise 0"].iloc[0] == pytest.approx(zero["score"].mean())
+    assert out["rgb_rejection"]["n_rows"].tolist() == [2]
+
+
+@pytest.mark.slow  # 4 document types x 2 questions, backtranslation through the same small model
+def test_rare_mini_sweep_reported(tmp_path: Path) -> None:
+    tables = run_sweep(
+        [
+            "sweep=rare2025",
+            "dataset.n=2",
+            "corpus.max_passages=300",
+            "generator.max_new_tokens=8",
+        ],
+        tmp_path,
+    )
+    kinds = {p for t in tables for p in t.loc[t["k"] > 0, "doc_perturbation"]}
+    assert {"none", "ground_truth", "delete_answer"} <= {k.split("@")[0].split(":")[0] for k in kinds}
+    out = rendered(tmp_path / "jobs", tmp_path / "report", ["rare_robustness"])
+    table = out["rare_robustness"]
+    assert 1 <= table["n_examples"].iloc[0] <= 2 and len(table) == 1
+    for col in ("overall", "document", "retrieval"):
+        assert 0.0 <= table[col].iloc[0] <= 1.0
+
+
+@pytest.mark.slow  # 2 questions x (original + 2 typo variants) x (closed book + bm25 + oracle) at k in {1, 5}
+def test_query_level_mini_reported(tmp_path: Path) -> None:
+    (df,) = run_sweep(
+        [
+            "experiment=query_level2025_mini",
+            "retriever=[bm25,oracle]",  # the experiment's dense retriever would embed the corpus sample
+            "dataset.n=2",
+            "corpus.max_passages=300",
+            "generator.max_new_tokens=8",
+        ],
+        tmp_path,
+    )
+    assert set(df["query_perturbation"]) == {"none", "typo@0.25#1", "typo@0.25#2"}
+    sections = ["query_level_retrieval", "query_level_match", "query_level_correlations"]
+    out = rendered(tmp_path / "jobs", tmp_path / "report", sections)
+    assert out, "the query-level sections wrote no tables"
