@@ -185,6 +185,9 @@ def robustness_ci(
         ok = _decomposes(values, row)
         if group.loc[group["k"] > 0, retriever_col].astype(str).eq(NO_RETRIEVER).all():
             res = {}
+        elif group["example_id"].nunique() < 2:  # an interval needs two examples: point only
+            log.warning("group %s: one example, no confidence interval", key_t)
+            res = {}
         elif ok:
             res = bootstrap_cluster_means(
                 values, derived, n_resamples=n_resamples, confidence=confidence, seed=seed
