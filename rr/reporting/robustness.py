@@ -38,7 +38,7 @@ from rr.reporting.core import (
     system_label,
     varying,
 )
-from rr.stats import bootstrap_cluster_means, cluster_bootstrap
+from rr.stats import StatResult, bootstrap_cluster_means, cluster_bootstrap
 
 log = logging.getLogger(__name__)
 
@@ -183,6 +183,7 @@ def robustness_ci(
         row = prow.to_dict()
         values = per_example_robustness(group, retriever_col)
         ok = _decomposes(values, row)
+        res: Mapping[str, StatResult]
         if group.loc[group["k"] > 0, retriever_col].astype(str).eq(NO_RETRIEVER).all():
             res = {}
         elif group["example_id"].nunique() < 2:  # an interval needs two examples: point only
