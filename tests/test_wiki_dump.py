@@ -2,13 +2,28 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import logging
+import multiprocessing
+import time
 from pathlib import Path
+from xml.sax.saxutils import escape
 
 import pytest
 
+from rr.data import wiki_dump
 from rr.data.base import DataError
-from rr.data.wiki_dump import WikiDumpCorpus, main, split_chunks, wikitext_to_text
+from rr.data.wiki_dump import (
+    WikiDumpCorpus,
+    main,
+    manifest_path,
+    read_shards,
+    split_chunks,
+    wikitext_to_text,
+    write_chunks,
+    write_shards,
+)
 
 gensim = pytest.importorskip("gensim")
 DUMP = (
@@ -79,3 +94,240 @@ def test_cli_writes_chunks(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert {r["title"] for r in rows} == {"Anarchism"} and all(len(r["text"]) >= 40 for r in rows)
     assert f"wrote {len(rows)} chunks" in capsys.readouterr().out
+
+
+# --- sharded, parallel, resumable chunking -------------------------------------------------------
+
+SHARD_KW = {"max_pages": 7, "block_pages": 2}  # 4 blocks: 2 + 2 + 2 + 1 articles
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
+    """The shards of the first 7 articles in blocks of 2, written by one process."""
+    out = tmp_path_factory.mktemp("ref")
+    summary = write_shards(DUMP, out, workers=1, **SHARD_KW)
+    assert (summary.shards, summary.parsed, summary.reused) == (4, 4, 0)
+    return _files(out)
+
+
+def _manifest(files: dict[str, bytes]) -> dict:
+    return json.loads(files[manifest_path(".", DUMP).name])
+
+
+def test_shards_layout_and_manifest(reference: dict[str, bytes]) -> None:
+    stem = "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened"
+    assert sorted(reference) == [f"{stem}-{i:05d}.jsonl" for i in range(4)] + [f"{stem}.manifest.json"]
+    m = _manifest(reference)
+    assert {
+        k: m[k] for k in ("dump", "dump_bytes", "min_chars", "max_pages", "block_pages", "complete", "pages")
+    } == {
+        "dump": DUMP.name,
+        "dump_bytes": DUMP.stat().st_size,
+        "min_chars": 1,
+        "max_pages": 7,
+        "block_pages": 2,
+        "complete": True,
+        "pages": 7,
+    }
+    assert [(s["block"], s["first_page"], s["pages"]) for s in m["shards"]] == [
+        (0, "12", 2),
+        (1, "39", 2),
+        (2, "303", 2),
+        (3, m["shards"][3]["first_page"], 1),
+    ]
+    assert m["shards"][0]["passages"] == 188 and m["shards"][0]["last_page"] == "25"  # Anarchism + Autism
+    for s in m["shards"]:
+        data = reference[s["file"]]
+        assert hashlib.sha256(data).hexdigest() == s["sha256"] and data.count(b"\n") == s["passages"]
+    assert m["passages"] == sum(s["passages"] for s in m["shards"])
+
+
+def test_shards_identical_for_1_and_3_workers(tmp_path: Path, reference: dict[str, bytes]) -> None:
+    summary = write_shards(DUMP, tmp_path, workers=3, **SHARD_KW)
+    assert (summary.shards, summary.parsed) == (4, 4)
+    assert _files(tmp_path) == reference  # every shard and the manifest, byte for byte
+    # the single JSONL file is the shards' concatenation, whatever the worker count
+    jsonl = tmp_path / "all.jsonl"
+    assert write_chunks(DUMP, jsonl, max_pages=7, workers=2) == _manifest(reference)["passages"]
+    shards = [reference[s["file"]] for s in _manifest(reference)["shards"]]
+    assert jsonl.read_bytes() == b"".join(shards)
+
+
+def test_killed_run_resumes_at_missing_blocks(
+    tmp_path: Path, reference: dict[str, bytes], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = wiki_dump._write_shard
+    calls: list[int] = []
+
+    def dies_after_two(job: wiki_dump._ShardJob) -> dict:
+        if len(calls) == 2:
+            raise KeyboardInterrupt  # the job is killed while parsing its third block
+        calls.append(job.block)
+        return real(job)
+
+    monkeypatch.setattr(wiki_dump, "_write_shard", dies_after_two)
+    with pytest.raises(KeyboardInterrupt):
+        write_shards(DUMP, tmp_path, workers=1, **SHARD_KW)
+    m = json.loads(manifest_path(tmp_path, DUMP).read_text())
+    assert m["complete"] is False and [s["block"] for s in m["shards"]] == [0, 1]
+    assert not any(p.name.startswith(".") for p in tmp_path.iterdir())  # no temporary left behind
+    with pytest.raises(DataError, match="incomplete; re-run"):
+        read_shards(tmp_path, DUMP, max_pages=7)
+    with pytest.raises(DataError, match="dump not found"):  # the corpus would finish it, but needs the dump
+        WikiDumpCorpus("/elsewhere/" + DUMP.name, chunks_path=str(tmp_path), max_pages=7).load()
+
+    monkeypatch.setattr(wiki_dump, "_write_shard", real)
+    summary = write_shards(DUMP, tmp_path, workers=2, **SHARD_KW)  # resumed with another worker count
+    assert (summary.parsed, summary.reused, summary.shards) == (2, 2, 4)
+    assert _files(tmp_path) == reference
+
+    # a finished folder is a no-op that does not even open the dump
+    def no_streaming(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the dump was streamed")
+
+    monkeypatch.setattr(wiki_dump, "iter_articles", no_streaming)
+    assert write_shards(DUMP, tmp_path, workers=2, **SHARD_KW).parsed == 0
+    assert _files(tmp_path) == reference
+
+
+def test_deleted_and_corrupt_shards_are_redone(
+    tmp_path: Path, reference: dict[str, bytes], caplog: pytest.LogCaptureFixture
+) -> None:
+    for name, data in reference.items():
+        (tmp_path / name).write_bytes(data)
+    shards = _manifest(reference)["shards"]
+    # shard 1 deleted with its manifest entry (a run killed before recording it)
+    m = _manifest(reference)
+    m["shards"] = [s for s in shards if s["block"] != 1]
+    m["complete"] = False
+    manifest_path(tmp_path, DUMP).write_text(json.dumps(m))
+    (tmp_path / shards[1]["file"]).unlink()
+    # shard 2 truncated, shard 3 deleted but still listed
+    (tmp_path / shards[2]["file"]).write_bytes(reference[shards[2]["file"]][:100])
+    (tmp_path / shards[3]["file"]).unlink()
+    with pytest.raises(DataError, match="incomplete"):
+        read_shards(tmp_path, DUMP, max_pages=7)
+    with caplog.at_level(logging.WARNING, logger="rr.data.wiki_dump"):
+        summary = write_shards(DUMP, tmp_path, workers=1, **SHARD_KW)
+    assert (summary.parsed, summary.reused) == (3, 1)
+    assert "-00002.jsonl is corrupt (sha256 mismatch); redoing it" in caplog.text
+    assert "-00003.jsonl is missing; redoing it" in caplog.text
+    assert _files(tmp_path) == reference
+
+    # a complete manifest with a corrupt shard: reading refuses it, re-running redoes only that shard
+    (tmp_path / shards[0]["file"]).write_bytes(b"{}\n")
+    with pytest.raises(DataError, match=r"-00000\.jsonl: shard corrupt"):
+        read_shards(tmp_path, DUMP, max_pages=7)
+    assert write_shards(DUMP, tmp_path, workers=1, **SHARD_KW).parsed == 1
+    assert _files(tmp_path) == reference
+
+
+def test_other_settings_refused(tmp_path: Path, reference: dict[str, bytes]) -> None:
+    for name, data in reference.items():
+        (tmp_path / name).write_bytes(data)
+    with pytest.raises(DataError, match=r"other settings: block_pages=2 \(now 3\)"):
+        write_shards(DUMP, tmp_path, max_pages=7, block_pages=3)
+    with pytest.raises(DataError, match=r"min_chars=1 \(now 40\)"):
+        WikiDumpCorpus(str(DUMP), chunks_path=str(tmp_path), max_pages=7, min_chars=40, block_pages=2).load()
+
+
+def test_sharded_corpus_equals_jsonl_corpus(tmp_path: Path, reference: dict[str, bytes]) -> None:
+    jsonl = WikiDumpCorpus(str(DUMP), chunks_path=str(tmp_path / "c.jsonl"), max_pages=7).load()
+    folder = tmp_path / "shards"
+    sharded = WikiDumpCorpus(str(DUMP), chunks_path=str(folder), max_pages=7, workers=2, block_pages=2).load()
+    assert sharded.passages == jsonl.passages and sharded.fingerprint() == jsonl.fingerprint()
+    assert _files(folder) == reference
+    # read back without the dump (only its name is used), and the first passages only
+    again = WikiDumpCorpus(
+        "/elsewhere/" + DUMP.name, chunks_path=str(folder), max_pages=7, max_passages=190
+    ).load()
+    assert again.passages == jsonl.passages[:190]
+    # a malformed line is named by shard file and line
+    shard = folder / _manifest(reference)["shards"][1]["file"]
+    lines = shard.read_bytes().splitlines(keepends=True)
+    lines[2] = b'{"id": "39-2", "text": "x"}\n'
+    shard.write_bytes(b"".join(lines))
+    m = json.loads(manifest_path(folder, DUMP).read_text())
+    m["shards"][1]["sha256"] = hashlib.sha256(shard.read_bytes()).hexdigest()
+    manifest_path(folder, DUMP).write_text(json.dumps(m))
+    with pytest.raises(DataError, match=rf"{shard.name}:3: not a chunk line"):
+        WikiDumpCorpus(str(DUMP), chunks_path=str(folder), max_pages=7).load()
+
+
+def _tiny_dump(path: Path) -> Path:
+    """A plain-XML dump with two articles (ids 900001, 900003), a redirect and a talk page."""
+    pages = [
+        ("Alpha", 0, 900001, "'''Alpha''' is the first letter.\n\nIt comes before [[Beta]]."),
+        ("Talk:Alpha", 1, 900002, "Discussion."),
+        ("Beta", 0, 900003, "'''Beta''' is the second letter."),
+        ("B", 0, 900004, "#REDIRECT [[Beta]]"),
+    ]
+    body = "".join(
+        f"<page><title>{t}</title><ns>{ns}</ns><id>{i}</id><revision><text>{escape(x)}</text></revision></page>"
+        for t, ns, i, x in pages
+    )
+    path.write_text(f'<mediawiki xmlns="http://www.mediawiki.org/xml/export-0.10/">{body}</mediawiki>')
+    return path
+
+
+def test_several_dumps_one_job_or_separate_jobs(tmp_path: Path) -> None:
+    tiny = _tiny_dump(tmp_path / "xxwiki-pages-articles2.xml")
+    together, separate = tmp_path / "together", tmp_path / "separate"
+    assert write_shards([DUMP, tiny], together, max_pages=3, block_pages=2, workers=2).shards == 3
+    for dump in (tiny, DUMP):  # two jobs, in any order, into the same folder
+        write_shards(dump, separate, max_pages=3, block_pages=2)
+    assert _files(together) == _files(separate)
+    assert "xxwiki-pages-articles2-00000.jsonl" in _files(together)
+    corpus = WikiDumpCorpus([str(DUMP), str(tiny)], chunks_path=str(together), max_pages=3).load()
+    ids = [p.id for p in corpus.passages]
+    assert ids[-3:] == ["900001-0", "900001-1", "900003-0"] and ids[0] == "12-0"
+    jsonl = tmp_path / "all.jsonl"
+    write_chunks([DUMP, tiny], jsonl, max_pages=3)
+    assert [json.loads(line)["id"] for line in jsonl.read_text().splitlines()] == ids
+    with pytest.raises(DataError, match="same name stem"):
+        write_shards([tiny, tmp_path / "xxwiki-pages-articles2.xml.bz2"], together)
+
+
+def test_cli_sharded_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], reference: dict[str, bytes]
+) -> None:
+    out = tmp_path / "shards"
+    args = [str(DUMP), str(out), "--max-pages", "7", "--block-pages", "2", "--no-progress"]
+    assert main([*args, "--processes", "2"]) == 0
+    assert "in 4 shards (4 parsed now, 0 kept)" in capsys.readouterr().out
+    assert _files(out) == reference
+    assert main([*args, "--workers", "3"]) == 0
+    assert "(0 parsed now, 4 kept)" in capsys.readouterr().out
+    assert main([str(tmp_path / "nope.xml.bz2"), str(DUMP), str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"rr: Wikipedia dump not found: {tmp_path / 'nope.xml.bz2'}\n"
+
+
+@pytest.mark.skipif(multiprocessing.get_start_method() != "fork", reason="the patch reaches workers by fork")
+def test_failed_block_keeps_shards_other_workers_finished(
+    tmp_path: Path, reference: dict[str, bytes], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = wiki_dump._render
+    later = [tmp_path / f"{wiki_dump.dump_stem(DUMP)}-{i:05d}.jsonl" for i in (2, 3)]
+
+    def fails_on_block_1(pages: list, min_chars: int) -> tuple[bytes, int]:
+        if pages[0][2] == "39":  # block 1 fails once the other worker has written blocks 2 and 3
+            deadline = time.monotonic() + 60
+            while not all(p.exists() for p in later) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            time.sleep(1)  # their results reach the parent
+            raise RuntimeError("mwparserfromhell choked")
+        return real(pages, min_chars)
+
+    monkeypatch.setattr(wiki_dump, "_render", fails_on_block_1)
+    with pytest.raises(RuntimeError, match="choked"):
+        write_shards(DUMP, tmp_path, workers=2, **SHARD_KW)
+    m = json.loads(manifest_path(tmp_path, DUMP).read_text())
+    assert [s["block"] for s in m["shards"]] == [0, 2, 3] and m["complete"] is False
+    monkeypatch.setattr(wiki_dump, "_render", real)
+    assert write_shards(DUMP, tmp_path, workers=2, **SHARD_KW).parsed == 1
+    assert _files(tmp_path) == reference
