@@ -32,6 +32,7 @@ COMPONENT_MODULES = (
     "rr.retrieval.bm25",
     "rr.retrieval.dense",
     "rr.retrieval.pyserini_bm25",
+    "rr.retrieval.pyserini_faiss",
     "rr.retrieval.oracle",
     "rr.generation.hf",
     "rr.generation.vllm",
