@@ -51,6 +51,7 @@ NON_SEMANTIC_LEAVES = (
     "dp_timeout_s",
     "block_size",  # dense: exact search over blocks ranks as one in-memory index does
     "gpu_search",
+    "download_timeout_s",
 )
 
 

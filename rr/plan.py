@@ -48,7 +48,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig, open_dict
+from omegaconf import DictConfig, OmegaConf, open_dict
 
 from rr.generation.base import Generator
 from rr.generation.cache import GenerationCache
@@ -71,6 +71,62 @@ PLACEHOLDER = "Answer: [rr plan placeholder]"
 #: Default throughputs per GPU (tokens/s): prefill (prompt tokens) and decode (new tokens).
 PROMPT_TPS = 20_000.0
 GENERATED_TPS = 2_500.0
+#: Default corpus-encoding throughput per GPU (passages/s): a rough figure for a large
+#: encoder (bge-large, fp16, ~100-word passages) on one A100/H100-class GPU; calibrate it with
+#: the ``passages_per_s`` that ``rr encode`` writes to ``encode.json``.
+ENCODE_PPS = 1_000.0
+
+
+@dataclass
+class RetrievalPlan:
+    """What indexing a job's corpus costs for one retriever (``rr plan``).
+
+    Attributes:
+        retriever: The retriever's name.
+        passages: Passages in the corpus.
+        dim: Embedding dimension (dense retrievers; ``None`` otherwise).
+        embedding_bytes: float32 embeddings of every passage.
+        encoded: Passages whose embeddings are already cached.
+        to_encode: Passages still to encode.
+        storage: ``"memory"`` (one array, in-memory index) or ``"blocks"`` (on-disk store).
+        index: ``"flat"`` (exact) or the approximate index's faiss spec.
+        index_bytes: Memory the search needs for the embeddings or index.
+        encode_gpu_hours: ``to_encode`` / the encoding throughput.
+    """
+
+    retriever: str
+    passages: int
+    dim: int | None = None
+    embedding_bytes: int | None = None
+    encoded: int | None = None
+    to_encode: int | None = None
+    storage: str | None = None
+    index: str | None = None
+    index_bytes: int | None = None
+    encode_gpu_hours: float | None = None
+
+
+def plan_retrieval(cfg: DictConfig, encode_pps: float = ENCODE_PPS) -> list[RetrievalPlan]:
+    """The corpus and index costs of ``cfg``'s retrievers; encodes and searches nothing.
+
+    Dense retrievers (anything with ``storage_plan``) report embedding bytes, what is already
+    encoded, index memory and encode GPU-hours; other retrievers report the passage count.
+    """
+    from rr.config import instantiate
+
+    if not cfg.get("retriever"):
+        return []
+    corpus = instantiate(cfg.corpus).load()
+    out = []
+    for node in cfg.retriever.values():
+        retriever = instantiate(node)
+        if not hasattr(retriever, "storage_plan"):
+            out.append(RetrievalPlan(retriever.name, len(corpus)))
+            continue
+        st = retriever.storage_plan(corpus, str(cfg.paths.cache_dir))
+        del st["blocks"]
+        out.append(RetrievalPlan(retriever.name, **st, encode_gpu_hours=st["to_encode"] / encode_pps / 3600))
+    return out
 
 
 @dataclass
@@ -366,6 +422,18 @@ def plan_main(argv: list[str]) -> int:
         "per-document counts where it made them; exact for the packaged SmolLM2 on the paper's prompts)",
     )
     ap.add_argument("--json", type=Path, default=None, help="also write the plan to this JSON file")
+    ap.add_argument(
+        "--encode-pps",
+        type=float,
+        default=ENCODE_PPS,
+        help="corpus-encoding passages/s per GPU for dense retrievers (default %(default)g: a rough "
+        "figure for bge-large on one A100/H100; rr encode's encode.json measures yours)",
+    )
+    ap.add_argument(
+        "--retrieval-only",
+        action="store_true",
+        help="only the corpus / index table: plan no generation (runs no retrieval, encodes nothing)",
+    )
     power = ap.add_argument_group(
         "power", "expected 95%% interval half-widths at the planned number of examples (rr.power)"
     )
@@ -407,13 +475,33 @@ def plan_main(argv: list[str]) -> int:
         return 2
 
     t0 = time.perf_counter()
-    planned: set[str] = set()  # jobs of a sweep share the cache: later jobs hit earlier ones' requests
-    plans = [
-        plan_job(cfg, a.mean_new_tokens, job, planned, a.exact_tokens)
-        for job, cfg in compose_jobs(a.overrides, a.multirun)
-    ]
-    wall = time.perf_counter() - t0
     console = Console(width=None if Console().is_terminal else 160)
+    jobs = compose_jobs(a.overrides, a.multirun)
+    retrieval: dict[str, RetrievalPlan] = {}  # one row per distinct (corpus, retriever)
+    for _, cfg in jobs:
+        for key, node in (cfg.get("retriever") or {}).items():
+            ident = json.dumps(
+                [
+                    OmegaConf.to_container(cfg.corpus, resolve=True),
+                    key,
+                    OmegaConf.to_container(node, resolve=True),
+                ],
+                sort_keys=True,
+                default=str,
+            )
+            if ident not in retrieval:
+                sub = cfg.copy()
+                with open_dict(sub):
+                    sub.retriever = {key: node}
+                retrieval[ident] = plan_retrieval(sub, a.encode_pps)[0]
+    print_retrieval(console, list(retrieval.values()), a.encode_pps)
+    if a.retrieval_only:
+        if a.json:
+            a.json.write_text(json.dumps({"retrieval": [asdict(r) for r in retrieval.values()]}, indent=1))
+        return 0
+    planned: set[str] = set()  # jobs of a sweep share the cache: later jobs hit earlier ones' requests
+    plans = [plan_job(cfg, a.mean_new_tokens, job, planned, a.exact_tokens) for job, cfg in jobs]
+    wall = time.perf_counter() - t0
     all_steps = [s for p in plans for s in p.steps]
     for p in plans:
         table = Table(
@@ -511,11 +599,63 @@ def plan_main(argv: list[str]) -> int:
                     "prompt_token_counts": "exact" if a.exact_tokens else "estimate where fitting made one",
                     "seconds": round(wall, 3),
                     "power": powers,
+                    "retrieval": [asdict(r) for r in retrieval.values()],
                 },
                 indent=1,
             )
         )
     return 0
+
+
+def _size(n: int | None) -> str:
+    """Bytes as a readable size (``"479 kB"``, ``"81.9 GB"``); ``"-"`` for unknown."""
+    if n is None:
+        return "-"
+    for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.3g} {unit}"
+    return f"{n} B"
+
+
+def print_retrieval(console: Any, rows: list[RetrievalPlan], encode_pps: float) -> None:
+    """The corpus / index table of :func:`plan_main` (one row per distinct corpus and retriever)."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    if not rows:
+        return
+    table = Table(title=f"rr plan: corpus and index (dense encoding at {encode_pps:g} passages/s per GPU)")
+    for col in (
+        "retriever",
+        "passages",
+        "dim",
+        "embeddings",
+        "encoded",
+        "to encode",
+        "storage",
+        "index",
+        "index memory",
+        "encode GPU-h",
+    ):
+        table.add_column(col, justify="left" if col in ("retriever", "storage", "index") else "right")
+    for r in rows:
+        table.add_row(
+            escape(r.retriever),
+            f"{r.passages:,}",
+            "-" if r.dim is None else str(r.dim),
+            _size(r.embedding_bytes),
+            "-" if r.encoded is None else f"{r.encoded:,}",
+            "-" if r.to_encode is None else f"{r.to_encode:,}",
+            r.storage or "-",
+            escape(r.index or "-"),
+            _size(r.index_bytes),
+            "-" if r.encode_gpu_hours is None else f"{r.encode_gpu_hours:.3f}",
+        )
+    console.print(table)
+    if any(r.storage == "blocks" and r.index == "flat" for r in rows):
+        console.print(
+            "index memory of exact search over blocks: one block in memory at a time (the rest stays on disk)"
+        )
 
 
 def print_power(

@@ -164,3 +164,50 @@ def test_a_job_with_query_variants_and_a_k_grid_summarises(tmp_path: Path) -> No
     cfg = compose_config([*SMALL, "perturbation/query=typo_25", "perturbation.query.n=2"], tmp_path)
     plan = plan_job(cfg)
     assert plan.rows == 2 * 3 * (2 * 2 + 1)
+
+
+def test_plan_retrieval_reports_embeddings_done_and_to_do(tmp_path: Path) -> None:
+    """Dense cost rows from the real store: 312 passages in blocks of 100, one shard encoded."""
+    from rr.plan import plan_retrieval
+    from rr.retrieval.dense import DenseRetriever
+
+    overrides = ["retriever=[bm25,dense]", "corpus.max_passages=300", "retriever.dense.block_size=100"]
+    cfg = compose_config(overrides, tmp_path)
+    bm25, dense = plan_retrieval(cfg, encode_pps=10.0)
+    assert (bm25.retriever, bm25.passages, bm25.dim, bm25.encode_gpu_hours) == ("bm25", 312, None, None)
+    assert (dense.passages, dense.dim, dense.encoded, dense.to_encode) == (312, 384, 0, 312)
+    assert dense.embedding_bytes == 312 * 384 * 4 and dense.storage == "blocks" and dense.index == "flat"
+    assert dense.index_bytes == 100 * 384 * 4  # exact search holds one block at a time
+    assert abs(dense.encode_gpu_hours - 312 / 10 / 3600) < 1e-12
+    # encode the second of two shards (blocks 2-3: 112 passages); the plan sees them as done
+    from rr.config import instantiate
+
+    retriever = instantiate(cfg.retriever.dense)
+    retriever.encode_corpus(instantiate(cfg.corpus).load(), cfg.paths.cache_dir, 1, 2, progress=False)
+    (again,) = plan_retrieval(compose_config(["retriever=[dense]", *overrides[1:]], tmp_path))
+    assert (again.encoded, again.to_encode) == (112, 200)
+    # an approximate index: its own memory estimate (IVF-PQ: 16-byte codes + 8-byte ids + centroids)
+    ivf = DenseRetriever(index="IVF4,PQ16", block_size=100)
+    plan = ivf.storage_plan(instantiate(cfg.corpus).load(), None)
+    assert plan["index_bytes"] == 312 * (16 + 8) + 4 * 384 * 4 and plan["to_encode"] == 312
+
+
+def test_plan_cli_retrieval_only(tmp_path: Path) -> None:
+    out = tmp_path / "plan.json"
+    proc = rr_cli(
+        [
+            "plan",
+            "--retrieval-only",
+            "--json",
+            str(out),
+            "--encode-pps",
+            "100",
+            "retriever=[dense]",
+            f"paths.output_root={tmp_path}",
+        ],
+        tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "corpus and index" in proc.stdout and "GPU-hours" not in proc.stdout  # no generation planned
+    (row,) = json.loads(out.read_text())["retrieval"]
+    assert row["retriever"] == "dense" and row["storage"] == "memory" and row["to_encode"] == row["passages"]

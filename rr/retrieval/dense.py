@@ -24,6 +24,7 @@ module (e.g. to compose configs) stays fast.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
 import importlib.util
 import logging
@@ -301,6 +302,59 @@ class DenseRetriever:
         index = faiss.IndexFlatIP(emb.shape[1])
         index.add(emb)
         self._index = index
+
+    def embedding_dim(self) -> int:
+        """The encoder's output dimension (loads the model)."""
+        model = self.load_model()
+        get_dim = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+        return int(get_dim())
+
+    def storage_plan(self, corpus: Corpus, cache_dir: str | None) -> dict[str, Any]:
+        """What embedding ``corpus`` costs and how much of it is done, without encoding anything.
+
+        Returns:
+            ``passages``, ``dim``, ``embedding_bytes`` (float32, all passages), ``encoded``
+            (passages already in the cache: the ``.npy`` or finished blocks), ``to_encode``,
+            ``storage`` (``"memory"`` or ``"blocks"``), ``index`` (``"flat"`` or the faiss spec),
+            ``index_bytes`` (memory of the index: all embeddings for the in-memory and
+            approximate-flat cases, one block for exact search over blocks; ``None`` when
+            unknown) and ``blocks`` (total, for the on-disk store).
+        """
+        from rr.retrieval.dense_store import index_bytes
+
+        n = len(corpus)
+        on_disk = self.uses_store(corpus)
+        encoded, dim, blocks = 0, None, None
+        if cache_dir is not None and on_disk:
+            store = self.store(corpus, cache_dir)
+            blocks = store.n_blocks
+            missing = store.missing()
+            encoded = n - sum(store.block_range(b)[1] - store.block_range(b)[0] for b in missing)
+            dim = store._dim if encoded else None
+        elif cache_dir is not None:
+            path = Path(cache_dir) / "dense" / f"{corpus.fingerprint()}-{self._embedding_key()}.npy"
+            if path.exists():
+                with contextlib.suppress(Exception):
+                    dim = int(np.load(path, mmap_mode="r").shape[1])
+                    encoded = n
+        dim = dim or self.embedding_dim()
+        if not on_disk:
+            memory: int | None = n * dim * 4
+        elif self.index_spec == "flat":
+            memory = min(n, self.block_size) * dim * 4  # one memory-mapped block at a time
+        else:
+            memory = index_bytes(self.index_spec, dim, n)
+        return {
+            "passages": n,
+            "dim": dim,
+            "embedding_bytes": n * dim * 4,
+            "encoded": encoded,
+            "to_encode": n - encoded,
+            "storage": "blocks" if on_disk else "memory",
+            "blocks": blocks,
+            "index": self.index_spec,
+            "index_bytes": memory,
+        }
 
     def _index_store(self, corpus: Corpus, cache_dir: str) -> None:
         store = self.store(corpus, cache_dir)

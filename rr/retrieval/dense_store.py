@@ -382,3 +382,34 @@ def _set_params(index: Any, params: str | None) -> None:
         import faiss
 
         faiss.ParameterSpace().set_index_parameters(index, params)  # type: ignore[arg-type]  # the "k=v,..." form
+
+
+def index_bytes(spec: str, dim: int, n: int) -> int | None:
+    """Estimated memory (bytes) of the faiss index ``spec`` over ``n`` vectors of ``dim``.
+
+    ``"flat"`` is the exact block search: the embeddings themselves (on disk; in memory one
+    block at a time). IVF: codes + 8-byte ids per vector + the centroids; HNSW: the stored
+    vectors + level-0 links (4 bytes per neighbour). ``None`` for index types not covered.
+    """
+    import faiss
+
+    if spec == "flat":
+        return n * dim * 4
+    try:
+        built = faiss.index_factory(dim, spec, faiss.METRIC_INNER_PRODUCT)
+    except RuntimeError:  # a spec faiss cannot build for inner product: the job would fail too
+        return None
+    index: Any = faiss.downcast_index(built)  # a view: `built` must stay alive while it is used
+    try:
+        ivf = faiss.extract_index_ivf(index)
+    except RuntimeError:
+        ivf = None
+    if ivf is not None:
+        return n * (int(ivf.code_size) + 8) + int(ivf.nlist) * dim * 4
+    if hasattr(index, "hnsw"):
+        storage: Any = faiss.downcast_index(index.storage)
+        return n * (int(storage.code_size) + 4 * int(index.hnsw.nb_neighbors(0)))
+    try:
+        return n * int(index.sa_code_size())
+    except RuntimeError:
+        return None
