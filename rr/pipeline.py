@@ -324,6 +324,11 @@ def run_job(
                 write_qrels(output_dir / "qrels.trec", qrels)
             summary = _summary(cfg, jid, scores, examples, rt, run_cache, recall, watch, t_start)
             summary["index_rebuilds"] = sum(getattr(r, "index_rebuilds", 0) for r in retrievers.values())
+            # approximate dense indexes opened by this job: spec, parameters, recall@k vs exact
+            if approx := {
+                r.name: r.index_info for r in retrievers.values() if getattr(r, "index_info", None)
+            }:
+                summary["approximate_indexes"] = approx
             with atomic_write(output_dir / "summary.json") as f:
                 f.write(json.dumps(summary, indent=1, default=str))
         if logger is not None:

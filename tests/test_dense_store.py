@@ -293,3 +293,28 @@ def test_encode_command_multirun_then_job_searches_the_blocks(tmp_path: Path) ->
     import pandas as pd
 
     assert set(pd.read_parquet(scores)["retriever"]) == {"dense"}
+
+
+def test_job_with_an_approximate_index_reports_its_recall(tmp_path: Path) -> None:
+    from rr.pipeline import run_job
+
+    from .conftest import compose_config
+
+    cfg = compose_config(
+        [
+            "retriever=[dense]",
+            "retriever.dense.index=HNSW16",
+            "corpus.max_passages=44",
+            "dataset.n=2",
+            "grid.k=[1]",
+            "grid.orders=[original]",
+            "grid.closed_book=false",
+            "generator.max_new_tokens=4",
+        ],
+        tmp_path,
+    )
+    result = run_job(cfg, tmp_path / "job")
+    info = json.loads((tmp_path / "job" / "summary.json").read_text())["approximate_indexes"]["dense"]
+    assert info["spec"] == "HNSW16" and set(info["recall"]) == {"recall@10", "recall@100"}
+    assert 0.5 < info["recall"]["recall@10"] <= 1.0
+    assert set(result.scores["retriever"]) == {"dense"}
