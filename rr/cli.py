@@ -28,6 +28,7 @@ SUBCOMMANDS: dict[str, str] = {
     "status": "rr.resume:status_main",
     "plan": "rr.plan:plan_main",
     "encode": "rr.encode:encode_main",
+    "chunk-wiki": "rr.data.wiki_dump:main",
     "report": "rr.reporting.command:main",
     "judge-agreement": "rr.analysis.agreement:main",
 }

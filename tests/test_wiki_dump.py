@@ -331,3 +331,26 @@ def test_failed_block_keeps_shards_other_workers_finished(
     monkeypatch.setattr(wiki_dump, "_render", real)
     assert write_shards(DUMP, tmp_path, workers=2, **SHARD_KW).parsed == 1
     assert _files(tmp_path) == reference
+
+
+def test_rr_chunk_wiki_subcommand(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    out = tmp_path / "chunks"
+    ok = subprocess.run(
+        [sys.executable, "-m", "rr", "chunk-wiki", str(DUMP), str(out), "--max-pages", "1", "--no-progress"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert ok.returncode == 0, ok.stderr[-2000:]
+    assert "wrote 108 chunks" in ok.stdout  # Anarchism's 108 chunks (see test_real_dump_chunks_and_cache)
+    missing = subprocess.run(
+        [sys.executable, "-m", "rr", "chunk-wiki", str(tmp_path / "nope.xml.bz2"), str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert missing.returncode == 2 and missing.stderr.strip().endswith("nope.xml.bz2")
+    assert "Traceback" not in missing.stderr

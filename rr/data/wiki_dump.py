@@ -703,13 +703,13 @@ class WikiDumpCorpus:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m rr.data.wiki_dump DUMP [DUMP ...] OUT``: chunk the dumps into ``OUT``.
+    """``rr chunk-wiki DUMP [DUMP ...] OUT`` (or ``python -m rr.data.wiki_dump``): chunk the dumps into ``OUT``.
 
     ``OUT`` ending in ``.jsonl`` is one JSONL file (not resumable); anything else a sharded,
     resumable folder. A user error (a missing dump, a manifest with other settings) is printed
     as one line ``rr: ...`` on stderr, with exit status 2.
     """
-    p = argparse.ArgumentParser(prog="python -m rr.data.wiki_dump", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="rr chunk-wiki", description=__doc__.split("\n\n")[0])
     p.add_argument("dump", nargs="+", help="pages-articles XML dump(s), .xml or .xml.bz2")
     p.add_argument("out", help="output folder (sharded, resumable) or OUT.jsonl (one file)")
     p.add_argument("--workers", "--processes", type=int, default=1, dest="workers", help="parsing processes")
