@@ -17,6 +17,7 @@ import pytest
 from rr.data.base import Corpus
 from rr.data.corpus import WikiOfflineCorpus
 from rr.errors import ConfigError
+from rr.records import Passage
 from rr.retrieval.dense import DenseRetriever
 from rr.retrieval.dense_store import EmbeddingStore, shard_blocks
 
@@ -318,3 +319,29 @@ def test_job_with_an_approximate_index_reports_its_recall(tmp_path: Path) -> Non
     assert info["spec"] == "HNSW16" and set(info["recall"]) == {"recall@10", "recall@100"}
     assert 0.5 < info["recall"]["recall@10"] <= 1.0
     assert set(result.scores["retriever"]) == {"dense"}
+
+
+@pytest.mark.gpu
+def test_exact_block_search_on_gpu_equals_cpu(tmp_path: Path) -> None:
+    """The same code path with ``faiss.knn_gpu`` (needs faiss-gpu and a CUDA GPU)."""
+    if not hasattr(faiss, "StandardGpuResources") or faiss.get_num_gpus() == 0:
+        pytest.skip("this faiss build sees no GPU (install faiss-gpu on a CUDA machine)")
+    x, q = unit_rows(5000, 64, 5), unit_rows(40, 64, 6)
+    store = EmbeddingStore(tmp_path, len(x), 700, {"test": "gpu"})
+    store.encode(lambda a, b: list(range(a, b)), lambda rows: x[rows[0] : rows[-1] + 1])
+    cpu_scores, cpu_rows = store.search_exact(q, 20, gpu=False)
+    gpu_scores, gpu_rows = store.search_exact(q, 20, gpu=True)
+    np.testing.assert_array_equal(gpu_rows, cpu_rows)
+    np.testing.assert_allclose(gpu_scores, cpu_scores, atol=1e-5)
+
+
+def test_gpu_search_asked_for_without_a_gpu_is_a_clear_error(tmp_path: Path) -> None:
+    if hasattr(faiss, "StandardGpuResources") and faiss.get_num_gpus() > 0:
+        pytest.skip("a GPU is present")
+    x = unit_rows(10, 8, 7)
+    store = EmbeddingStore(tmp_path, len(x), 4, {"test": "no gpu"})
+    store.encode(lambda a, b: list(range(a, b)), lambda rows: x[rows[0] : rows[-1] + 1])
+    with pytest.raises(RuntimeError, match="faiss-gpu"):
+        store.search_exact(x[:2], 3, gpu=True)
+    with pytest.raises(ConfigError, match="gpu_search"):  # before any encoding
+        DenseRetriever(gpu_search=True).index(Corpus([Passage("p", "text")], "c"), str(tmp_path))

@@ -274,6 +274,13 @@ class DenseRetriever:
         """
         if len(corpus) == 0:
             raise ValueError(f"dense: corpus {corpus.name!r} is empty")
+        if self.gpu_search:
+            import faiss
+
+            if not hasattr(faiss, "StandardGpuResources") or faiss.get_num_gpus() == 0:
+                raise ConfigError(
+                    "gpu_search", "is true but this faiss build sees no GPU (install faiss-gpu)"
+                )
         self._ids = [p.id for p in corpus.passages]
         self._index = self._store = None
         if self.uses_store(corpus):
