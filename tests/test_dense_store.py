@@ -345,3 +345,22 @@ def test_gpu_search_asked_for_without_a_gpu_is_a_clear_error(tmp_path: Path) -> 
         store.search_exact(x[:2], 3, gpu=True)
     with pytest.raises(ConfigError, match="gpu_search"):  # before any encoding
         DenseRetriever(gpu_search=True).index(Corpus([Passage("p", "text")], "c"), str(tmp_path))
+
+
+def test_recall_leaves_the_query_row_out(tmp_path: Path) -> None:
+    """Stored rows as queries: finding only itself is recall 0, not 1/k; an exact index is 1."""
+    x = unit_rows(300, 8, 8)
+    store = EmbeddingStore(tmp_path, len(x), 64, {"test": "recall"})
+    store.encode(lambda a, b: list(range(a, b)), lambda rows: x[rows[0] : rows[-1] + 1])
+    flat = faiss.IndexFlatIP(8)
+    flat.add(x)
+    assert store.measure_recall(flat, 50, (1, 10), seed=0) == {"recall@1": 1.0, "recall@10": 1.0}
+
+    class OnlyItself:  # finds the query's own row and nothing else
+        def search(self, q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+            own = np.array([int(np.argmax(x @ v)) for v in q])
+            rows = np.full((len(q), k), -1)
+            rows[:, 0] = own
+            return np.zeros((len(q), k), dtype=np.float32), rows
+
+    assert store.measure_recall(OnlyItself(), 50, (1, 10), seed=0) == {"recall@1": 0.0, "recall@10": 0.0}
