@@ -248,7 +248,9 @@ def _encode_cfg(overrides: list[str], tmp_path: Path):
 
 
 def test_encode_command_multirun_then_job_searches_the_blocks(tmp_path: Path) -> None:
-    """The real ``rr encode -m`` (Hydra's basic launcher, one process per sweep), then a job."""
+    """The real ``rr encode -m`` on submitit's local executor (the SLURM launcher's code path,
+    both shards at once), then a job that finds every block."""
+    pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
     common = [
         "retriever=[dense]",
         "corpus.max_passages=44",
@@ -257,20 +259,33 @@ def test_encode_command_multirun_then_job_searches_the_blocks(tmp_path: Path) ->
         "progress=false",
     ]
     run = subprocess.run(
-        [sys.executable, "-m", "rr", "encode", "-m", "shards=2", "shard=0,1", *common],
+        [
+            sys.executable,
+            "-m",
+            "rr",
+            "encode",
+            "-m",
+            "hydra/launcher=submitit_local",
+            "shards=2",
+            "shard=0,1",
+            *common,
+        ],
         capture_output=True,
         text=True,
         timeout=600,
         cwd=tmp_path,
     )
     assert run.returncode == 0, run.stderr[-3000:]
-    assert (
-        "dense shard 0/2: 2 blocks encoded" in run.stdout
-        and "dense shard 1/2: 3 blocks encoded" in run.stdout
-    )
-    assert "store complete" in run.stdout
     sweep = tmp_path / "encode" / "wiki_offline" / "multirun"
-    assert sorted(p.name for p in sweep.iterdir() if p.is_dir()) == ["shard-0-of-2", "shard-1-of-2"]
+    assert any((sweep / ".submitit").rglob("*_log.out"))
+    reports = {p.parent.name: json.loads(p.read_text()) for p in sweep.glob("shard-*/encode.json")}
+    assert sorted(reports) == ["shard-0-of-2", "shard-1-of-2"]
+    encoded = {name: r["retrievers"]["dense"][0]["encoded"] for name, r in reports.items()}
+    assert encoded == {"shard-0-of-2": 2, "shard-1-of-2": 3}  # 312 passages: blocks 0-1 and 2-4
+    (store,) = {r["retrievers"]["dense"][0]["store"] for r in reports.values()}
+    blocks = sorted(Path(store).glob("block-*.npy"))
+    assert [p.name for p in blocks] == [f"block-{b:06d}.npy" for b in range(5)]
+    written = [p.stat().st_mtime_ns for p in blocks]
     job = subprocess.run(
         [
             sys.executable,
@@ -289,7 +304,9 @@ def test_encode_command_multirun_then_job_searches_the_blocks(tmp_path: Path) ->
         cwd=tmp_path,
     )
     assert job.returncode == 0, job.stderr[-3000:]
-    assert "dense: encoded" not in job.stderr  # every block was there
+    # the job found every block: it encoded and rewrote none of them
+    assert "dense: encoded" not in job.stdout + job.stderr
+    assert [p.stat().st_mtime_ns for p in blocks] == written
     scores = next(tmp_path.glob("runs/*/*/scores.parquet"))
     import pandas as pd
 
