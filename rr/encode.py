@@ -73,7 +73,7 @@ def run_encode(cfg: DictConfig, output_dir: str | Path | None = None) -> dict[st
     for key, retriever in dense.items():
         for shard in which:
             if (device := shard_device(shard, int(cfg.shard_gpus))) is not None:
-                retriever.device, retriever._model = device, None
+                retriever.set_device(device)
             retriever.load_model()  # not part of the throughput
             t0 = time.perf_counter()
             report = retriever.encode_corpus(

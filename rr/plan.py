@@ -89,6 +89,7 @@ class RetrievalPlan:
         encoded: Passages whose embeddings are already cached.
         to_encode: Passages still to encode.
         storage: ``"memory"`` (one array, in-memory index) or ``"blocks"`` (on-disk store).
+        blocks: Blocks of the on-disk store (``None`` for the in-memory path).
         index: ``"flat"`` (exact) or the approximate index's faiss spec.
         index_bytes: Memory the search needs for the embeddings or index.
         encode_gpu_hours: ``to_encode`` / the encoding throughput.
@@ -101,22 +102,26 @@ class RetrievalPlan:
     encoded: int | None = None
     to_encode: int | None = None
     storage: str | None = None
+    blocks: int | None = None
     index: str | None = None
     index_bytes: int | None = None
     encode_gpu_hours: float | None = None
 
 
-def plan_retrieval(cfg: DictConfig, encode_pps: float = ENCODE_PPS) -> list[RetrievalPlan]:
+def plan_retrieval(
+    cfg: DictConfig, encode_pps: float = ENCODE_PPS, corpus: Any = None
+) -> list[RetrievalPlan]:
     """The corpus and index costs of ``cfg``'s retrievers; encodes and searches nothing.
 
     Dense retrievers (anything with ``storage_plan``) report embedding bytes, what is already
     encoded, index memory and encode GPU-hours; other retrievers report the passage count.
+    ``corpus``: the loaded corpus of ``cfg`` (loaded here when ``None``).
     """
     from rr.config import instantiate
 
     if not cfg.get("retriever"):
         return []
-    corpus = instantiate(cfg.corpus).load()
+    corpus = corpus if corpus is not None else instantiate(cfg.corpus).load()
     out = []
     for node in cfg.retriever.values():
         retriever = instantiate(node)
@@ -124,9 +129,36 @@ def plan_retrieval(cfg: DictConfig, encode_pps: float = ENCODE_PPS) -> list[Retr
             out.append(RetrievalPlan(retriever.name, len(corpus)))
             continue
         st = retriever.storage_plan(corpus, str(cfg.paths.cache_dir))
-        del st["blocks"]
         out.append(RetrievalPlan(retriever.name, **st, encode_gpu_hours=st["to_encode"] / encode_pps / 3600))
     return out
+
+
+def plan_jobs_retrieval(jobs: list[tuple[list[str], DictConfig]], encode_pps: float) -> list[RetrievalPlan]:
+    """:func:`plan_retrieval` over a sweep's jobs: one row per distinct (corpus, retriever),
+    each distinct corpus loaded once."""
+    from rr.config import instantiate
+
+    def ident(node: Any) -> str:
+        return json.dumps(OmegaConf.to_container(node, resolve=True), sort_keys=True, default=str)
+
+    corpora: dict[str, Any] = {}
+    rows: dict[tuple[str, str, str], RetrievalPlan] = {}
+    for _, cfg in jobs:
+        retrievers = cfg.get("retriever") or {}
+        if not retrievers:
+            continue
+        c = ident(cfg.corpus)
+        todo = {key: node for key, node in retrievers.items() if (c, key, ident(node)) not in rows}
+        if not todo:
+            continue
+        if c not in corpora:
+            corpora[c] = instantiate(cfg.corpus).load()
+        sub = cfg.copy()
+        with open_dict(sub):
+            sub.retriever = todo
+        for (key, node), row in zip(todo.items(), plan_retrieval(sub, encode_pps, corpora[c]), strict=True):
+            rows[(c, key, ident(node))] = row
+    return list(rows.values())
 
 
 @dataclass
@@ -477,27 +509,11 @@ def plan_main(argv: list[str]) -> int:
     t0 = time.perf_counter()
     console = Console(width=None if Console().is_terminal else 160)
     jobs = compose_jobs(a.overrides, a.multirun)
-    retrieval: dict[str, RetrievalPlan] = {}  # one row per distinct (corpus, retriever)
-    for _, cfg in jobs:
-        for key, node in (cfg.get("retriever") or {}).items():
-            ident = json.dumps(
-                [
-                    OmegaConf.to_container(cfg.corpus, resolve=True),
-                    key,
-                    OmegaConf.to_container(node, resolve=True),
-                ],
-                sort_keys=True,
-                default=str,
-            )
-            if ident not in retrieval:
-                sub = cfg.copy()
-                with open_dict(sub):
-                    sub.retriever = {key: node}
-                retrieval[ident] = plan_retrieval(sub, a.encode_pps)[0]
-    print_retrieval(console, list(retrieval.values()), a.encode_pps)
+    retrieval = plan_jobs_retrieval(jobs, a.encode_pps)  # one row per distinct (corpus, retriever)
+    print_retrieval(console, retrieval, a.encode_pps)
     if a.retrieval_only:
         if a.json:
-            a.json.write_text(json.dumps({"retrieval": [asdict(r) for r in retrieval.values()]}, indent=1))
+            a.json.write_text(json.dumps({"retrieval": [asdict(r) for r in retrieval]}, indent=1))
         return 0
     planned: set[str] = set()  # jobs of a sweep share the cache: later jobs hit earlier ones' requests
     plans = [plan_job(cfg, a.mean_new_tokens, job, planned, a.exact_tokens) for job, cfg in jobs]
@@ -599,7 +615,7 @@ def plan_main(argv: list[str]) -> int:
                     "prompt_token_counts": "exact" if a.exact_tokens else "estimate where fitting made one",
                     "seconds": round(wall, 3),
                     "power": powers,
-                    "retrieval": [asdict(r) for r in retrieval.values()],
+                    "retrieval": [asdict(r) for r in retrieval],
                 },
                 indent=1,
             )

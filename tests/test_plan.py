@@ -211,3 +211,21 @@ def test_plan_cli_retrieval_only(tmp_path: Path) -> None:
     assert "corpus and index" in proc.stdout and "GPU-hours" not in proc.stdout  # no generation planned
     (row,) = json.loads(out.read_text())["retrieval"]
     assert row["retriever"] == "dense" and row["storage"] == "memory" and row["to_encode"] == row["passages"]
+
+
+def test_plan_jobs_retrieval_one_row_per_distinct_corpus_and_retriever(tmp_path: Path) -> None:
+    from rr.plan import plan_jobs_retrieval
+
+    base = ["retriever=[bm25,dense]", "corpus.max_passages=300"]
+    jobs = [
+        (o, compose_config(base + o, tmp_path))
+        for o in (["dataset.n=2"], ["dataset.n=3"], ["corpus.max_passages=400"])
+    ]
+    rows = plan_jobs_retrieval(jobs, 1000.0)
+    # the first two jobs share corpus and retrievers; the third samples another corpus
+    assert [(r.retriever, r.passages) for r in rows] == [
+        ("bm25", 312),
+        ("dense", 312),
+        ("bm25", 400),
+        ("dense", 400),
+    ]

@@ -200,6 +200,11 @@ class DenseRetriever:
         """Hash of :meth:`embedding_identity` (part of the embedding file and store names)."""
         return content_hash(self.embedding_identity(), 12)
 
+    def set_device(self, device: str | None) -> None:
+        """Move encoding to ``device`` (the model is reloaded there on next use)."""
+        if device != self.device:
+            self.device, self._model = device, None
+
     def load_model(self) -> Any:
         """The ``SentenceTransformer`` (loaded on first use, then kept)."""
         if self._model is None:
