@@ -6,7 +6,7 @@ from collections.abc import Iterable, Sequence
 from typing import Protocol, runtime_checkable
 
 from rr.errors import ConfigError, UserError
-from rr.hashing import content_hash, rng_for
+from rr.hashing import content_hash_streamed, rng_for
 from rr.records import Example, Passage
 
 
@@ -59,12 +59,13 @@ class Corpus:
             if p.id in self._by_id:
                 raise DataError(f"corpus {name!r}: duplicate passage id {p.id!r} at position {i}")
             self._by_id[p.id] = p
-        self._fingerprint = content_hash(
+        # streamed: the same digest as content_hash of the lists, without their JSON in memory
+        self._fingerprint = content_hash_streamed(
             {
                 "name": name,
                 "source": source,
-                "ids": [p.id for p in self.passages],
-                "text": content_hash([p.title + "\x00" + p.text for p in self.passages]),
+                "ids": (p.id for p in self.passages),
+                "text": content_hash_streamed(p.title + "\x00" + p.text for p in self.passages),
             },
             16,
         )
