@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import json
 import logging
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +18,8 @@ from rr.errors import ConfigError
 from rr.records import Passage
 from rr.retrieval.dense import DenseRetriever
 from rr.retrieval.dense_store import EmbeddingStore, shard_blocks
+
+from .test_resume import rr_cli
 
 faiss = pytest.importorskip("faiss")
 
@@ -258,22 +258,8 @@ def test_encode_command_multirun_then_job_searches_the_blocks(tmp_path: Path) ->
         f"paths.output_root={tmp_path}",
         "progress=false",
     ]
-    run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "rr",
-            "encode",
-            "-m",
-            "hydra/launcher=submitit_local",
-            "shards=2",
-            "shard=0,1",
-            *common,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=tmp_path,
+    run = rr_cli(
+        ["encode", "-m", "hydra/launcher=submitit_local", "shards=2", "shard=0,1", *common], tmp_path
     )
     assert run.returncode == 0, run.stderr[-3000:]
     sweep = tmp_path / "encode" / "wiki_offline" / "multirun"
@@ -286,22 +272,10 @@ def test_encode_command_multirun_then_job_searches_the_blocks(tmp_path: Path) ->
     blocks = sorted(Path(store).glob("block-*.npy"))
     assert [p.name for p in blocks] == [f"block-{b:06d}.npy" for b in range(5)]
     written = [p.stat().st_mtime_ns for p in blocks]
-    job = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "rr",
-            *common,
-            "dataset.n=2",
-            "grid.k=[1]",
-            "grid.orders=[original]",
-            "grid.closed_book=false",
-            "generator.max_new_tokens=4",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=tmp_path,
+    job = rr_cli(
+        [*common, "dataset.n=2", "grid.k=[1]", "grid.orders=[original]", "grid.closed_book=false"]
+        + ["generator.max_new_tokens=4"],
+        tmp_path,
     )
     assert job.returncode == 0, job.stderr[-3000:]
     # the job found every block: it encoded and rewrote none of them

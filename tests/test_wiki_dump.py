@@ -334,23 +334,12 @@ def test_failed_block_keeps_shards_other_workers_finished(
 
 
 def test_rr_chunk_wiki_subcommand(tmp_path: Path) -> None:
-    import subprocess
-    import sys
+    from .test_resume import rr_cli
 
     out = tmp_path / "chunks"
-    ok = subprocess.run(
-        [sys.executable, "-m", "rr", "chunk-wiki", str(DUMP), str(out), "--max-pages", "1", "--no-progress"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    ok = rr_cli(["chunk-wiki", str(DUMP), str(out), "--max-pages", "1", "--no-progress"], tmp_path)
     assert ok.returncode == 0, ok.stderr[-2000:]
     assert "wrote 108 chunks" in ok.stdout  # Anarchism's 108 chunks (see test_real_dump_chunks_and_cache)
-    missing = subprocess.run(
-        [sys.executable, "-m", "rr", "chunk-wiki", str(tmp_path / "nope.xml.bz2"), str(out)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    missing = rr_cli(["chunk-wiki", str(tmp_path / "nope.xml.bz2"), str(out)], tmp_path)
     assert missing.returncode == 2 and missing.stderr.strip().endswith("nope.xml.bz2")
     assert "Traceback" not in missing.stderr
