@@ -40,7 +40,7 @@ from rr.hashing import content_hash
 from rr.records import Hit
 from rr.registry import component
 from rr.retrieval.bm25 import index_text
-from rr.retrieval.dense_store import EmbeddingStore, EncodeReport, shard_blocks
+from rr.retrieval.dense_store import EmbeddingStore, EncodeReport, faiss_gpus_available, shard_blocks
 
 log = logging.getLogger(__name__)
 
@@ -241,6 +241,10 @@ class DenseRetriever:
         approximate index) rather than the in-memory path."""
         return len(corpus) > self.block_size or self.index_spec != "flat"
 
+    def _embeddings_file(self, corpus: Corpus, cache_dir: str) -> Path:
+        """The in-memory path's cached embeddings of ``corpus`` (one ``.npy``)."""
+        return Path(cache_dir) / "dense" / f"{corpus.fingerprint()}-{self._embedding_key()}.npy"
+
     def store(self, corpus: Corpus, cache_dir: str) -> EmbeddingStore:
         """The on-disk :class:`EmbeddingStore` of ``corpus`` for this encoder (not yet encoded)."""
         root = Path(cache_dir) / "dense" / f"{corpus.fingerprint()}-{self._embedding_key()}.blocks"
@@ -279,13 +283,8 @@ class DenseRetriever:
         """
         if len(corpus) == 0:
             raise ValueError(f"dense: corpus {corpus.name!r} is empty")
-        if self.gpu_search:
-            import faiss
-
-            if not hasattr(faiss, "StandardGpuResources") or faiss.get_num_gpus() == 0:
-                raise ConfigError(
-                    "gpu_search", "is true but this faiss build sees no GPU (install faiss-gpu)"
-                )
+        if self.gpu_search and not faiss_gpus_available():
+            raise ConfigError("gpu_search", "is true but this faiss build sees no GPU (install faiss-gpu)")
         self._ids = [p.id for p in corpus.passages]
         self._index = self._store = None
         if self.uses_store(corpus):
@@ -301,7 +300,7 @@ class DenseRetriever:
 
         path = None
         if cache_dir is not None:
-            path = Path(cache_dir) / "dense" / f"{corpus.fingerprint()}-{self._embedding_key()}.npy"
+            path = self._embeddings_file(corpus, cache_dir)
         self.embeddings_path = path
         emb = None if path is None else self._load_cached(path, len(corpus))
         if emb is None:
@@ -341,10 +340,10 @@ class DenseRetriever:
             store = self.store(corpus, cache_dir)
             blocks = store.n_blocks
             missing = store.missing()
-            encoded = n - sum(store.block_range(b)[1] - store.block_range(b)[0] for b in missing)
+            encoded = n - store.rows_in(missing)
             dim = store._dim if encoded else None
         elif cache_dir is not None:
-            path = Path(cache_dir) / "dense" / f"{corpus.fingerprint()}-{self._embedding_key()}.npy"
+            path = self._embeddings_file(corpus, cache_dir)
             if path.exists():
                 with contextlib.suppress(Exception):
                     dim = int(np.load(path, mmap_mode="r").shape[1])

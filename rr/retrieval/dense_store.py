@@ -107,6 +107,10 @@ class EmbeddingStore:
         """Rows ``[start, stop)`` of block ``b``."""
         return b * self.block_size, min(self.n, (b + 1) * self.block_size)
 
+    def rows_in(self, blocks: Sequence[int] | range) -> int:
+        """How many passages (rows) the blocks ``blocks`` hold."""
+        return sum(stop - start for start, stop in map(self.block_range, blocks))
+
     def block_path(self, b: int) -> Path:
         return self.root / f"block-{b:06d}.npy"
 
@@ -214,8 +218,7 @@ class EmbeddingStore:
                     self._trusted = True
                 with atomic_write(self.block_path(b), mode="wb") as f:
                     np.save(f, emb)
-        passages = sum(self.block_range(b)[1] - self.block_range(b)[0] for b in todo)
-        return EncodeReport(len(wanted), len(todo), len(wanted) - len(todo), rebuilt, passages)
+        return EncodeReport(len(wanted), len(todo), len(wanted) - len(todo), rebuilt, self.rows_in(todo))
 
     # ------------------------------------------------------------------ search
 
@@ -377,10 +380,15 @@ class EmbeddingStore:
         return out
 
 
-def _use_gpu(gpu: bool | None) -> bool:
+def faiss_gpus_available() -> bool:
+    """Whether the installed faiss is a GPU build that sees at least one GPU."""
     import faiss
 
-    available = hasattr(faiss, "StandardGpuResources") and faiss.get_num_gpus() > 0
+    return hasattr(faiss, "StandardGpuResources") and faiss.get_num_gpus() > 0
+
+
+def _use_gpu(gpu: bool | None) -> bool:
+    available = faiss_gpus_available()
     if gpu and not available:
         raise RuntimeError("dense store: gpu=true but this faiss build sees no GPU (install faiss-gpu)")
     return available if gpu is None else bool(gpu)
