@@ -39,8 +39,8 @@ test-slow: $(STAMP)  ## the slow tests, and the fuzz tests with the long hypothe
 	HYPOTHESIS_PROFILE=slow $(BIN)/python -m pytest -q -m "slow or fuzz"
 
 lint:  $(STAMP) ## ruff + mypy
-	$(BIN)/ruff check rr tests benchmarks
-	$(BIN)/ruff format --check rr tests benchmarks
+	$(BIN)/ruff check rr tests benchmarks hydra_plugins
+	$(BIN)/ruff format --check rr tests benchmarks hydra_plugins
 	$(BIN)/mypy
 
 bench: $(STAMP)  ## harness vs bare-transformers overhead benchmark

@@ -50,7 +50,7 @@ def cao_grid_prompts(n: int, ks: list[int], max_new_tokens: int, retrievers: str
         f"generator.max_new_tokens={max_new_tokens}",
         "progress=false",
     ]
-    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+    with initialize_config_dir(config_dir=str(REPO / "rr" / "conf"), version_base="1.3"):
         cfg = compose("config", overrides=overrides)
     seen: dict[str, None] = {}
 

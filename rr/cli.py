@@ -17,7 +17,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
-from rr.config import register_configs
+from rr.config import config_dir, register_configs
 from rr.errors import user_message
 
 log = logging.getLogger("rr")
@@ -31,14 +31,14 @@ SUBCOMMANDS: dict[str, str] = {
     "chunk-wiki": "rr.data.wiki_dump:main",
     "report": "rr.reporting.command:main",
     "judge-agreement": "rr.analysis.agreement:main",
+    "perturb-queries": "rr.perturbations.generate:main",
+    "sure-prelim": "rr.analysis.sure:main",
 }
 
 #: ``rr --verbose ...`` (anywhere on the command line): show the traceback of a user error too.
 VERBOSE_FLAG = "--verbose"
 #: Exit status of a user error (bad config value, bad data, missing file or model).
 USER_ERROR_EXIT = 2
-
-CONFIG_DIR = os.environ.get("RR_CONFIG_DIR", str(Path(__file__).resolve().parent.parent / "conf"))
 
 
 def _app(cfg: DictConfig) -> float | None:
@@ -126,16 +126,14 @@ def main() -> None:
         module, func = SUBCOMMANDS[sys.argv[1]].split(":")
         entry = getattr(importlib.import_module(module), func)
         sys.exit(run_reporting_errors(lambda: entry(sys.argv[2:]), verbose))
-    if not Path(CONFIG_DIR, "config.yaml").exists():
-        sys.exit(
-            f"rr: no config.yaml in {CONFIG_DIR}; install rr editable from its checkout "
-            "(pip install -e .) or set RR_CONFIG_DIR"
-        )
-    register_configs()
+    directory = config_dir()
+    if not Path(directory, "config.yaml").exists():
+        sys.exit(f"rr: no config.yaml in {directory} (RR_CONFIG_DIR={os.environ.get('RR_CONFIG_DIR')!r})")
+    run_reporting_errors(register_configs, verbose)  # a plugin that fails to import: one line
 
     def rr_job(cfg: DictConfig) -> float | None:
         return _job(cfg, verbose)
 
     run_reporting_errors(
-        hydra.main(config_path=CONFIG_DIR, config_name="config", version_base="1.3")(rr_job), verbose
+        hydra.main(config_path=directory, config_name="config", version_base="1.3")(rr_job), verbose
     )

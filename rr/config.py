@@ -9,7 +9,11 @@ ConfigStore named ``<group>/<option>_schema``; each option YAML starts with
 from __future__ import annotations
 
 import importlib
+import os
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from hydra.core.config_store import ConfigStore
@@ -18,6 +22,15 @@ from omegaconf import MISSING, DictConfig, OmegaConf
 from rr.errors import ConfigError, UserError
 from rr.hashing import content_hash
 from rr.registry import COMPONENT_MODULES, COMPONENTS, schema_for
+
+#: The configs shipped with the package (``rr/conf``: ``config.yaml``, ``encode.yaml``, one folder per group).
+PACKAGE_CONFIG_DIR = str(Path(__file__).resolve().parent / "conf")
+
+
+def config_dir() -> str:
+    """The primary config folder: ``RR_CONFIG_DIR`` if set, else the package's own."""
+    return os.environ.get("RR_CONFIG_DIR") or PACKAGE_CONFIG_DIR
+
 
 #: Config groups that select several options at once (one cell dimension each); their
 #: option YAMLs are placed at ``<group>.<option>`` (``# @package retriever.bm25``).
@@ -98,7 +111,7 @@ class RootSchema:
 
 @dataclass
 class EncodeSchema(RootSchema):
-    """``rr encode`` (``conf/encode.yaml``): the job config plus which shard of the corpus to embed."""
+    """``rr encode`` (``rr/conf/encode.yaml``): the job config plus which shard of the corpus to embed."""
 
     shards: int = 1
     shard: int | None = None
@@ -106,9 +119,13 @@ class EncodeSchema(RootSchema):
 
 
 def import_components() -> None:
-    """Import every built-in component module so that their ``@component`` decorators run."""
+    """Import every built-in component module, then every plugin's (entry-point group
+    ``rr.components``, :mod:`rr.plugins`), so that their ``@component`` decorators run."""
+    from rr.plugins import import_plugin_components
+
     for mod in COMPONENT_MODULES:
         importlib.import_module(mod)
+    import_plugin_components()
 
 
 def register_configs() -> None:
@@ -122,6 +139,38 @@ def register_configs() -> None:
             cs.store(group=group, name=f"{name}_schema", node=schema_for(cls))
     if not OmegaConf.has_resolver("rr_job_id"):
         OmegaConf.register_new_resolver("rr_job_id", _job_id_resolver)
+
+
+@contextmanager
+def hydra_context(directory: str | None = None) -> Iterator[None]:
+    """Hydra initialised on rr's configs (``directory``, default :func:`config_dir`), schemas registered.
+
+    Inside, ``hydra.compose`` composes as ``rr`` would; on exit Hydra is cleared again. Use
+    :func:`compose` for one config; this for many (``rr status`` re-expanding a sweep).
+    """
+    from hydra import initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    register_configs()
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(config_dir=directory or config_dir(), version_base="1.3"):
+            yield
+    finally:
+        GlobalHydra.instance().clear()
+
+
+def compose(
+    overrides: Sequence[str] = (),
+    config_name: str | None = "config",
+    directory: str | None = None,
+    return_hydra_config: bool = False,
+) -> DictConfig:
+    """The config ``rr OVERRIDES`` would run (``config_name="encode"``: ``rr encode``'s)."""
+    from hydra import compose as hydra_compose
+
+    with hydra_context(directory):
+        return hydra_compose(config_name, overrides=list(overrides), return_hydra_config=return_hydra_config)
 
 
 def semantic_config(cfg: DictConfig) -> dict[str, Any]:

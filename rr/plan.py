@@ -397,17 +397,13 @@ def compose_jobs(
     overrides: list[str], multirun: bool, config_dir: str | None = None
 ) -> list[tuple[list[str], DictConfig]]:
     """The composed config of each job ``rr [-m] overrides`` would run."""
-    from hydra import compose, initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
+    from hydra import compose
 
-    from rr.cli import CONFIG_DIR
-    from rr.config import register_configs
+    from rr.config import hydra_context
     from rr.resume import sweep_jobs
 
-    register_configs()
-    GlobalHydra.instance().clear()
     out = []
-    with initialize_config_dir(config_dir=config_dir or CONFIG_DIR, version_base="1.3"):
+    with hydra_context(config_dir):
         if multirun:
             # the sweeper's params (sweep=NAME files) come from a compose without the swept values
             from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -420,7 +416,6 @@ def compose_jobs(
             jobs = [overrides]
         for job in jobs:
             out.append((job, compose("config", overrides=job)))
-    GlobalHydra.instance().clear()
     return out
 
 

@@ -92,13 +92,29 @@ def sweep_jobs(overrides: list[str], sweeper_params: Any = None) -> list[list[st
 
     ``sweeper_params`` (``hydra.sweeper.params``, e.g. from a ``sweeps/*.yaml`` file) come
     first, then ``overrides`` (the command line's); ``a=1,2 b=x,y`` gives four jobs.
+
+    Written with Hydra's public override API (``Override.sweep_string_iterator``), following
+    ``BasicSweeper.split_arguments`` (Hydra 1.3), which lives in Hydra's private ``_internal``:
+    one list of ``key=value`` strings per key (a later override of a key replaces an earlier one in
+    its first position), then their Cartesian product. ``tests/test_resume.py`` checks it against
+    the job folders real multiruns write.
     """
-    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    import itertools
+
     from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
 
     args = [f"{k}={v}" for k, v in (sweeper_params or {}).items()] + list(overrides)
-    parsed = OverridesParser.create().parse_overrides(args)
-    return [list(job) for batch in BasicSweeper.split_arguments(parsed, None) for job in batch]
+    per_key: dict[str, list[str]] = {}
+    for override in OverridesParser.create().parse_overrides(args):
+        key = override.get_key_element()
+        if not override.is_sweep_override():
+            per_key[key] = [f"{key}={override.get_value_element_as_str()}"]
+        elif override.is_discrete_sweep():
+            per_key[key] = [f"{key}={value}" for value in override.sweep_string_iterator()]
+        else:
+            raise HydraException(f"{override.input_line}: a range/interval sweep needs another sweeper")
+    return [list(job) for job in itertools.product(*per_key.values())]
 
 
 def expected_jobs(sweep_dir: str | Path, config_dir: str | None = None) -> list[tuple[str, list[str]]]:
@@ -107,11 +123,9 @@ def expected_jobs(sweep_dir: str | Path, config_dir: str | None = None) -> list[
     Re-expands the sweep exactly as Hydra's basic sweeper does (sweeper ``params`` first, then
     the command line's overrides) and composes each job's config to get its id.
     """
-    from hydra import compose, initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
+    from hydra import compose
 
-    from rr.cli import CONFIG_DIR
-    from rr.config import register_configs
+    from rr.config import hydra_context
 
     mr = OmegaConf.load(Path(sweep_dir) / "multirun.yaml")
     assert isinstance(mr, DictConfig)
@@ -119,13 +133,10 @@ def expected_jobs(sweep_dir: str | Path, config_dir: str | None = None) -> list[
         list(OmegaConf.select(mr, "hydra.overrides.task") or []),
         OmegaConf.select(mr, "hydra.sweeper.params"),
     )
-    register_configs()
     out = []
-    GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=config_dir or CONFIG_DIR, version_base="1.3"):
+    with hydra_context(config_dir):
         for overrides in jobs:
             out.append((job_id(compose("config", overrides=overrides)), overrides))
-    GlobalHydra.instance().clear()
     return out
 
 
@@ -154,7 +165,11 @@ def status_main(argv: list[str]) -> int:
 
     ap = argparse.ArgumentParser(prog="rr status", description=status_main.__doc__)
     ap.add_argument("dir", nargs="?", default="outputs", help="a job, sweep, runs or outputs folder")
-    ap.add_argument("--config-dir", default=None, help="conf/ folder to re-expand sweeps with")
+    ap.add_argument(
+        "--config-dir",
+        default=None,
+        help="config folder to re-expand sweeps with (default: rr's own, or RR_CONFIG_DIR)",
+    )
     a = ap.parse_args(argv)
     try:
         states = status(a.dir, a.config_dir)

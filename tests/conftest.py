@@ -15,9 +15,10 @@ from hydra.core.global_hydra import GlobalHydra
 from hypothesis import HealthCheck, settings
 from omegaconf import DictConfig, open_dict
 
-from rr.config import register_configs
+from rr.config import PACKAGE_CONFIG_DIR, register_configs
 
-CONF_DIR = str(Path(__file__).resolve().parent.parent / "conf")
+REPO = Path(__file__).resolve().parent.parent
+CONF_DIR = PACKAGE_CONFIG_DIR
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
@@ -36,7 +37,7 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 def compose_config(overrides: list[str] | None = None, tmp_path: Path | None = None) -> DictConfig:
-    """Compose ``conf/config.yaml`` with ``overrides``; outputs and caches go under ``tmp_path``."""
+    """Compose ``rr/conf/config.yaml`` with ``overrides``; outputs and caches go under ``tmp_path``."""
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
         cfg = compose("config", overrides=list(overrides or []), return_hydra_config=False)

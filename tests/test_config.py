@@ -47,7 +47,7 @@ def test_every_option_composes_and_instantiates(group: str, option: str, tmp_pat
 def test_every_registered_component_has_a_yaml() -> None:
     for group, options in COMPONENTS.items():
         for name in options:
-            assert (CONF / group / f"{name}.yaml").exists(), f"conf/{group}/{name}.yaml is missing"
+            assert (CONF / group / f"{name}.yaml").exists(), f"rr/conf/{group}/{name}.yaml is missing"
 
 
 @pytest.mark.parametrize(
@@ -104,7 +104,7 @@ def _compose_with_hydra(overrides: list[str]):
         return compose("config", overrides=overrides, return_hydra_config=True)
 
 
-@pytest.mark.parametrize("sweep", sorted(p.stem for p in (CONF.parent / "sweeps").glob("*.yaml")))
+@pytest.mark.parametrize("sweep", sorted(p.stem for p in (CONF / "sweep").glob("*.yaml")))
 def test_every_sweep_composes_and_each_point_validates(sweep: str, tmp_path: Path) -> None:
     cfg = _compose_with_hydra([f"sweep={sweep}"])
     params = cfg.hydra.sweeper.params

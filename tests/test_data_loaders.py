@@ -631,7 +631,7 @@ def compose_dataset():
 
     def run(overrides: list[str]):
         GlobalHydra.instance().clear()
-        with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+        with initialize_config_dir(config_dir=str(REPO / "rr" / "conf"), version_base="1.3"):
             return compose(config_name=None, overrides=["+seed=7", *overrides])
 
     yield run

@@ -464,23 +464,18 @@ def preliminary_from_config(cfg: Any, output_dir: str | Path, depth: int = 100) 
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """``python -m rr.analysis.sure OUTPUT_DIR [--depth N] [rr overrides...]``: the §2.3 experiment."""
+    """``rr sure-prelim OUTPUT_DIR [--depth N] [rr overrides...]``: the §2.3 experiment."""
     import argparse
     import sys
 
-    from hydra import compose, initialize_config_dir
+    from rr.config import compose
 
-    from rr.cli import CONFIG_DIR
-    from rr.config import register_configs
-
-    parser = argparse.ArgumentParser(prog="python -m rr.analysis.sure", description=main.__doc__)
+    parser = argparse.ArgumentParser(prog="rr sure-prelim", description=main.__doc__)
     parser.add_argument("output_dir")
     parser.add_argument("--depth", type=int, default=100, help="first-stage retrieval depth")
     parser.add_argument("overrides", nargs="*", help="rr config overrides, e.g. experiment=sure2025_mini")
     args = parser.parse_intermixed_args(sys.argv[1:] if argv is None else argv)
-    register_configs()
-    with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
-        cfg = compose("config", overrides=list(args.overrides))
+    cfg = compose(args.overrides)
     ks = preliminary_from_config(cfg, args.output_dir, depth=args.depth)
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(ks)

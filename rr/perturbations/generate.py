@@ -1,6 +1,6 @@
 """Generate perturbed query sets once, as JSON-lines files that later jobs consume.
 
-Three commands (``python -m rr.perturbations.generate <command> --help``):
+Three commands (``rr perturb-queries <command> --help``):
 
 ``questions OUT [overrides ...]``
     Write a dataset's questions (``{"id", "question"}`` per line), composed from rr's configs
@@ -53,14 +53,9 @@ def read_questions(path: str | Path) -> list[Example]:
 
 
 def _compose(overrides: list[str]) -> Any:
-    from hydra import compose, initialize_config_dir
+    from rr.config import compose
 
-    from rr.cli import CONFIG_DIR
-    from rr.config import register_configs
-
-    register_configs()
-    with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
-        return compose("config", overrides=overrides)
+    return compose(overrides)
 
 
 def _counter() -> tuple[dict[str, int], Any]:
@@ -127,9 +122,7 @@ def cmd_apply(args: argparse.Namespace) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="python -m rr.perturbations.generate", description=__doc__.split("\n")[0]
-    )
+    p = argparse.ArgumentParser(prog="rr perturb-queries", description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
     q = sub.add_parser("questions", help="write a dataset's questions as JSONL")
     q.add_argument("output")

@@ -7,7 +7,7 @@ A query file holds one perturbed query per line, keyed by example id and variant
 
 ``original`` is optional; when present it must equal the dataset's question for that id (a
 file made from another version of the dataset is an error, not a silent mismatch). Files are
-written by ``python -m rr.perturbations.generate`` (any query perturbation, or TextAttack typos
+written by ``rr perturb-queries`` (any query perturbation, or TextAttack typos
 in TextAttack's own environment) and consumed with ``perturbation/query=file
 perturbation.query.path=...``, so the expensive or incompatible step runs once, elsewhere.
 """
@@ -53,9 +53,7 @@ def read_query_file(path: str | Path) -> list[QueryRow]:
     """
     path = Path(path)
     if not path.exists():
-        raise FileNotFoundError(
-            f"query file {path} does not exist (write one with python -m rr.perturbations.generate)"
-        )
+        raise FileNotFoundError(f"query file {path} does not exist (write one with rr perturb-queries)")
     rows: list[QueryRow] = []
     first: dict[tuple[str, str], int] = {}
     for lineno, obj in iter_jsonl(path):

@@ -30,7 +30,7 @@ words, so its rate is not the paper's). ``textattack`` runs TextAttack's own ``A
 ``WordSwapQWERTY`` / ``WordSwapRandomCharacterDeletion`` and ``StopwordModification``, seeding
 Python's ``random`` per variant and restoring it afterwards. TextAttack 0.3.11 needs
 ``transformers<5`` and so lives in its own environment: generate a query file there with
-``python -m rr.perturbations.generate typo --backend textattack`` and run jobs with
+``python -m rr.perturbations.generate typo --backend textattack`` (in its own environment) and run jobs with
 ``perturbation/query=file`` (see ``docs/query-level.md``).
 """
 
@@ -238,7 +238,7 @@ class TypoPerturbation:
         n: Variants kept per query (paper: 5; RARE: 1).
         ops: ``[qwerty]`` (the query-level paper) or ``[qwerty, delete]`` (RARE's character level).
         backend: ``nlpaug`` (in process, default) or ``textattack`` (needs TextAttack importable;
-            normally used through ``python -m rr.perturbations.generate`` in its own environment).
+            normally used through ``rr perturb-queries`` in its own environment).
         candidates: Candidates drawn per query before selection (``None`` = ``n``). With more
             candidates than ``n`` the ``n`` most similar to the original under ``embedder``
             are kept (RARE: 5 candidates, keep 1).
