@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Protocol, runtime_checkable
 
 from rr.errors import ConfigError, UserError
@@ -72,6 +72,11 @@ class Corpus:
 
     def __len__(self) -> int:
         return len(self.passages)
+
+    def __iter__(self) -> Iterator[Passage]:
+        """The passages in corpus order (without it, ``for p in corpus`` would call
+        ``__getitem__`` with 0, 1, ... as ids)."""
+        return iter(self.passages)
 
     def __getitem__(self, passage_id: str) -> Passage:
         return self._by_id[passage_id]

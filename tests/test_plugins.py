@@ -1,0 +1,184 @@
+"""rr used from an installed wheel, and extended from a separate package (issue 16, part 1).
+
+Both tests build real distributions with pip (offline: ``--no-index --no-build-isolation``, the
+venv's setuptools) and install them with ``--target`` into the test's own folder, which goes first on
+``PYTHONPATH`` of a ``python -m rr`` subprocess: the test environment itself is never changed.
+
+* A plugin distribution (``pyproject.toml``, one retriever class, one YAML in its own config package,
+  two entry points) adds ``retriever=[first_passages]`` with no edit to rr; a real job runs with it.
+* rr's own wheel (not editable: the configs are package data) runs ``rr --cfg job`` and a one-example
+  job from a folder that is not the checkout.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pandas as pd
+
+from rr.config import instantiate
+
+from .conftest import compose_config
+from .test_resume import REPO, SMALL, rr_env
+
+PLUGIN_MODULE = '''
+"""A toy retriever: the corpus's passages in corpus order, every ``stride``-th one."""
+
+from rr.records import Hit
+from rr.registry import component
+
+
+@component("retriever", "first_passages")
+class FirstPassages:
+    def __init__(self, stride: int = 1, name: str = "first_passages") -> None:
+        self.stride = stride
+        self.name = name
+        self._ids: list[str] = []
+
+    def index(self, corpus, cache_dir=None) -> None:
+        self._ids = [p.id for p in corpus][:: self.stride]
+
+    def search(self, queries, k):
+        return [[Hit(pid, rank, 1.0 / rank) for rank, pid in enumerate(self._ids[:k], 1)] for _ in queries]
+
+    def fingerprint(self) -> dict:
+        return {"stride": self.stride}
+'''
+
+PLUGIN_YAML = """\
+# @package retriever.first_passages
+defaults:
+  - first_passages_schema@_here_
+  - _self_
+_target_: rr_first_passages.FirstPassages
+stride: 1
+name: first_passages
+"""
+
+PLUGIN_PYPROJECT = """\
+[build-system]
+requires = ["setuptools>=68"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "rr-first-passages"
+version = "0.1.0"
+
+[project.entry-points."rr.components"]
+first_passages = "rr_first_passages"
+
+[project.entry-points."rr.configs"]
+first_passages = "rr_first_passages.conf"
+
+[tool.setuptools.packages.find]
+include = ["rr_first_passages*"]
+
+[tool.setuptools.package-data]
+"rr_first_passages.conf" = ["retriever/*.yaml"]
+"""
+
+
+def _pip_install(source: Path, target: Path) -> None:
+    """``pip install --no-deps --target TARGET SOURCE`` offline, building with this venv's setuptools."""
+    subprocess.run(
+        [
+            sys.executable,
+            *("-m", "pip", "install", "-q", "--no-deps", "--no-index", "--no-build-isolation"),
+            *("--target", str(target), str(source)),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+def _rr(args: list[str], cwd: Path, site: Path, with_checkout: bool = True) -> subprocess.CompletedProcess:
+    env = rr_env()
+    paths = [str(site)] + ([env["PYTHONPATH"]] if with_checkout else [])
+    env["PYTHONPATH"] = ":".join(paths)
+    return subprocess.run(
+        [sys.executable, "-m", "rr", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=900
+    )
+
+
+def test_a_plugin_distribution_adds_a_retriever_without_editing_rr(tmp_path: Path) -> None:
+    src = tmp_path / "plugin"
+    (src / "rr_first_passages" / "conf" / "retriever").mkdir(parents=True)
+    (src / "pyproject.toml").write_text(PLUGIN_PYPROJECT)
+    (src / "rr_first_passages" / "__init__.py").write_text(textwrap.dedent(PLUGIN_MODULE))
+    (src / "rr_first_passages" / "conf" / "__init__.py").write_text("")
+    (src / "rr_first_passages" / "conf" / "retriever" / "first_passages.yaml").write_text(PLUGIN_YAML)
+    site = tmp_path / "site"
+    _pip_install(src, site)
+    assert (site / "rr_first_passages-0.1.0.dist-info" / "entry_points.txt").exists()
+
+    small = [a for a in SMALL if not a.startswith(("retriever=", "grid.k="))] + ["grid.k=[1,2]"]
+    out = tmp_path / "out"
+    job = [*small, "retriever=[first_passages]", "retriever.first_passages.stride=2"]
+    proc = _rr([*job, f"paths.output_root={out}"], tmp_path, site)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (scores_path,) = out.glob("runs/*/*/scores.parquet")
+    scores = pd.read_parquet(scores_path)
+    assert len(scores) == 2 * (1 + 2 * 2)  # 2 questions x (closed-book + k in {1, 2} x 2 orders)
+    assert set(scores.loc[scores["k"] > 0, "retriever"]) == {"first_passages"}
+    # the plugin's ranking reached the prompts: passages 0 and 2 of the corpus (stride 2), in cell order
+    corpus = instantiate(compose_config(small).corpus).load()
+    p0, p2 = corpus.passages[0].id, corpus.passages[2].id
+    docs = {(r.k, r.order): tuple(r.doc_ids) for r in scores[scores["k"] > 0].itertuples()}
+    assert docs == {
+        (1, "original"): (p0,),
+        (1, "reversed"): (p0,),
+        (2, "original"): (p0, p2),
+        (2, "reversed"): (p2, p0),
+    }
+
+    # the plugin's option is typed like a built-in one: a misspelled key fails at compose time
+    typo = _rr([*job, "retriever.first_passages.strid=3", "--cfg", "job"], tmp_path, site)
+    assert typo.returncode != 0
+    assert "strid" in typo.stderr
+    # and it is listed beside the built-in options
+    listed = _rr(["--help"], tmp_path, site)
+    assert "first_passages" in listed.stdout
+
+
+def test_rr_runs_from_its_wheel_outside_the_checkout(tmp_path: Path) -> None:
+    src = tmp_path / "rr-src"
+    ignore = shutil.ignore_patterns("__pycache__", "*.egg-info")
+    for part in ("rr", "hydra_plugins"):
+        shutil.copytree(REPO / part, src / part, ignore=ignore)
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(REPO / name, src / name)
+    site = tmp_path / "site"
+    _pip_install(src, site)
+    assert (site / "rr" / "conf" / "config.yaml").exists()
+    assert (site / "rr" / "conf" / "sweep" / "cao2025_mini.yaml").exists()
+
+    where = subprocess.run(
+        [sys.executable, "-c", "import rr, rr.config; print(rr.__file__); print(rr.config.config_dir())"],
+        cwd=tmp_path,
+        env={**rr_env(), "PYTHONPATH": str(site)},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    module, conf = where.stdout.split()
+    assert module.startswith(str(site)) and conf.startswith(str(site))
+
+    cfg = _rr(["--cfg", "job"], tmp_path, site, with_checkout=False)
+    assert cfg.returncode == 0, cfg.stderr[-2000:]
+    assert "name: cao2025_mini" in cfg.stdout
+    out = tmp_path / "out"
+    run = _rr(
+        [*SMALL, "dataset.n=1", "grid.orders=[original]", f"paths.output_root={out}"],
+        tmp_path,
+        site,
+        with_checkout=False,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    (scores_path,) = out.glob("runs/*/*/scores.parquet")
+    assert len(pd.read_parquet(scores_path)) == 2  # closed-book + k=1, one question
