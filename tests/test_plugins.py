@@ -182,3 +182,23 @@ def test_rr_runs_from_its_wheel_outside_the_checkout(tmp_path: Path) -> None:
     assert run.returncode == 0, run.stderr[-3000:]
     (scores_path,) = out.glob("runs/*/*/scores.parquet")
     assert len(pd.read_parquet(scores_path)) == 2  # closed-book + k=1, one question
+
+
+def test_users_config_folder_on_the_search_path_and_rr_config_dir(tmp_path: Path, monkeypatch) -> None:
+    from rr.config import PACKAGE_CONFIG_DIR, compose
+
+    mine = tmp_path / "my_conf" / "experiment"
+    mine.mkdir(parents=True)
+    (mine / "my_ablation.yaml").write_text(
+        "# @package _global_\ndefaults:\n  - cao2025_mini\n  - _self_\nname: my_ablation\ngrid:\n  k: [3]\n"
+    )
+    cfg = compose([f"hydra.searchpath=[file://{tmp_path / 'my_conf'}]", "experiment=my_ablation"])
+    assert (cfg.name, list(cfg.grid.k), cfg.dataset.n) == ("my_ablation", [3], compose().dataset.n)
+
+    # RR_CONFIG_DIR replaces rr's config folder altogether
+    copy = tmp_path / "conf_copy"
+    shutil.copytree(PACKAGE_CONFIG_DIR, copy, symlinks=False)
+    text = (copy / "config.yaml").read_text().replace("\nname: rr\n", "\nname: from_copy\n")
+    (copy / "config.yaml").write_text(text.replace("  - experiment: cao2025_mini", "  - experiment: null"))
+    monkeypatch.setenv("RR_CONFIG_DIR", str(copy))
+    assert compose().name == "from_copy"
