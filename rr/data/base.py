@@ -36,6 +36,14 @@ class Dataset(Protocol):
         ...
 
 
+@runtime_checkable
+class FilteringDataset(Dataset, Protocol):
+    """A dataset that drops examples by a rule (mini's answerable filter) and says how many."""
+
+    #: After :meth:`load`: what was kept/dropped at each step (``summary.json`` ``dataset:<what>``).
+    filter_counts: dict[str, int]
+
+
 class Corpus:
     """An in-memory passage collection with id lookup.
 

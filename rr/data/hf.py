@@ -20,7 +20,7 @@ from typing import Any
 
 from rr.data.base import DataError, sample_examples
 from rr.data.jsonl import file_sha256, parse_answer_groups, parse_answers, parse_id, parse_question
-from rr.records import Example
+from rr.records import Example, MetaKey
 from rr.registry import component
 
 #: Bump when the row -> Example conversion changes, so fingerprints (and caches) change too.
@@ -271,7 +271,7 @@ class NQOpen(HFDataset):
             question=parse_question(row["question"], where),
             answers=parse_answers(row["answer"], where),
             answer_groups=None,
-            meta={"source": f"{self.name}:{self.split}"},
+            meta={MetaKey.SOURCE: f"{self.name}:{self.split}"},
         )
 
 
@@ -339,11 +339,11 @@ class HotpotQA(HFDataset):
         answer = row["answer"]
         if not isinstance(answer, str):
             raise DataError(f"{where}: answer must be a string, got {type(answer).__name__} ({answer!r})")
-        meta: dict[str, Any] = {"gold_titles": self._gold_titles(row["supporting_facts"], where)}
+        meta: dict[str, Any] = {MetaKey.GOLD_TITLES: self._gold_titles(row["supporting_facts"], where)}
         for key in self.optional_columns:
             if row.get(key) is not None:
                 meta[key] = row[key]
-        meta["source"] = f"{self.name}/{self.subset}:{self.split}"
+        meta[MetaKey.SOURCE] = f"{self.name}/{self.subset}:{self.split}"
         return Example(
             id=parse_id(row["id"], where),
             question=parse_question(row["question"], where),
@@ -417,8 +417,8 @@ class ASQA(HFDataset):
             answers=_unique([a for g in groups for a in g]),
             answer_groups=groups,
             meta={
-                "gold_titles": _unique(titles),
+                MetaKey.GOLD_TITLES: _unique(titles),
                 "sub_questions": [qa.get("question") for qa in pairs],
-                "source": f"{self.name}:{self.split}",
+                MetaKey.SOURCE: f"{self.name}:{self.split}",
             },
         )

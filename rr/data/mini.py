@@ -41,7 +41,7 @@ from typing import Any
 from rr.data.base import DataError, sample_examples
 from rr.data.packaged import package_file
 from rr.judges.normalize import has_answer_in, normalize_answer
-from rr.records import Example
+from rr.records import Example, MetaKey
 from rr.registry import component
 
 MIN_GOLD_CHARS = 3
@@ -100,7 +100,7 @@ def answerable(example: Example, evidence: dict[str, str], usable_only: bool = T
     A part is found when one of its usable alternatives is a substring (judge normalisation) of
     the text of one of ``meta["gold_titles"]`` that is in ``evidence``.
     """
-    texts = [evidence[t] for t in example.meta["gold_titles"] if t in evidence]
+    texts = [evidence[t] for t in example.meta[MetaKey.GOLD_TITLES] if t in evidence]
     parts = example.answer_groups or [example.answers]
     return all(
         any(
@@ -167,7 +167,7 @@ class MiniDataset:
             "seed": self.seed,
             "scalar_answers_only": self.scalar_answers_only,
             "answerable_only": self.answerable_only,
-            "source": "fanoutqa==1.1.1:dev",
+            MetaKey.SOURCE: "fanoutqa==1.1.1:dev",
         }
 
     def load(self) -> list[Example]:
@@ -228,9 +228,12 @@ class MiniDataset:
         answers, groups = answer_parts(node["answer"])
         if not answers:
             raise DataError(f"{path}: question {node['id']!r} has an empty answer")
-        meta: dict[str, Any] = {"gold_titles": gold_titles, "source": f"fanoutqa:dev:{self.variant}"}
+        meta: dict[str, Any] = {
+            MetaKey.GOLD_TITLES: gold_titles,
+            MetaKey.SOURCE: f"fanoutqa:dev:{self.variant}",
+        }
         if parent:
-            meta["parent_id"] = parent
+            meta[MetaKey.PARENT_ID] = parent
         return Example(
             id=node["id"], question=node["question"].strip(), answers=answers, answer_groups=groups, meta=meta
         )

@@ -33,19 +33,15 @@ from typing import Any
 from rr.data.base import Corpus, DataError, sample_examples
 from rr.data.jsonl import iter_jsonl, parse_id, parse_question
 from rr.errors import require_positive
-from rr.records import Example, Passage
+from rr.records import Example, MetaKey, Passage
 from rr.registry import component
 
-#: Example.meta key: answer-bearing passages (list of strings).
-POSITIVE = "positive_passages"
-#: Example.meta key: answer-bearing passages per answer group (integration; list of lists).
-POSITIVE_GROUPS = "positive_groups"
-#: Example.meta key: relevant passages without the answer (list of strings).
-NEGATIVE = "negative_passages"
-#: Example.meta key: ``positive`` with the answer replaced by ``fake_answer`` (counterfactual).
-COUNTERFACTUAL = "counterfactual_passages"
-#: Example.meta key: the wrong answer written into the counterfactual passages (string).
-FAKE_ANSWER = "fake_answer"
+# The passage-pool keys of Example.meta (defined with the others in rr.records.MetaKey).
+POSITIVE = MetaKey.POSITIVE
+POSITIVE_GROUPS = MetaKey.POSITIVE_GROUPS
+NEGATIVE = MetaKey.NEGATIVE
+COUNTERFACTUAL = MetaKey.COUNTERFACTUAL
+FAKE_ANSWER = MetaKey.FAKE_ANSWER
 
 TESTBEDS = ("auto", "noise", "integration", "counterfactual")
 
@@ -114,7 +110,7 @@ def parse_rgb_row(row: dict[str, Any], where: str, testbed: str = "auto", source
     ex_id = parse_id(row["id"], where)
     question = parse_question(row["query"], where)
     groups = parse_rgb_answer(row["answer"], where)
-    meta: dict[str, Any] = {"source": source, "rgb_testbed": kind}
+    meta: dict[str, Any] = {MetaKey.SOURCE: source, "rgb_testbed": kind}
     if kind == "integration":
         pos = row["positive"]
         if not isinstance(pos, list) or not pos or any(not isinstance(p, list) for p in pos):

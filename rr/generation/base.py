@@ -60,6 +60,35 @@ class Generator(Protocol):
         ...
 
 
+# Optional capabilities of a backend, asked for with isinstance (runtime_checkable), never by name.
+
+
+@runtime_checkable
+class Closable(Protocol):
+    """A backend holding something beyond the job (worker processes, an engine) to release at its end."""
+
+    def close(self) -> None:
+        """Release it; called once when the job ends (also after a failure). Must be idempotent."""
+        ...
+
+
+@runtime_checkable
+class CountingBackend(Protocol):
+    """A backend counting its own events (retries, failures by cause) for ``summary.json`` ``counters``."""
+
+    #: event name -> count; the pipeline reports them as ``<generator name>:<event>``.
+    counters: dict[str, int]
+
+
+@runtime_checkable
+class PrefixCacheReporting(Protocol):
+    """A backend with a prefix cache that reports its use (vLLM)."""
+
+    def prefix_cache_stats(self) -> dict[str, int] | None:
+        """Prompt tokens looked up in / found in the prefix cache so far (``None``: not available)."""
+        ...
+
+
 class ConfiguredDecoding:
     """Mixin: :meth:`default_params` from the backend's ``max_new_tokens``, ``temperature``,
     ``top_p`` and ``seed`` attributes (set from its config)."""

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from rr.perturbations.base import QueryVariant
 from rr.prompts import render
-from rr.records import Example, GenerationParams, Request
+from rr.records import Example, GenerationParams, MetaKey, Request
 from rr.registry import component
 
 if TYPE_CHECKING:
@@ -205,7 +205,7 @@ class LLMRewritePerturbation:
         for ex, texts in zip(examples, parsed, strict=True):
             if len(texts) < self.n:
                 rt.count(f"{self.name}:missing_variants", self.n - len(texts))
-            meta = {**ex.meta, "original_question": ex.question}
+            meta = {**ex.meta, MetaKey.ORIGINAL_QUESTION: ex.question}
             out += [
                 QueryVariant(replace(ex, question=t, meta=meta), self.tag(i)) for i, t in enumerate(texts, 1)
             ]

@@ -24,7 +24,7 @@ from rr.atomic import atomic_write
 from rr.data.base import DataError
 from rr.data.jsonl import iter_jsonl, parse_id
 from rr.perturbations.base import QueryVariant
-from rr.records import Example
+from rr.records import Example, MetaKey
 from rr.registry import component
 
 if TYPE_CHECKING:
@@ -170,7 +170,7 @@ class FileQueryPerturbation:
                 if r.question == ex.question:
                     tally("unchanged", 1)
                     continue
-                meta = {**ex.meta, "original_question": ex.question}
+                meta = {**ex.meta, MetaKey.ORIGINAL_QUESTION: ex.question}
                 out.append(QueryVariant(replace(ex, question=r.question, meta=meta), r.variant))
         return out
 

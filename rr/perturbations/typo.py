@@ -49,7 +49,7 @@ import numpy as np
 
 from rr.hashing import rng_for
 from rr.perturbations.base import QueryVariant
-from rr.records import Example
+from rr.records import Example, MetaKey
 from rr.registry import component
 
 if TYPE_CHECKING:
@@ -324,7 +324,7 @@ class TypoPerturbation:
         for ex, texts in zip(examples, per_example, strict=True):
             tally("duplicate_variant", len(texts) - len(set(texts)))
             for i, text in enumerate(texts, 1):
-                meta = {**ex.meta, "original_question": ex.question}
+                meta = {**ex.meta, MetaKey.ORIGINAL_QUESTION: ex.question}
                 out.append(QueryVariant(replace(ex, question=text, meta=meta), self.tag(i)))
         return out
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from rr.atomic import atomic_write
 from rr.data.base import Corpus, DataError
-from rr.records import Example
+from rr.records import Example, MetaKey
 
 Qrels = dict[str, dict[str, int]]
 
@@ -67,10 +67,10 @@ def write_qrels(path: str | Path, qrels: Qrels) -> None:
 def gold_passage_ids(example: Example, corpus: Corpus) -> list[str] | None:
     """An example's gold passage ids from its meta (``gold_ids``, else ``gold_titles``); ``None``
     when it has neither. Ids not in the corpus are left out."""
-    if example.meta.get("gold_ids") is not None:
-        return [str(i) for i in example.meta["gold_ids"] if str(i) in corpus]
-    if example.meta.get("gold_titles") is not None:
-        return corpus.ids_with_title(example.meta["gold_titles"])
+    if example.meta.get(MetaKey.GOLD_IDS) is not None:
+        return [str(i) for i in example.meta[MetaKey.GOLD_IDS] if str(i) in corpus]
+    if example.meta.get(MetaKey.GOLD_TITLES) is not None:
+        return corpus.ids_with_title(example.meta[MetaKey.GOLD_TITLES])
     return None
 
 

@@ -15,7 +15,7 @@ from rr.atomic import atomic_write
 from rr.data.base import Corpus, DataError
 from rr.hashing import content_hash
 from rr.records import Hit
-from rr.retrieval.base import Retriever
+from rr.retrieval.base import ExampleAwareRetriever, Retriever
 
 log = logging.getLogger(__name__)
 
@@ -163,10 +163,9 @@ class RunCache:
                 return {q: runs[q][:depth] for q in qids}
         self.misses += 1
         retriever.index(corpus, None if index_dir is None else str(index_dir))
-        search_qids = getattr(retriever, "search_qids", None)  # retrievers keyed by example (oracle)
         results = (
-            search_qids(list(qids), list(queries), depth)
-            if search_qids
+            retriever.search_qids(list(qids), list(queries), depth)
+            if isinstance(retriever, ExampleAwareRetriever)  # keyed by example (oracle)
             else retriever.search(list(queries), depth)
         )
         runs = dict(zip(qids, results, strict=True))

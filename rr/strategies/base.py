@@ -70,6 +70,8 @@ class Strategy(Protocol):
     """
 
     name: str
+    #: ``False``: the strategy never shows documents, so it gets only the closed-book (k = 0) cell.
+    uses_retrieval: bool
 
     def run(self, inputs: Sequence[CellInput], rt: Runtime) -> list[StrategyOutput]:
         """One output per input, same order."""

@@ -40,6 +40,8 @@ class OwnKnow:
         name: Value of the score table's ``strategy`` column.
     """
 
+    uses_retrieval = True
+
     def __init__(
         self,
         template: str = "ownknow.j2",

@@ -32,6 +32,8 @@ class RGBPrompt:
         name: Value of the score table's ``strategy`` column.
     """
 
+    uses_retrieval = True
+
     def __init__(
         self,
         system_template: str = "rgb_system.j2",

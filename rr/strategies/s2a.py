@@ -55,6 +55,8 @@ class S2A:
         name: Value of the score table's ``strategy`` column.
     """
 
+    uses_retrieval = True
+
     def __init__(
         self,
         select_template: str = "s2a.j2",

@@ -39,6 +39,8 @@ class Vanilla:
             query-level paper follows BERGEN: 100).
     """
 
+    uses_retrieval = True
+
     def __init__(
         self,
         template: str = "rag_qa.j2",
