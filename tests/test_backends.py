@@ -222,6 +222,7 @@ def test_backoff_doubles_caps_and_honours_retry_after() -> None:
     assert backoff_delay(0, 0.5, 30.0, retry_after="7") == 7.0
     assert backoff_delay(0, 0.5, 30.0, retry_after="Wed, 21 Oct 2015 07:28:00 GMT") == 0.5
     assert 0.25 <= backoff_delay(0, 0.5, 3.0, jitter=0.5) <= 0.5
+    assert backoff_delay(0, 0.5, 30.0, retry_after="7", jitter=0.5) == 7.0  # jitter never cuts Retry-After
 
 
 def test_openai_chat_render_and_token_estimate() -> None:
@@ -298,8 +299,8 @@ def test_openai_retries_wait_at_least_retry_after_else_back_off(monkeypatch: pyt
         "usage": {"prompt_tokens": 3, "completion_tokens": 1},
     }
     gen = OpenAIGenerator(model="m", api_key_env=None, max_retries=5, backoff_s=0.01, max_backoff_s=30.0)
-    # waits: the server's 7 s (not our 0.01); no header and an HTTP date: our backoff 0.02 and
-    # 0.04; 120 s capped at max_backoff_s; each less half of itself (the jitter)
+    # waits: the server's 7 s (not our 0.01 less its jitter); no header and an HTTP date: our
+    # backoff 0.02 and 0.04 less half (the jitter); 120 s capped at max_backoff_s
     answers = [
         httpx.Response(429, headers={"Retry-After": "7"}),
         httpx.Response(503),
@@ -309,7 +310,7 @@ def test_openai_retries_wait_at_least_retry_after_else_back_off(monkeypatch: pyt
     ]
     done, slept, posts = _post_through_mock(gen, answers)
     assert (done.text, done.prompt_tokens, done.completion_tokens) == ("Paris", 3, 1) and posts == 5
-    assert slept == pytest.approx([3.5, 0.01, 0.02, 15.0])
+    assert slept == pytest.approx([7.0, 0.01, 0.02, 30.0])
     assert gen.counters == {"retry:http_429": 3, "retry:http_503": 1}
 
 

@@ -127,12 +127,13 @@ def backoff_delay(
     attempt: int, base_s: float, max_s: float, retry_after: str | None = None, jitter: float = 0.0
 ) -> float:
     """Seconds to wait before retry ``attempt`` (0-based): ``base * 2**attempt`` capped at ``max_s``,
-    at least the server's ``Retry-After`` (seconds), minus up to ``jitter`` of itself at random."""
-    delay = min(max_s, base_s * 2**attempt)
+    minus up to ``jitter`` of itself at random; at least the server's ``Retry-After`` (seconds,
+    capped at ``max_s``), which the jitter never shortens."""
+    delay = min(max_s, base_s * 2**attempt) * (1 - jitter * random.random())
     if retry_after is not None:
         with contextlib.suppress(ValueError):  # an HTTP date: keep our own backoff
             delay = max(delay, min(max_s, float(retry_after)))
-    return delay * (1 - jitter * random.random())
+    return delay
 
 
 class BackoffWait(wait_base):
