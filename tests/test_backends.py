@@ -10,6 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from rr.config import instantiate
+from rr.generation.base import Completion
 from rr.generation.openai import (
     CHAT_PREFIX,
     OpenAIBackendError,
@@ -221,6 +222,7 @@ def test_backoff_doubles_caps_and_honours_retry_after() -> None:
     assert backoff_delay(0, 0.5, 30.0, retry_after="7") == 7.0
     assert backoff_delay(0, 0.5, 30.0, retry_after="Wed, 21 Oct 2015 07:28:00 GMT") == 0.5
     assert 0.25 <= backoff_delay(0, 0.5, 3.0, jitter=0.5) <= 0.5
+    assert backoff_delay(0, 0.5, 30.0, retry_after="7", jitter=0.5) == 7.0  # jitter never cuts Retry-After
 
 
 def test_openai_chat_render_and_token_estimate() -> None:
@@ -255,3 +257,76 @@ def test_openai_non_retryable_status_fails_at_once(monkeypatch: pytest.MonkeyPat
         with pytest.raises(OpenAIBackendError, match=r"answered 401 \(is \$RR_TEST_NO_KEY set\?\)"):
             gen.generate(["hello"], GREEDY)
         assert proxy.posts == 1 and proxy.auth == [None]
+
+
+def _post_through_mock(gen: OpenAIGenerator, answers: list) -> tuple[Completion, list[float], int]:
+    """``gen._request`` once over an ``httpx.MockTransport`` answering POSTs from ``answers`` in
+    turn (an ``httpx.Response``, or an exception class to raise); retries sleep no time.
+
+    Returns (the completion, the delays retries asked to sleep, the POSTs sent)."""
+    import asyncio
+
+    import httpx
+
+    posts: list[httpx.Request] = []
+    slept: list[float] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        posts.append(request)
+        a = answers.pop(0)
+        if isinstance(a, type):
+            raise a("injected", request=request)
+        return a
+
+    async def sleep(seconds: float) -> None:
+        slept.append(seconds)
+
+    async def go() -> Completion:
+        async with httpx.AsyncClient(transport=httpx.MockTransport(answer)) as client:
+            return await gen._request(client, "http://mock/v1/chat/completions", "hi", GREEDY)
+
+    gen.sleep = sleep
+    return asyncio.run(go()), slept, len(posts)
+
+
+def test_openai_retries_wait_at_least_retry_after_else_back_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    import httpx
+
+    monkeypatch.setattr("rr.generation.openai.random.random", lambda: 1.0)  # jitter: half of each delay
+
+    ok = {
+        "choices": [{"message": {"content": "Paris"}}],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 1},
+    }
+    gen = OpenAIGenerator(model="m", api_key_env=None, max_retries=5, backoff_s=0.01, max_backoff_s=30.0)
+    # waits: the server's 7 s (not our 0.01 less its jitter); no header and an HTTP date: our
+    # backoff 0.02 and 0.04 less half (the jitter); 120 s capped at max_backoff_s
+    answers = [
+        httpx.Response(429, headers={"Retry-After": "7"}),
+        httpx.Response(503),
+        httpx.Response(429, headers={"Retry-After": "Wed, 21 Oct 2015 07:28:00 GMT"}),
+        httpx.Response(429, headers={"Retry-After": "120"}),
+        httpx.Response(200, json=ok),
+    ]
+    done, slept, posts = _post_through_mock(gen, answers)
+    assert (done.text, done.prompt_tokens, done.completion_tokens) == ("Paris", 3, 1) and posts == 5
+    assert slept == pytest.approx([7.0, 0.01, 0.02, 30.0])
+    assert gen.counters == {"retry:http_429": 3, "retry:http_503": 1}
+
+
+def test_openai_retries_run_out_with_the_last_error() -> None:
+    import httpx
+
+    gen = OpenAIGenerator(model="m", api_key_env=None, max_retries=2, backoff_s=0.01)
+    answers = [httpx.ReadTimeout, httpx.ConnectError, httpx.Response(500, text="boom")]
+    with pytest.raises(OpenAIBackendError, match=r"giving up after 2 retries; last error: HTTP 500: boom$"):
+        _post_through_mock(gen, answers)
+    assert not answers
+    assert gen.counters == {"retry:timeout": 1, "retry:connection_error": 1, "failed": 1}
+
+    once = OpenAIGenerator(model="m", api_key_env=None, max_retries=0)
+    with pytest.raises(
+        OpenAIBackendError, match=r"giving up after 0 retries; last error: ConnectError: injected"
+    ):
+        _post_through_mock(once, [httpx.ConnectError])
+    assert once.counters == {"failed": 1}

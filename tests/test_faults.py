@@ -9,6 +9,7 @@ import io
 import json
 import logging
 import multiprocessing
+import re
 import threading
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from rr.generation.base import Completion
 from rr.generation.cache import GenerationCache
 from rr.records import Hit, Passage
 from rr.results import REQUIRED, write_scores
+from rr.retrieval.qrels import read_qrels
 from rr.retrieval.runs import RunCache, read_trec_run, write_trec_run
 
 IDENT = {"model_id": "m", "revision": "r"}
@@ -261,6 +263,42 @@ def test_trec_write_read_round_trip(tmp_path_factory: pytest.TempPathFactory, ru
     assert {q: [(h.passage_id, h.rank) for h in hs] for q, hs in back.items()} == {
         q: [(h.passage_id, h.rank) for h in hs] for q, hs in hits.items()
     }
+
+
+def test_trec_run_reader_orders_hits_by_rank_not_score_and_names_a_bad_line(tmp_path: Path) -> None:
+    path = tmp_path / "r.trec"  # tied scores, and a higher score at a lower rank
+    path.write_text("q1 Q0 b 2 5.0 t\nq2 Q0 x 1 0.5 t\n\nq1 Q0 c 3 9.0 t\nq1 Q0 a 1 5.0 t\n")
+    assert read_trec_run(path) == {
+        "q1": [Hit("a", 1, 5.0), Hit("b", 2, 5.0), Hit("c", 3, 9.0)],
+        "q2": [Hit("x", 1, 0.5)],
+    }
+    path.write_text("q1 Q0 a 1 5.0 t\nq1 Q0 b 2 5.0\n")
+    with pytest.raises(
+        DataError,
+        match=rf"^{re.escape(str(path))}:2: expected 'qid Q0 docid rank score tag', got 'q1 Q0 b 2 5.0'$",
+    ):
+        read_trec_run(path)
+    path.write_text("q1 Q0 a 1.0 5.0 t\n")
+    with pytest.raises(
+        DataError, match=rf"^{re.escape(str(path))}:1: rank '1.0' or score '5.0' is not a number$"
+    ):
+        read_trec_run(path)
+
+
+def test_qrels_reader_takes_trec_and_beir_files_and_names_a_bad_line(tmp_path: Path) -> None:
+    trec, beir = tmp_path / "q.trec", tmp_path / "q.tsv"
+    trec.write_text("q1 0 d1 1\nq1 0 d2 0\n\nq2 Q0 d9 2.0\n")
+    beir.write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\nq2\td9\t2\n")
+    assert read_qrels(trec) == {"q1": {"d1": 1, "d2": 0}, "q2": {"d9": 2}}
+    assert read_qrels(beir) == {"q1": {"d1": 1}, "q2": {"d9": 2}}
+    trec.write_text("q1 0 d1 1\nq1 0 d2 0 extra\n")
+    with pytest.raises(
+        DataError, match=rf"^{re.escape(str(trec))}:2: expected 'qid 0 docid rel' or 'qid<TAB>docid<TAB>rel'"
+    ):
+        read_qrels(trec)
+    trec.write_text("q1 0 d1 yes\n")
+    with pytest.raises(DataError, match=rf"^{re.escape(str(trec))}:1: relevance 'yes' is not a number$"):
+        read_qrels(trec)
 
 
 @pytest.mark.parametrize("qid", ["q 1", "q\t1", "q\u00a01", ""])

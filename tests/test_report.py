@@ -12,7 +12,7 @@ import pytest
 
 from rr.metrics.robustness import robustness_table
 from rr.reporting import SECTIONS, ReportTable, build_report, load_jobs, section
-from rr.reporting.core import display_frame, system_by
+from rr.reporting.core import display_frame, system_by, to_latex
 
 from .synthetic import write_synthetic_sweep
 
@@ -150,6 +150,36 @@ def test_display_frame_folds_intervals() -> None:
         pd.DataFrame({"m": [0.51234, float("nan")], "m_ci_low": [0.4, 0.1], "m_ci_high": [0.6, 0.2]}),
     )
     assert display_frame(t)["m"].tolist() == ["0.512 [0.400, 0.600]", ""]
+
+
+def test_latex_escapes_every_special_character_and_keeps_the_columns() -> None:
+    t = ReportTable(
+        "odd_cells",
+        "t",
+        pd.DataFrame(
+            {
+                "doc_perturbation": ["50% of $x_1 & #2 {a~b^c\\d}", "a & b"],
+                "m": [0.5, 0.25],
+                "m_ci_low": [0.4, 0.2],
+                "m_ci_high": [0.6, 0.3],
+            }
+        ),
+        caption="Rates (%) ~ ^ \\ & co.",
+    )
+    assert to_latex(t) == (
+        "\\begin{table}[t]\n"
+        "\\caption{Rates (\\%) \\textasciitilde \\space \\textasciicircum \\space \\textbackslash \\space \\& co.}\n"
+        "\\label{tab:odd_cells}\n"
+        "\\begin{tabular}{ll}\n"
+        "\\toprule\n"
+        "doc\\_perturbation & m \\\\\n"
+        "\\midrule\n"
+        "50\\% of \\$x\\_1 \\& \\#2 \\{a\\textasciitilde b\\textasciicircum c\\textbackslash d\\} & 0.500 [0.400, 0.600] \\\\\n"
+        "a \\& b & 0.250 [0.200, 0.300] \\\\\n"
+        "\\bottomrule\n"
+        "\\end{tabular}\n"
+        "\\end{table}\n"
+    )
 
 
 def test_oracle_curves_and_sure_rates_sections(sweep: Path, tmp_path: Path) -> None:

@@ -3,9 +3,9 @@ serve``, OpenAI, Azure OpenAI, ...
 
 Requests go out concurrently (``asyncio`` + ``httpx``, at most ``concurrency`` in flight),
 each with a timeout; 408/409/429/5xx answers, timeouts and connection errors are retried
-with exponential backoff (honouring ``Retry-After``), up to ``max_retries`` times; any other
-error fails the job with the server's message. Retries and failures are counted
-(``counters`` in ``summary.json``).
+(with ``tenacity``) with exponential backoff (honouring ``Retry-After``), up to ``max_retries``
+times; any other error fails the job with the server's message. Retries and failures are
+counted (``counters`` in ``summary.json``).
 
 The API key is read from the environment variable named by ``api_key_env`` when a request is
 sent; it is never stored on the object, in configs, logs or outputs.
@@ -28,8 +28,11 @@ import os
 import random
 import threading
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
+
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
+from tenacity.wait import wait_base
 
 from rr.errors import require_positive
 from rr.generation.base import Completion, ConfiguredDecoding, check_decoding
@@ -46,6 +49,23 @@ CHAT_PREFIX = "<rr-chat>"
 
 class OpenAIBackendError(RuntimeError):
     """A request failed for good (non-retryable status, or retries exhausted)."""
+
+
+class RetryableError(Exception):
+    """One attempt failed in a way worth retrying (a retryable status, a timeout, a lost connection).
+
+    Args:
+        cause: Counter name of the failure: ``timeout``, ``connection_error`` or ``http_<status>``
+            (counted as ``retry:<cause>``).
+        message: What went wrong, shown in the final error when the retries run out.
+        retry_after: The answer's ``Retry-After`` header, if any.
+    """
+
+    def __init__(self, cause: str, message: str, retry_after: str | None = None) -> None:
+        super().__init__(message)
+        self.cause = cause
+        self.message = message
+        self.retry_after = retry_after
 
 
 def chat_prompt(messages: list[dict[str, str]]) -> str:
@@ -107,12 +127,30 @@ def backoff_delay(
     attempt: int, base_s: float, max_s: float, retry_after: str | None = None, jitter: float = 0.0
 ) -> float:
     """Seconds to wait before retry ``attempt`` (0-based): ``base * 2**attempt`` capped at ``max_s``,
-    at least the server's ``Retry-After`` (seconds), minus up to ``jitter`` of itself at random."""
-    delay = min(max_s, base_s * 2**attempt)
+    minus up to ``jitter`` of itself at random; at least the server's ``Retry-After`` (seconds,
+    capped at ``max_s``), which the jitter never shortens."""
+    delay = min(max_s, base_s * 2**attempt) * (1 - jitter * random.random())
     if retry_after is not None:
         with contextlib.suppress(ValueError):  # an HTTP date: keep our own backoff
             delay = max(delay, min(max_s, float(retry_after)))
-    return delay * (1 - jitter * random.random())
+    return delay
+
+
+class BackoffWait(wait_base):
+    """tenacity wait strategy: :func:`backoff_delay` after the failed attempt, using the
+    ``Retry-After`` of the :class:`RetryableError` it raised (when it carries one)."""
+
+    def __init__(self, base_s: float, max_s: float, jitter: float = 0.0) -> None:
+        self.base_s = base_s
+        self.max_s = max_s
+        self.jitter = jitter
+
+    def __call__(self, retry_state: RetryCallState) -> float:
+        error = retry_state.outcome.exception() if retry_state.outcome is not None else None
+        retry_after = error.retry_after if isinstance(error, RetryableError) else None
+        return backoff_delay(
+            retry_state.attempt_number - 1, self.base_s, self.max_s, retry_after, self.jitter
+        )
 
 
 @component("generator", "openai")
@@ -205,6 +243,8 @@ class OpenAIGenerator(ConfiguredDecoding):
         self._local: Any = None
         #: retries / failures by cause; the pipeline adds them to summary.json ``counters``.
         self.counters: Counter[str] = Counter()
+        #: How a retry waits its delay (seconds); tests swap in one that records and returns.
+        self.sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
 
     # -- identity, rendering, counting -------------------------------------------------------
     def identity(self) -> dict:
@@ -306,39 +346,68 @@ class OpenAIGenerator(ConfiguredDecoding):
             return list(await asyncio.gather(*(one(p) for p in prompts)))
 
     async def _request(self, client: Any, url: str, prompt: str, params: GenerationParams) -> Completion:
-        import httpx
+        """One prompt's completion: :meth:`_attempt`, retried by tenacity on a
+        :class:`RetryableError` at most ``max_retries`` times, waiting :class:`BackoffWait`
+        (jittered by up to half) before each retry and counting it as ``retry:<cause>``.
 
+        Raises:
+            OpenAIBackendError: a non-retryable answer (at once), or the retries ran out;
+                either is counted as ``failed``.
+        """
         payload = build_payload(
             self.model, prompt, params, self.endpoint, self.max_tokens_field, self.extra_body
         )
-        last = ""
-        for attempt in range(self.max_retries + 1):
-            retry_after = None
-            try:
-                r = await client.post(url, json=payload, headers=self._headers())
-            except httpx.TimeoutException:
-                cause, last = "timeout", f"no answer within {self.timeout_s}s"
-            except httpx.TransportError as e:
-                cause, last = "connection_error", f"{type(e).__name__}: {e}"
-            else:
-                if r.status_code == 200:
-                    text, n_prompt, n_out = parse_response(r.json(), self.endpoint)
-                    if n_prompt is None:
-                        n_prompt = self.count_tokens([prompt])[0]
-                    if n_out is None:
-                        n_out = self.count_tokens([text])[0] if text else 0
-                    return Completion(text, int(n_prompt), int(n_out))
-                if r.status_code not in RETRY_STATUSES:
-                    self.counters["failed"] += 1
-                    hint = f" (is ${self.api_key_env} set?)" if r.status_code in (401, 403) else ""
-                    raise OpenAIBackendError(f"{url} answered {r.status_code}{hint}: {r.text[:500]}")
-                cause, last = f"http_{r.status_code}", f"HTTP {r.status_code}: {r.text[:200]}"
-                retry_after = r.headers.get("retry-after")
-            if attempt == self.max_retries:
-                break
-            self.counters[f"retry:{cause}"] += 1
-            await asyncio.sleep(
-                backoff_delay(attempt, self.backoff_s, self.max_backoff_s, retry_after, jitter=0.5)
+
+        def count_retry(state: RetryCallState) -> None:
+            error = state.outcome.exception() if state.outcome is not None else None
+            if isinstance(error, RetryableError):  # always: nothing else is retried
+                self.counters[f"retry:{error.cause}"] += 1
+
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(self.max_retries + 1),
+            wait=BackoffWait(self.backoff_s, self.max_backoff_s, jitter=0.5),
+            retry=retry_if_exception_type(RetryableError),
+            before_sleep=count_retry,
+            sleep=self.sleep,
+            reraise=True,
+        )
+        try:
+            return await retrying(self._attempt, client, url, payload, prompt)
+        except RetryableError as last:
+            self.counters["failed"] += 1
+            raise OpenAIBackendError(
+                f"{url}: giving up after {self.max_retries} retries; last error: {last.message}"
+            ) from None
+
+    async def _attempt(self, client: Any, url: str, payload: dict[str, Any], prompt: str) -> Completion:
+        """Send the request once.
+
+        Raises:
+            RetryableError: a timeout, a connection error or a status in :data:`RETRY_STATUSES`.
+            OpenAIBackendError: any other status (counted as ``failed``), or a 200 whose body has
+                no ``choices[0]`` text.
+        """
+        import httpx
+
+        try:
+            r = await client.post(url, json=payload, headers=self._headers())
+        except httpx.TimeoutException:
+            raise RetryableError("timeout", f"no answer within {self.timeout_s}s") from None
+        except httpx.TransportError as e:
+            raise RetryableError("connection_error", f"{type(e).__name__}: {e}") from None
+        if r.status_code in RETRY_STATUSES:
+            raise RetryableError(
+                f"http_{r.status_code}",
+                f"HTTP {r.status_code}: {r.text[:200]}",
+                r.headers.get("retry-after"),
             )
-        self.counters["failed"] += 1
-        raise OpenAIBackendError(f"{url}: giving up after {self.max_retries} retries; last error: {last}")
+        if r.status_code != 200:
+            self.counters["failed"] += 1
+            hint = f" (is ${self.api_key_env} set?)" if r.status_code in (401, 403) else ""
+            raise OpenAIBackendError(f"{url} answered {r.status_code}{hint}: {r.text[:500]}")
+        text, n_prompt, n_out = parse_response(r.json(), self.endpoint)
+        if n_prompt is None:
+            n_prompt = self.count_tokens([prompt])[0]
+        if n_out is None:
+            n_out = self.count_tokens([text])[0] if text else 0
+        return Completion(text, int(n_prompt), int(n_out))

@@ -25,7 +25,6 @@ import importlib
 import json
 import logging
 import math
-import re
 import traceback
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -339,35 +338,31 @@ def to_markdown(df: pd.DataFrame) -> str:
     return "\n".join(lines) + "\n"
 
 
+def latex_escape(text: str) -> str:
+    """``text`` with LaTeX's special characters (``& % $ # _ { } ~ ^ \\``) escaped by pandas,
+    exactly as :func:`to_latex` escapes cells: ``\\&``, ``\\textasciitilde``, ``\\textbackslash``, ...
+
+    For text pandas writes unescaped, such as a caption (Styler only escapes cells and headers).
+    """
+    cell = pd.DataFrame([[text]]).style.hide(axis="index").hide(axis="columns")
+    return cell.format(escape="latex").to_string(delimiter="").removesuffix("\n")
+
+
 def to_latex(table: ReportTable) -> str:
-    """A booktabs LaTeX ``table`` environment of the displayed table (via pandas' Styler)."""
+    """A booktabs LaTeX ``table`` environment of the displayed table (via pandas' Styler).
+
+    Cells, column names and the caption are escaped by pandas (``escape="latex"``), so any
+    text (``&``, ``%``, ``_``, ``~``, ``^``, ``\\``, ...) prints as itself and keeps the columns.
+    """
     shown = display_frame(table)
-    body = shown.style.hide(axis="index").to_latex(
+    styler = shown.style.hide(axis="index").format(escape="latex").format_index(escape="latex", axis=1)
+    return styler.to_latex(
         hrules=True,  # \toprule, \midrule, \bottomrule (booktabs)
         column_format="l" * shown.shape[1],
-        caption=table.caption or table.title,
+        caption=latex_escape(table.caption or table.title),
         label=f"tab:{table.name}",
         position="t",
     )
-    return _escape_latex_cells(body)
-
-
-_LATEX_SPECIAL = re.compile(r"(?<!\\)([&%$#_{}])")
-
-
-def _escape_latex_cells(latex: str) -> str:
-    out = []
-    for line in latex.splitlines():
-        if line.startswith("\\") and not line.startswith("\\caption"):
-            out.append(line)
-            continue
-        if line.startswith("\\caption"):
-            inner = line[len("\\caption{") : -1]
-            out.append("\\caption{" + _LATEX_SPECIAL.sub(r"\\\1", inner) + "}")
-            continue
-        cells = line.removesuffix(" \\\\").split(" & ")
-        out.append(" & ".join(_LATEX_SPECIAL.sub(r"\\\1", c) for c in cells) + " \\\\")
-    return "\n".join(out) + "\n"
 
 
 def write_table(table: ReportTable, out_dir: Path) -> list[Path]:

@@ -30,6 +30,10 @@ def base_qid(qid: str) -> str:
 def read_qrels(path: str | Path) -> Qrels:
     """Read TREC qrels (4 whitespace-separated fields) or BEIR qrels (3 tab-separated, header).
 
+    A relevance may be written as a float (``1.0``; read as ``int(float(rel))``). Why not
+    ``ir_measures.read_trec_qrels``: it reads only the 4-field TREC form, rejects ``1.0``, and
+    a malformed line raises a bare ``ValueError`` naming neither file nor line.
+
     Raises:
         DataError: ``path:line`` for a line of another shape or a non-integer relevance.
     """

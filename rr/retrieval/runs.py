@@ -55,6 +55,12 @@ def read_trec_run(path: str | Path) -> dict[str, list[Hit]]:
     or has a non-integer rank or non-numeric score); never another exception. Blank lines
     are skipped.
 
+    Why not ``ir_measures.read_trec_run``: it yields ``ScoredDoc(query_id, doc_id, score)``
+    without the rank, and rr orders hits by their rank (scores tie; :func:`run_problem` checks
+    ranks ``1..n``); a malformed line raises a bare ``ValueError`` (``not enough values to
+    unpack``) or ``UnicodeDecodeError`` naming neither file nor line; a ``pathlib.Path``
+    yields no hits at all, silently. Wrapping it would leave all of the above to this function.
+
     Raises:
         DataError: as above (a :class:`ValueError`).
         OSError: the file cannot be read.
