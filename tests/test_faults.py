@@ -299,6 +299,9 @@ def test_qrels_reader_takes_trec_and_beir_files_and_names_a_bad_line(tmp_path: P
     trec.write_text("q1 0 d1 yes\n")
     with pytest.raises(DataError, match=rf"^{re.escape(str(trec))}:1: relevance 'yes' is not a number$"):
         read_qrels(trec)
+    trec.write_bytes(b"q1 0 d1 1\nq\xff 0 d2 1\n")
+    with pytest.raises(DataError, match=rf"^{re.escape(str(trec))}:2: not UTF-8"):
+        read_qrels(trec)
 
 
 @pytest.mark.parametrize("qid", ["q 1", "q\t1", "q\u00a01", ""])

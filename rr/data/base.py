@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from rr.errors import ConfigError, UserError
@@ -15,6 +16,20 @@ class DataError(UserError, ValueError):
 
     A :class:`~rr.errors.UserError`: the ``rr`` command prints it as one line.
     """
+
+
+def numbered_lines(path: str | Path) -> Iterator[tuple[int, str]]:
+    """``(line number, text)`` of each line of a UTF-8 text file (numbered from 1, newline removed).
+
+    Raises:
+        DataError: ``path:line`` of the first line that is not UTF-8.
+        OSError: the file cannot be read.
+    """
+    for lineno, raw in enumerate(Path(path).read_bytes().split(b"\n"), 1):
+        try:
+            yield lineno, raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise DataError(f"{path}:{lineno}: not UTF-8 ({e.reason} at byte {e.start})") from None
 
 
 @runtime_checkable

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from rr.atomic import atomic_write
-from rr.data.base import Corpus, DataError
+from rr.data.base import Corpus, DataError, numbered_lines
 from rr.records import Example, MetaKey
 
 Qrels = dict[str, dict[str, int]]
@@ -38,25 +38,24 @@ def read_qrels(path: str | Path) -> Qrels:
         DataError: ``path:line`` for a line of another shape or a non-integer relevance.
     """
     qrels: Qrels = {}
-    with open(path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            parts = line.split()
-            if not parts:
-                continue
-            if lineno == 1 and parts[:2] == ["query-id", "corpus-id"]:
-                continue
-            if len(parts) == 4:
-                qid, _, docid, rel = parts
-            elif len(parts) == 3:
-                qid, docid, rel = parts
-            else:
-                raise DataError(
-                    f"{path}:{lineno}: expected 'qid 0 docid rel' or 'qid<TAB>docid<TAB>rel', got {line!r}"
-                )
-            try:
-                qrels.setdefault(qid, {})[docid] = int(float(rel))
-            except ValueError as e:
-                raise DataError(f"{path}:{lineno}: relevance {rel!r} is not a number") from e
+    for lineno, line in numbered_lines(path):
+        parts = line.split()
+        if not parts:
+            continue
+        if lineno == 1 and parts[:2] == ["query-id", "corpus-id"]:
+            continue
+        if len(parts) == 4:
+            qid, _, docid, rel = parts
+        elif len(parts) == 3:
+            qid, docid, rel = parts
+        else:
+            raise DataError(
+                f"{path}:{lineno}: expected 'qid 0 docid rel' or 'qid<TAB>docid<TAB>rel', got {line!r}"
+            )
+        try:
+            qrels.setdefault(qid, {})[docid] = int(float(rel))
+        except ValueError as e:
+            raise DataError(f"{path}:{lineno}: relevance {rel!r} is not a number") from e
     return qrels
 
 

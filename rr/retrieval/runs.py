@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from rr.atomic import atomic_write
-from rr.data.base import Corpus, DataError
+from rr.data.base import Corpus, DataError, numbered_lines
 from rr.hashing import content_hash
 from rr.records import Hit
 from rr.retrieval.base import ExampleAwareRetriever, Retriever
@@ -66,12 +66,7 @@ def read_trec_run(path: str | Path) -> dict[str, list[Hit]]:
         OSError: the file cannot be read.
     """
     runs: dict[str, list[Hit]] = {}
-    data = Path(path).read_bytes()
-    for lineno, raw in enumerate(data.split(b"\n"), 1):
-        try:
-            line = raw.decode("utf-8")
-        except UnicodeDecodeError as e:
-            raise DataError(f"{path}:{lineno}: not UTF-8 ({e.reason} at byte {e.start})") from None
+    for lineno, line in numbered_lines(path):
         parts = line.split()
         if not parts:
             continue
