@@ -31,7 +31,7 @@ from rr.generation.cache import GenerationCache
 from rr.generation.client import LLM
 from rr.judges.base import JudgeItem
 from rr.judges.normalize import has_answer_in
-from rr.perturbations.base import QueryVariant
+from rr.perturbations.base import QueryVariant, perturbation_columns
 from rr.records import Example, Hit
 from rr.results import varying, write_scores
 from rr.retrieval.qrels import qrels_from_examples, write_qrels
@@ -279,6 +279,7 @@ def run_job(
                         "order": c.order,
                         "query_perturbation": c.query_perturbation,
                         "doc_perturbation": c.doc_perturbation,
+                        **perturbation_columns(c.query_perturbation, c.doc_perturbation),
                         "n_docs_given": len(inp.docs),
                         "n_docs_used": len(out.docs_used),
                         "prediction": out.prediction,

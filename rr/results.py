@@ -37,6 +37,10 @@ COLUMNS: dict[str, str] = {
     "seed": "the job's seed",
     "question": "the question as asked (after any query perturbation)",
     "answers": "gold answers",
+    "query_perturbation_params": "JSON object of query_perturbation's parameters ('{}' for none): "
+    'typo@0.25#3 -> {"value": 0.25} (rr.perturbations.base.perturbation_columns)',
+    "doc_perturbation_params": "JSON object of doc_perturbation's parameters ('{}' for none): "
+    'counterfactual@noise0.4@correct0.2 -> {"noise": 0.4, "correct": 0.2}',
     "n_docs_given": "documents handed to the strategy (after slicing, ordering and doc perturbation)",
     "doc_ids": "passage ids in the prompt, in prompt order",
     "answer_in_docs": "whether a gold answer string occurs in the documents used",
