@@ -14,6 +14,7 @@ import pandas as pd
 
 from rr.atomic import atomic_write
 from rr.judges.normalize import has_answer_in
+from rr.perturbations.base import perturbation_columns
 
 if TYPE_CHECKING:
     from rr.records import Judgment
@@ -43,6 +44,10 @@ COLUMNS: dict[str, str] = {
     "seed": "the job's seed",
     "question": "the question as asked (after any query perturbation)",
     "answers": "gold answers",
+    "query_perturbation_params": "JSON object of query_perturbation's parameters ('{}' for none): "
+    'typo@0.25#3 -> {"value": 0.25} (rr.perturbations.base.perturbation_columns)',
+    "doc_perturbation_params": "JSON object of doc_perturbation's parameters ('{}' for none): "
+    'counterfactual@noise0.4@correct0.2 -> {"noise": 0.4, "correct": 0.2}',
     "n_docs_given": "documents handed to the strategy (after slicing, ordering and doc perturbation)",
     "doc_ids": "passage ids in the prompt, in prompt order",
     "answer_in_docs": "whether a gold answer string occurs in the documents used",
@@ -60,7 +65,7 @@ REQUIRED = list(COLUMNS)[:15]
 #: own); a component's ``extra`` may not reuse them.
 ROW_COLUMNS = (
     *REQUIRED[:9],
-    "n_docs_given",
+    *("query_perturbation_params", "doc_perturbation_params", "n_docs_given"),
     *REQUIRED[9:],
     *("job_id", "seed", "question", "answers", "doc_ids", "answer_in_docs", "marker_found", "over_window"),
 )
@@ -109,6 +114,7 @@ def score_row(
         "order": cell.order,
         "query_perturbation": cell.query_perturbation,
         "doc_perturbation": cell.doc_perturbation,
+        **perturbation_columns(cell.query_perturbation, cell.doc_perturbation),
         "n_docs_given": len(inp.docs),
         "n_docs_used": len(out.docs_used),
         "prediction": out.prediction,

@@ -75,6 +75,8 @@ def test_subset_and_counters(tmp_path: Path) -> None:
         ([{"id": "q1", "question": "x"}], r"f\.jsonl:1: missing field 'variant'"),
         ([{"id": "q1", "variant": "none", "question": "x"}], r"f\.jsonl:1: variant"),
         ([{"id": "q1", "variant": "t#1", "question": ""}], r"f\.jsonl:1: question"),
+        ([{"id": "q1", "variant": "t#x", "question": "x"}], r"f\.jsonl:1: variant is not a tag.*after '#'"),
+        ([{"id": "q1", "variant": "t@0.1@0.2", "question": "x"}], r"f\.jsonl:1: variant is not a tag.*two"),
         (
             [
                 {"id": "q1", "variant": "t#1", "question": "a"},

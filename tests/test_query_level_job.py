@@ -31,6 +31,8 @@ def test_typo_job_with_oracle(tmp_path: Path) -> None:
     # 2 examples x (original + 1 typo variant) x (closed book + bm25 + oracle)
     assert len(df) == 12
     assert sorted(df["query_perturbation"].unique()) == ["none", "typo@0.25#1"]
+    params = dict(zip(df["query_perturbation"], df["query_perturbation_params"], strict=True))
+    assert params == {"none": "{}", "typo@0.25#1": '{"value": 0.25}'}
     for _ex, rows in df.groupby("example_id"):
         orig = rows.loc[rows["query_perturbation"] == "none", "question"].iloc[0]
         typo = rows.loc[rows["query_perturbation"] == "typo@0.25#1", "question"].iloc[0]

@@ -28,6 +28,10 @@ def test_rgb_noise_ratio_job(tmp_path: Path) -> None:
     assert len(df) == 3 * 2 and set(df["strategy"]) == {"rgb"} and set(df["judge"]) == {"refusal_match"}
     rag, closed = df[df["k"] > 0], df[df["k"] == 0]
     assert set(rag["doc_perturbation"]) == {"noise_ratio@0.4"} and set(closed["doc_perturbation"]) == {"none"}
+    assert set(rag["doc_perturbation_params"]) == {'{"value": 0.4}'} and set(
+        closed["doc_perturbation_params"]
+    ) == {"{}"}
+    assert set(df["query_perturbation_params"]) == {"{}"}
     assert (rag["n_docs_used"] <= 5).all() and (rag["n_docs_used"] > 0).all()
     assert (rag["n_positive_docs"] + rag["n_negative_docs"] >= rag["n_docs_used"]).all()
     for col in ("refused", "rgb_rejected", "error_detected"):

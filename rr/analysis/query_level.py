@@ -23,14 +23,15 @@ A perturbation's *kind* is its tag without the variant number (``typo@0.25#3`` -
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from rr.perturbations.base import PerturbationTag
 from rr.records import Hit
 from rr.retrieval.qrels import Qrels, base_qid, read_qrels
 from rr.retrieval.runs import read_trec_run
@@ -39,8 +40,13 @@ ORIGINAL = "none"
 
 
 def perturbation_kind(tag: str) -> str:
-    """A tag without its variant number: ``typo@0.25#3`` -> ``typo@0.25``; ``none`` stays."""
-    return re.sub(r"#\d+$", "", tag)
+    """A tag without its variant number: ``typo@0.25#3`` -> ``typo@0.25``; ``none`` stays.
+
+    A string that is not a :class:`~rr.perturbations.base.PerturbationTag` (a query-file tag of
+    a table written before tags were checked) is its own kind.
+    """
+    t = PerturbationTag.read(tag)
+    return tag if t is None else replace(t, variant=None).format()
 
 
 def _measure_name(measure: str, k: int) -> str:

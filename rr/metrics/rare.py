@@ -47,13 +47,15 @@ import pandas as pd
 
 from rr.metrics import register_metric
 from rr.metrics.robustness import MetricUndefinedError
+from rr.perturbations.base import PerturbationTag
 
 GROUND_TRUTH = "ground_truth"
 LEXICAL_DIFF = "lexical_diff"
 LEXICAL_SIMILAR = "lexical_similar"
 RETRIEVAL = "retrieval"
 
-#: ``doc_perturbation`` tag name (the part before ``@``) -> RARE document type.
+#: ``doc_perturbation`` tag name (:attr:`PerturbationTag.name <rr.perturbations.base.PerturbationTag.name>`,
+#: without parameters) -> RARE document type.
 DOC_TYPES: dict[str, str] = {
     "ground_truth": GROUND_TRUTH,
     "backtranslate": LEXICAL_DIFF,
@@ -66,7 +68,8 @@ SYSTEM = ("generator", "strategy")
 
 def doc_type(tag: str, doc_types: Mapping[str, str] | None = None) -> str | None:
     """The RARE document type of a ``doc_perturbation`` tag (``None`` when it has none)."""
-    return (doc_types or DOC_TYPES).get(str(tag).partition("@")[0])
+    t = PerturbationTag.read(str(tag))
+    return None if t is None else (doc_types or DOC_TYPES).get(t.name)
 
 
 def robustness_flags(

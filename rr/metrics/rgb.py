@@ -28,6 +28,7 @@ import pandas as pd
 
 from rr.metrics import register_metric
 from rr.metrics.robustness import MetricUndefinedError
+from rr.perturbations.base import VALUE, PerturbationTag
 
 #: A response is correct when its score reaches this (all answer parts covered).
 CORRECT = 1.0 - 1e-9
@@ -107,13 +108,9 @@ def error_correction_rate(df: pd.DataFrame, detected: str = "error_detected") ->
 
 def noise_ratio_of(tag: str) -> float:
     """The noise ratio of a ``doc_perturbation`` tag: ``noise_ratio@0.4`` -> 0.4; NaN otherwise."""
-    name, _, param = str(tag).partition("@")
-    if name == "noise_ratio" and param:
-        try:
-            return float(param)
-        except ValueError:
-            return float("nan")
-    return float("nan")
+    t = PerturbationTag.read(str(tag))
+    ratio = t.params.get(VALUE) if t is not None and t.name == "noise_ratio" else None
+    return float(ratio) if isinstance(ratio, int | float) else float("nan")
 
 
 def _safe(fn, part: pd.DataFrame, *args) -> float:  # noqa: ANN001

@@ -41,6 +41,7 @@ from rr.context import RankedDoc, order_indices
 from rr.data.rgb import COUNTERFACTUAL, FAKE_ANSWER, NEGATIVE, POSITIVE, POSITIVE_GROUPS
 from rr.hashing import rng_for
 from rr.judges.normalize import has_answer, normalize_answer
+from rr.perturbations.base import VALUE, PerturbationTag
 from rr.records import Example, Passage
 from rr.registry import component
 
@@ -148,7 +149,7 @@ class NoiseRatio:
         self.n = n
         self.pool = pool
         self.pick = pick
-        self.name = f"noise_ratio@{self.ratio:g}"
+        self.name = PerturbationTag("noise_ratio", {VALUE: self.ratio}).format()
 
     def compose(self, inp: CellInput, seed: int, rt: Runtime | None = None) -> tuple[list[Passage], dict]:
         """The context's passages (before shuffling) and the columns it adds; counts shortfalls."""
@@ -269,11 +270,8 @@ class Counterfactual:
         self.ratio = float(ratio)
         self.correct_ratio = float(correct_ratio)
         self.pool = pool
-        self.name = (
-            "counterfactual"
-            + (f"@noise{self.ratio:g}" if ratio else "")
-            + (f"@correct{self.correct_ratio:g}" if correct_ratio else "")
-        )
+        shares = {"noise": self.ratio, "correct": self.correct_ratio}
+        self.name = PerturbationTag("counterfactual", {k: v for k, v in shares.items() if v}).format()
 
     def _fake_answers(self, inputs: Sequence[CellInput], seed: int, rt: Runtime) -> dict[str, str]:
         examples = {i.example.id: i.example for i in inputs}

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from rr.perturbations.base import QueryVariant
+from rr.perturbations.base import PerturbationTag, QueryVariant
 from rr.prompts import render
 from rr.records import Example, GenerationParams, MetaKey, Request
 from rr.registry import component
@@ -175,7 +175,7 @@ class LLMRewritePerturbation:
 
     def tag(self, i: int) -> str:
         """The ``query_perturbation`` value of the ``i``-th variant (1-based)."""
-        return f"{self.name}#{i}"
+        return PerturbationTag(self.name, variant=i).format()
 
     def prompt(self, question: str) -> str:
         """The rewriting prompt for one question."""

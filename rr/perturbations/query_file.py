@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from rr.atomic import atomic_write
 from rr.data.base import DataError
 from rr.data.jsonl import iter_jsonl, parse_id
-from rr.perturbations.base import QueryVariant
+from rr.perturbations.base import PerturbationTag, QueryVariant
 from rr.records import Example, MetaKey
 from rr.registry import component
 
@@ -47,7 +47,8 @@ def read_query_file(path: str | Path) -> list[QueryRow]:
 
     Raises:
         DataError: ``path:line`` for a line that is not a JSON object, lacks ``id``, ``variant``
-            or ``question``, has an empty or ``none`` variant, an empty question, or repeats an
+            or ``question``, has an empty or ``none`` variant or one that is not a
+            :class:`~rr.perturbations.base.PerturbationTag`, an empty question, or repeats an
             ``(id, variant)`` pair; or when the file holds no row.
         FileNotFoundError: no such file.
     """
@@ -66,6 +67,10 @@ def read_query_file(path: str | Path) -> list[QueryRow]:
             raise DataError(f"{where}: variant must be a non-empty tag other than 'none', got {variant!r}")
         if any(c.isspace() for c in variant):  # the tag is part of the query id in TREC runs
             raise DataError(f"{where}: variant {variant!r} contains whitespace; use e.g. '_' instead")
+        try:  # the score table's parameter columns read it back
+            PerturbationTag.parse(variant)
+        except ValueError as e:
+            raise DataError(f"{where}: variant is not a tag like 'formal#2' or 'typo@0.25#3': {e}") from e
         if not isinstance(question, str) or not question.strip():
             raise DataError(f"{where}: question must be a non-empty string, got {question!r}")
         if original is not None and not isinstance(original, str):

@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from rr.context import RankedDoc
 from rr.hashing import content_hash, rng_for
 from rr.judges.normalize import has_answer
+from rr.perturbations.base import VALUE, PerturbationTag
 from rr.perturbations.sentences import split_sentences
 from rr.prompts import render
 from rr.records import Example, Passage, Request
@@ -122,10 +123,13 @@ class SurePerturbation:
     @property
     def name(self) -> str:
         """The ``doc_perturbation`` tag, e.g. ``format:json`` or ``logic:reverse@gold``."""
-        tag = f"{self.family}:{self.variant}"
-        if self.target != "all":
-            tag += "@" + self.target.replace(":", "")
-        return tag
+        kind, rank = self._target
+        params: dict[str, str | int] = {}
+        if kind == "rank" and rank is not None:
+            params["rank"] = rank  # rank:2 -> @rank2
+        elif kind != "all":
+            params[VALUE] = kind  # @gold
+        return PerturbationTag(f"{self.family}:{self.variant}", params).format()
 
     # -- to implement ---------------------------------------------------------------------------
     def perturb(self, units: Sequence[DocUnit], rt: Runtime) -> list[Passage | None]:

@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rr.hashing import rng_for
-from rr.perturbations.base import QueryVariant
+from rr.perturbations.base import VALUE, PerturbationTag, QueryVariant
 from rr.records import Example, MetaKey
 from rr.registry import component
 
@@ -285,7 +285,7 @@ class TypoPerturbation:
 
     def tag(self, i: int) -> str:
         """The ``query_perturbation`` value of the ``i``-th variant (1-based)."""
-        return f"{self.name}@{self.rate:g}#{i}"
+        return PerturbationTag(self.name, {VALUE: self.rate}, i).format()
 
     def candidate(self, example: Example, index: int, seed: int) -> tuple[str, int, int]:
         """Candidate ``index`` (0-based) of ``example``: ``(text, words perturbed, words asked)``."""

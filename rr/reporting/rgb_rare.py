@@ -22,6 +22,7 @@ import pandas as pd
 
 from rr.metrics import rare
 from rr.metrics.rgb import counterfactual_table, noise_ratio_of, rgb_table
+from rr.perturbations.base import PerturbationTag
 from rr.reporting.core import (
     CI_HIGH,
     CI_LOW,
@@ -92,7 +93,8 @@ def rgb_rejection(df: pd.DataFrame, ctx: ReportContext) -> Iterator[Item]:
 
 
 def _counterfactual(df: pd.DataFrame) -> pd.Series:
-    return df["doc_perturbation"].astype(str).str.startswith("counterfactual")
+    tags = df["doc_perturbation"].astype(str).map(PerturbationTag.read)
+    return tags.map(lambda t: t is not None and t.name == "counterfactual").astype(bool)
 
 
 @section(
