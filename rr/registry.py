@@ -1,10 +1,26 @@
 """Component registry: one class per config option, with its config schema derived from it.
 
 Decorate a component class with ``@component("retriever", "bm25")``. :func:`rr.config.register_configs`
-turns each registered class's ``__init__`` signature into a dataclass schema stored in Hydra's
+turns each registered class's constructor parameters into a dataclass schema stored in Hydra's
 ConfigStore as ``<group>/<name>_schema``; the option's YAML lists that schema first in its
 defaults, so a misspelled or unknown key fails when the config is composed, not after a GPU hour.
 Adding a component is therefore one class (decorated) plus one YAML.
+
+Schemas follow inheritance: a constructor that takes ``**kwargs`` (and hands them to
+``super().__init__`` by keyword) takes its parents' parameters too, so :func:`init_parameters`
+walks the MRO while the ``__init__`` it meets has ``**kwargs``. A subclass declares only what it
+adds or whose default it changes (its own annotation and default win); its own parameters come
+first, then its parents' in MRO order (the order the one-class signatures had). This small walk
+was chosen over dataclass schemas extended by inheritance (Hydra's structured-config tutorial,
+hydra-zen's ``builds(..., populate_full_signature=True)``): the constructor stays the one place a
+parameter, its type and its default are written, there is no second class per component to
+keep in step, and it needs no new dependency. A subclass narrower than its parent names the
+inherited parameters it does not take in ``component(..., drop=...)``.
+
+Hydra's instantiate keys (``_recursive_``, ``_convert_``, ``_partial_``) are no constructor
+parameters: an option whose YAML sets one (``_recursive_: false`` keeps a nested config node,
+such as a judge's generator, unbuilt) names it in ``component(..., hydra_keys=...)``, which admits
+the key in the schema with Hydra's own default.
 """
 
 from __future__ import annotations
@@ -13,6 +29,7 @@ import dataclasses
 import inspect
 import types
 import typing
+from collections.abc import Sequence
 from typing import Any, Optional
 
 from omegaconf import MISSING
@@ -56,13 +73,37 @@ COMPONENT_MODULES = (
 )
 
 
-def component(group: str, name: str):
-    """Register ``cls`` as option ``name`` of config group ``group`` (e.g. ``"retriever"``)."""
+#: Hydra's instantiate keys an option's YAML may set, with Hydra's defaults.
+HYDRA_KEYS: dict[str, tuple[Any, Any]] = {
+    "_recursive_": (bool, True),
+    "_convert_": (str, "none"),
+    "_partial_": (bool, False),
+}
+
+
+def component(group: str, name: str, *, drop: Sequence[str] = (), hydra_keys: Sequence[str] = ()):
+    """Register ``cls`` as option ``name`` of config group ``group`` (e.g. ``"retriever"``).
+
+    Args:
+        drop: Parameters of the parents' constructors that this class does not take, though its
+            ``**kwargs`` reach them (left out of its schema and its subclasses').
+        hydra_keys: Hydra instantiate keys (:data:`HYDRA_KEYS`) the option's YAML may set;
+            subclasses inherit them.
+    """
+    unknown = [k for k in hydra_keys if k not in HYDRA_KEYS]
+    if unknown:
+        raise ValueError(
+            f"component {group}/{name}: hydra_keys must be among {tuple(HYDRA_KEYS)}, got {unknown}"
+        )
 
     def wrap(cls: type) -> type:
         COMPONENTS.setdefault(group, {})[name] = cls
         cls.__rr_group__ = group  # type: ignore[attr-defined]
         cls.__rr_option__ = name  # type: ignore[attr-defined]
+        if drop:
+            cls.__rr_drop__ = tuple(drop)  # type: ignore[attr-defined]
+        if hydra_keys:
+            cls.__rr_hydra_keys__ = tuple(hydra_keys)  # type: ignore[attr-defined]
         return cls
 
     return wrap
@@ -98,23 +139,59 @@ def _copier(value: Any) -> Any:
     return lambda: list(value) if isinstance(value, tuple) else value.copy()
 
 
+def init_parameters(cls: type) -> dict[str, tuple[Any, Any]]:
+    """``name -> (annotation, default)`` of every parameter an instance of ``cls`` is built with.
+
+    The class's own ``__init__`` parameters, then, while the ``__init__`` met has ``**kwargs``,
+    those of the next class up the MRO that defines one. A name declared more than once takes
+    the most derived annotation and default and stays where the uppermost class puts it (a
+    subclass that changes a default does not move the field); names only a subclass declares
+    come first. A name a class ``drop``\ s is skipped in the classes above it. ``default`` is
+    ``inspect.Parameter.empty`` for a required parameter.
+    """
+    found: dict[str, tuple[Any, Any]] = {}
+    levels: list[list[str]] = []  # each walked class's parameter names, most derived first
+    dropped: set[str] = set()
+    for klass in cls.__mro__:
+        if klass is object:
+            break
+        init = klass.__dict__.get("__init__")
+        if init is not None:
+            hints = typing.get_type_hints(init)
+            forwards, names = False, []
+            for pname, p in list(inspect.signature(init).parameters.items())[1:]:
+                if p.kind is p.VAR_KEYWORD:
+                    forwards = True
+                elif p.kind is not p.VAR_POSITIONAL and pname not in dropped:
+                    names.append(pname)
+                    found.setdefault(pname, (hints.get(pname, Any), p.default))
+            levels.append(names)
+            if not forwards:
+                break
+        dropped.update(klass.__dict__.get("__rr_drop__", ()))
+    return {
+        n: found[n]
+        for i, names in enumerate(levels)
+        for n in names
+        if not any(n in upper for upper in levels[i + 1 :])
+    }
+
+
 def schema_for(cls: type) -> type:
-    """A dataclass with ``_target_`` plus one field per ``__init__`` parameter of ``cls``."""
-    init = cls.__dict__.get("__init__") or cls.__init__  # type: ignore[misc]
-    sig = inspect.signature(init)
-    hints = typing.get_type_hints(init)
+    """A dataclass with ``_target_`` plus one field per constructor parameter of ``cls``
+    (:func:`init_parameters`) and per Hydra key its ``component`` registration admits."""
     fields: list[tuple[str, Any, Any]] = [
         ("_target_", str, dataclasses.field(default=f"{cls.__module__}.{cls.__qualname__}"))
     ]
-    for pname, p in list(sig.parameters.items())[1:]:
-        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-            continue
-        tp = _schema_type(hints.get(pname, Any))
-        if p.default is inspect.Parameter.empty:
+    for pname, (hint, value) in init_parameters(cls).items():
+        if value is inspect.Parameter.empty:
             default: Any = dataclasses.field(default=MISSING)
-        elif isinstance(p.default, (list, dict, tuple)):
-            default = dataclasses.field(default_factory=_copier(p.default))
+        elif isinstance(value, (list, dict, tuple)):
+            default = dataclasses.field(default_factory=_copier(value))
         else:
-            default = dataclasses.field(default=p.default)
-        fields.append((pname, tp, default))
+            default = dataclasses.field(default=value)
+        fields.append((pname, _schema_type(hint), default))
+    for key in getattr(cls, "__rr_hydra_keys__", ()):
+        tp, value = HYDRA_KEYS[key]
+        fields.append((key, tp, dataclasses.field(default=value)))
     return dataclasses.make_dataclass(f"{cls.__name__}Schema", fields)

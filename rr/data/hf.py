@@ -78,7 +78,6 @@ class HFDataset:
         split: Split to read. With ``data_files`` it only names the split (and NQ ids).
         n: Number of examples to sample (``None`` = the whole split).
         seed: Sampling seed.
-        subset: Hub config name (``None`` = the dataset's default).
         data_files: Local file or glob (``.parquet``, ``.json``, ``.jsonl``); when set,
             ``path`` and ``revision`` are not used for loading.
         revision: Hub git revision (tag, branch or commit) to pin the data; ``None`` = latest.
@@ -97,7 +96,6 @@ class HFDataset:
         split: str,
         n: int | None = 500,
         seed: int = 0,
-        subset: str | None = None,
         data_files: str | None = None,
         revision: str | None = None,
         cache_dir: str | None = None,
@@ -106,7 +104,8 @@ class HFDataset:
         self.split = split
         self.n = n
         self.seed = seed
-        self.subset = subset
+        #: Hub config name (``None``: the dataset's default); a loader that takes one sets it.
+        self.subset: str | None = None
         self.data_files = data_files
         self.revision = revision
         self.cache_dir = cache_dir
@@ -252,16 +251,9 @@ class NQOpen(HFDataset):
     required_columns = ("question", "answer")
 
     def __init__(
-        self,
-        path: str = "google-research-datasets/nq_open",
-        split: str = "validation",
-        n: int | None = 500,
-        seed: int = 0,
-        data_files: str | None = None,
-        revision: str | None = None,
-        cache_dir: str | None = None,
+        self, path: str = "google-research-datasets/nq_open", split: str = "validation", **kwargs: Any
     ) -> None:
-        super().__init__(path, split, n, seed, None, data_files, revision, cache_dir)
+        super().__init__(path=path, split=split, **kwargs)
 
     def convert(self, row: dict[str, Any], index: int, where: str) -> Example:
         if isinstance(row["answer"], str):  # NQ answers are always a list; a bare string is a broken copy
@@ -311,15 +303,12 @@ class HotpotQA(HFDataset):
         path: str = "hotpotqa/hotpot_qa",
         subset: str = "distractor",
         split: str = "validation",
-        n: int | None = 500,
-        seed: int = 0,
-        data_files: str | None = None,
-        revision: str | None = None,
-        cache_dir: str | None = None,
+        **kwargs: Any,
     ) -> None:
         if subset not in self.SUBSETS:
             raise ValueError(f"hotpot_qa subset must be one of {self.SUBSETS}, got {subset!r}")
-        super().__init__(path, split, n, seed, subset, data_files, revision, cache_dir)
+        super().__init__(path=path, split=split, **kwargs)
+        self.subset = subset
 
     @staticmethod
     def _gold_titles(facts: Any, where: str) -> list[str]:
@@ -381,17 +370,8 @@ class ASQA(HFDataset):
     name = "asqa"
     required_columns = ("sample_id", "ambiguous_question|question", "qa_pairs", "wikipages")
 
-    def __init__(
-        self,
-        path: str = "din0s/asqa",
-        split: str = "dev",
-        n: int | None = 500,
-        seed: int = 0,
-        data_files: str | None = None,
-        revision: str | None = None,
-        cache_dir: str | None = None,
-    ) -> None:
-        super().__init__(path, split, n, seed, None, data_files, revision, cache_dir)
+    def __init__(self, path: str = "din0s/asqa", split: str = "dev", **kwargs: Any) -> None:
+        super().__init__(path=path, split=split, **kwargs)
 
     def convert(self, row: dict[str, Any], index: int, where: str) -> Example:
         pairs = _records(row["qa_pairs"], "qa_pairs", where)

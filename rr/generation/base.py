@@ -90,13 +90,42 @@ class PrefixCacheReporting(Protocol):
 
 
 class ConfiguredDecoding:
-    """Mixin: :meth:`default_params` from the backend's ``max_new_tokens``, ``temperature``,
-    ``top_p`` and ``seed`` attributes (set from its config)."""
+    """Base of the backends: the decoding block of their config, and :meth:`default_params` from it.
+
+    A backend's constructor declares its own parameters and hands the rest (``**kwargs``) to
+    this one, so its config schema (:func:`rr.registry.init_parameters`) has these too.
+
+    Args:
+        max_new_tokens: Cao et al. (2025) Appendix B: at most 100 new tokens.
+        temperature: 0 = greedy decoding (the papers' setting).
+        top_p: Nucleus sampling when ``temperature > 0``.
+        seed: Sampling seed (only used and keyed when sampling).
+        batch_size: Prompts per backend call (see each backend: some schedule batches
+            themselves and only accept it so that experiments setting it compose).
+
+    Raises:
+        ConfigError: A decoding setting is out of range (see :func:`check_decoding`).
+    """
 
     max_new_tokens: int
     temperature: float
     top_p: float
     seed: int | None
+
+    def __init__(
+        self,
+        max_new_tokens: int = 100,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+        seed: int | None = None,
+        batch_size: int = 8,
+    ) -> None:
+        check_decoding(max_new_tokens, temperature, top_p, batch_size)
+        self.max_new_tokens = max_new_tokens
+        self.temperature = temperature
+        self.top_p = top_p
+        self.seed = seed
+        self.batch_size = batch_size
 
     def default_params(self) -> GenerationParams:
         return GenerationParams(
@@ -128,10 +157,15 @@ def check_local_model(model: str) -> None:
     """Raise :class:`ConfigError` (key ``model``) if ``model`` is a local path that does not exist.
 
     Without this check transformers reads a missing folder as a hub id and fails with a
-    misleading "Repo id must be in the form ..." after loading nothing.
+    misleading "Repo id must be in the form ..." after loading nothing. A ``packaged:<alias>``
+    model passes (:func:`rr.generation.packaged.lookup` raises ``KeyError`` on an unknown alias).
     """
     import os
 
+    from rr.generation import packaged
+
+    if packaged.lookup(model) is not None:
+        return
     if looks_like_path(model) and not os.path.exists(os.path.expanduser(model)):
         raise ConfigError(
             "model",

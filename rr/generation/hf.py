@@ -9,7 +9,7 @@ from typing import Any
 
 from rr.errors import UserError, require_positive
 from rr.generation import packaged
-from rr.generation.base import Completion, ConfiguredDecoding, check_decoding, check_local_model
+from rr.generation.base import Completion, ConfiguredDecoding, check_local_model
 from rr.records import GenerationParams, Request
 from rr.registry import component
 
@@ -49,10 +49,6 @@ class HFGenerator(ConfiguredDecoding):
             padding stays small.
         device: ``cpu``, ``cuda``, ``cuda:1``...; ``None`` = CUDA when available.
         dtype: ``auto`` (float32 on CPU, bfloat16 on CUDA), ``float32``, ``bfloat16``, ``float16``.
-        max_new_tokens: Cao et al. (2025) Appendix B: at most 100 new tokens.
-        temperature: 0 = greedy decoding (the papers' setting).
-        top_p: Nucleus sampling when ``temperature > 0``.
-        seed: Sampling seed (only used and keyed when sampling).
         context_window: Prompt + output token budget; ``None`` = the model's
             ``max_position_embeddings``.
         use_chat_template: Apply the tokenizer's chat template (instruction-tuned models).
@@ -64,19 +60,16 @@ class HFGenerator(ConfiguredDecoding):
             each generating a share of every batch (Lightning Fabric DDP, see
             :mod:`rr.generation.parallel`); 1 = one process. Completions are the same either way.
         dp_timeout_s: Data-parallel collective timeout (a dead rank fails the job after this).
+        **kwargs: The decoding block (``max_new_tokens``, ``temperature``, ``top_p``, ``seed``,
+            ``batch_size``), see :class:`ConfiguredDecoding`.
     """
 
     def __init__(
         self,
         model: str = "packaged:smollm2-135m-instruct",
         revision: str | None = None,
-        batch_size: int = 8,
         device: str | None = None,
         dtype: str = "auto",
-        max_new_tokens: int = 100,
-        temperature: float = 0.0,
-        top_p: float = 1.0,
-        seed: int | None = None,
         context_window: int | None = None,
         use_chat_template: bool = True,
         system_prompt: str | None = None,
@@ -85,21 +78,20 @@ class HFGenerator(ConfiguredDecoding):
         name: str | None = None,
         data_parallel: int = 1,
         dp_timeout_s: float = 1800.0,
+        **kwargs: Any,
     ) -> None:
+        # Every argument, to build the same generator in each data-parallel worker.
+        self._init_kwargs = {
+            **{k: v for k, v in locals().items() if k not in ("self", "__class__", "kwargs")},
+            **kwargs,
+        }
         require_positive("data_parallel", data_parallel)
-        check_decoding(max_new_tokens, temperature, top_p, batch_size)
-        if packaged.lookup(model) is None:
-            check_local_model(model)
-        self._init_kwargs = {k: v for k, v in locals().items() if k not in ("self", "__class__")}
+        super().__init__(**kwargs)
+        check_local_model(model)
         self.model = model
         self.revision = revision
-        self.batch_size = batch_size
         self.device = device
         self.dtype = dtype
-        self.max_new_tokens = max_new_tokens
-        self.temperature = temperature
-        self.top_p = top_p
-        self.seed = seed
         self.use_chat_template = use_chat_template
         self.system_prompt = system_prompt
         self.model_cache_dir = model_cache_dir or os.path.expanduser(

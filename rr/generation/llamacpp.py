@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from rr.generation import packaged
-from rr.generation.base import Completion, ConfiguredDecoding, check_decoding, check_local_model
+from rr.generation.base import Completion, ConfiguredDecoding, check_local_model
 from rr.generation.hf import HFGenerator, render_chat
 from rr.records import GenerationParams, Request
 from rr.registry import component
@@ -187,16 +187,14 @@ class LlamaCppGenerator(ConfiguredDecoding):
             prompt's output depend on its neighbour.
         batch_size: Unused: llama.cpp in-process decodes one sequence at a time (accepted so
             that experiments setting it compose).
-        max_new_tokens: Cao et al. (2025) Appendix B: at most 100 new tokens.
-        temperature: 0 = greedy decoding (the papers' setting).
-        top_p: Nucleus sampling when ``temperature > 0``.
-        seed: Sampling seed (only used and keyed when sampling).
         use_chat_template: Apply the tokenizer's chat template (instruction-tuned models).
         system_prompt: Optional system message put before every request's messages.
         model_cache_dir: Where packaged models are converted for their HF tokenizer (set by
             the job from ``paths.model_cache_dir``; shared with the ``hf`` backend).
         name: Name in the score table's ``generator`` column (default: derived from ``model``,
             with ``@llama.cpp`` appended so rows of the two backends stay apart).
+        **kwargs: The decoding block (``max_new_tokens``, ``temperature``, ``top_p``, ``seed``),
+            see :class:`~rr.generation.base.ConfiguredDecoding`.
     """
 
     def __init__(
@@ -210,18 +208,14 @@ class LlamaCppGenerator(ConfiguredDecoding):
         n_gpu_layers: int = 0,
         prefix_cache: bool = True,
         batch_size: int = 1,
-        max_new_tokens: int = 100,
-        temperature: float = 0.0,
-        top_p: float = 1.0,
-        seed: int | None = None,
         use_chat_template: bool = True,
         system_prompt: str | None = None,
         model_cache_dir: str | None = None,
         name: str | None = None,
+        **kwargs: Any,
     ) -> None:
-        check_decoding(max_new_tokens, temperature, top_p, batch_size)
-        if packaged.lookup(model) is None:
-            check_local_model(model)
+        super().__init__(batch_size=batch_size, **kwargs)
+        check_local_model(model)
         self.model = model
         self.tokenizer_name = tokenizer
         self.revision = revision
@@ -229,11 +223,6 @@ class LlamaCppGenerator(ConfiguredDecoding):
         self.n_batch = n_batch
         self.n_gpu_layers = n_gpu_layers
         self.prefix_cache = prefix_cache
-        self.batch_size = batch_size
-        self.max_new_tokens = max_new_tokens
-        self.temperature = temperature
-        self.top_p = top_p
-        self.seed = seed
         self.use_chat_template = use_chat_template
         self.system_prompt = system_prompt
         self.model_cache_dir = model_cache_dir

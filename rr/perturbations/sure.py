@@ -278,13 +278,9 @@ class FormatPerturbation(SurePerturbation):
     def __init__(
         self,
         kind: str = "json",
-        target: str = "all",
-        answer_check: bool = True,
-        nli: bool = False,
-        nli_generator: Any = None,
-        nli_max_new_tokens: int = 8,
+        **kwargs: Any,
     ) -> None:
-        super().__init__(target, answer_check, nli, nli_generator, nli_max_new_tokens)
+        super().__init__(**kwargs)
         if kind not in FORMATS:
             raise ValueError(f"format perturbation: kind must be one of {FORMATS}, got {kind!r}")
         self.kind = self.variant = kind
@@ -321,6 +317,7 @@ class MetadataPerturbation(SurePerturbation):
         kind: ``timestamp_pre``, ``timestamp_post``, ``wiki`` or ``twitter``.
         cutoff: Knowledge cutoff date (ISO ``YYYY-MM-DD``).
         span_days: Width of the window before/after the cutoff that dates are drawn from.
+        **kwargs: See :class:`SurePerturbation` (``target``, ``answer_check``, ``nli``...).
     """
 
     family = "metadata"
@@ -331,13 +328,9 @@ class MetadataPerturbation(SurePerturbation):
         kind: str = "timestamp_pre",
         cutoff: str = "2023-12-31",
         span_days: int = 365,
-        target: str = "all",
-        answer_check: bool = True,
-        nli: bool = False,
-        nli_generator: Any = None,
-        nli_max_new_tokens: int = 8,
+        **kwargs: Any,
     ) -> None:
-        super().__init__(target, answer_check, nli, nli_generator, nli_max_new_tokens)
+        super().__init__(**kwargs)
         if kind not in METADATA:
             raise ValueError(f"metadata perturbation: kind must be one of {METADATA}, got {kind!r}")
         try:
@@ -420,6 +413,7 @@ class LogicPerturbation(SurePerturbation):
         generator: Generator config of the ranking LLM (``None``: the model under test).
         example: The prompt's ``{Example}``.
         max_new_tokens: Tokens the ranking LLM may generate.
+        **kwargs: See :class:`SurePerturbation` (``target``, ``answer_check``, ``nli``...).
     """
 
     family = "logic"
@@ -430,13 +424,9 @@ class LogicPerturbation(SurePerturbation):
         generator: Any = None,
         example: str = LOGIC_EXAMPLE,
         max_new_tokens: int = 128,
-        target: str = "all",
-        answer_check: bool = True,
-        nli: bool = False,
-        nli_generator: Any = None,
-        nli_max_new_tokens: int = 8,
+        **kwargs: Any,
     ) -> None:
-        super().__init__(target, answer_check, nli, nli_generator, nli_max_new_tokens)
+        super().__init__(**kwargs)
         if kind not in LOGIC:
             raise ValueError(f"logic perturbation: kind must be one of {LOGIC}, got {kind!r}")
         self.kind = self.variant = kind
@@ -540,13 +530,9 @@ class RewritePerturbation(SurePerturbation):
         kind: str,
         generator: Any = None,
         max_new_tokens: int = 512,
-        target: str = "all",
-        answer_check: bool = True,
-        nli: bool = False,
-        nli_generator: Any = None,
-        nli_max_new_tokens: int = 8,
+        **kwargs: Any,
     ) -> None:
-        super().__init__(target, answer_check, nli, nli_generator, nli_max_new_tokens)
+        super().__init__(**kwargs)
         if kind not in self.templates:
             raise ValueError(
                 f"{self.family} perturbation: kind must be one of {tuple(self.templates)}, got {kind!r}"
@@ -601,6 +587,7 @@ class StylePerturbation(RewritePerturbation):
         generator: Generator config of the rewriting LLM (``None``: the model under test; the
             paper uses Llama-3.1-70B-Instruct).
         max_new_tokens: Tokens the rewriting LLM may generate.
+        **kwargs: See :class:`SurePerturbation` (``target``, ``answer_check``, ``nli``...).
     """
 
     family = "style"
@@ -609,20 +596,8 @@ class StylePerturbation(RewritePerturbation):
         "complex": "sure_style_complex.j2",
     }
 
-    def __init__(
-        self,
-        kind: str = "simple",
-        generator: Any = None,
-        max_new_tokens: int = 512,
-        target: str = "all",
-        answer_check: bool = True,
-        nli: bool = False,
-        nli_generator: Any = None,
-        nli_max_new_tokens: int = 8,
-    ) -> None:
-        super().__init__(
-            kind, generator, max_new_tokens, target, answer_check, nli, nli_generator, nli_max_new_tokens
-        )
+    def __init__(self, kind: str = "simple", **kwargs: Any) -> None:
+        super().__init__(kind=kind, **kwargs)
 
 
 @component("perturbation/doc", "source")
@@ -636,6 +611,7 @@ class SourcePerturbation(RewritePerturbation):
         kind: ``llm`` or ``self``.
         generator: Generator config of the paraphrasing LLM (``None``: the model under test).
         max_new_tokens: Tokens the paraphrasing LLM may generate.
+        **kwargs: See :class:`SurePerturbation` (``target``, ``answer_check``, ``nli``...).
     """
 
     family = "source"
@@ -644,21 +620,9 @@ class SourcePerturbation(RewritePerturbation):
         "self": "sure_source_paraphrase.j2",
     }
 
-    def __init__(
-        self,
-        kind: str = "self",
-        generator: Any = None,
-        max_new_tokens: int = 512,
-        target: str = "all",
-        answer_check: bool = True,
-        nli: bool = False,
-        nli_generator: Any = None,
-        nli_max_new_tokens: int = 8,
-    ) -> None:
-        super().__init__(
-            kind, generator, max_new_tokens, target, answer_check, nli, nli_generator, nli_max_new_tokens
-        )
-        if kind == "self" and generator is not None:
+    def __init__(self, kind: str = "self", **kwargs: Any) -> None:
+        super().__init__(kind=kind, **kwargs)
+        if kind == "self" and self.generator is not None:
             raise ValueError(
                 "source perturbation kind=self paraphrases with the model under test: set generator: null"
             )
