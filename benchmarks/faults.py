@@ -151,9 +151,11 @@ def calls_of(path: Path) -> int:
 def table(root: Path):
     import pandas as pd
 
+    from rr.results import CELL_KEYS
+
     df = pd.read_parquet(root / "job" / "scores.parquet")
     cols = [c for c in df.columns if c != "job_id"]
-    return df[cols].sort_values(["strategy", "example_id", "retriever", "k", "order"]).reset_index(drop=True)
+    return df[cols].sort_values(["strategy", "example_id", *CELL_KEYS]).reset_index(drop=True)
 
 
 def same_table(root: Path, ref) -> bool:

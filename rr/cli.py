@@ -44,7 +44,7 @@ USER_ERROR_EXIT = 2
 def _app(cfg: DictConfig) -> float | None:
     from rr.config import job_id
     from rr.pipeline import run_job
-    from rr.report import print_job_report
+    from rr.reporting.job import print_job_report
     from rr.resume import SUMMARY, finished
 
     output_dir = HydraConfig.get().runtime.output_dir

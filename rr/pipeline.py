@@ -34,7 +34,7 @@ from rr.judges.base import Judge, JudgeItem
 from rr.judges.normalize import has_answer_in
 from rr.perturbations.base import DocPerturbation, QueryPerturbation, QueryVariant
 from rr.records import Example, Hit
-from rr.results import score_row, varying, write_scores
+from rr.results import CELL_KEYS, score_row, varying, write_scores
 from rr.retrieval.base import ApproximateSearch, ExampleAwareRetriever, RebuildsIndexes, Retriever
 from rr.retrieval.qrels import qrels_from_examples, write_qrels
 from rr.retrieval.runs import RunCache, write_trec_run
@@ -590,7 +590,7 @@ def _summary(
         "model": llm.identity,
         "examples": len(examples),
         "rows": len(scores),
-        "cells": int(scores.groupby(["strategy", "retriever", "k", "order"]).ngroups),
+        "cells": int(scores.groupby(["strategy", *CELL_KEYS]).ngroups),
         "requests": stats["requests"],
         "unique_requests": stats["unique_requests"],
         "model_calls": stats["model_calls"],

@@ -249,26 +249,22 @@ class PlanningLLM(LLM):
         # window fitting and the step totals count the same prompts: remember them
         return self.count_tokens_cached(prompts)
 
+    def uncached(self, key: str) -> Generation:
+        """A request not in the cache is not generated: :attr:`placeholder` stands for its text."""
+        return Generation(self.placeholder, key, 0, 0, cached=False)
+
     def generate(self, requests: list[Request], step: str = "generate") -> list[Generation]:
+        """Record the step (:class:`PlanStep`) and return cached texts, else :attr:`placeholder`."""
         t0 = time.perf_counter()
-        prompts = [self.render(r) for r in requests]
-        keys = [self.key(p, r) for p, r in zip(prompts, requests, strict=True)]
-        first: dict[str, int] = {}
-        for i, k in enumerate(keys):
-            first.setdefault(k, i)
-        uniq = list(first)
-        flags = self.over_window([requests[first[k]] for k in uniq], [prompts[first[k]] for k in uniq], step)
-        too_long = {k for k, o in zip(uniq, flags, strict=True) if o}  # never sent: no tokens counted
-        cached = {
-            k for k in first if k not in too_long and (k in self.planned or self.cache.get(k) is not None)
-        }
-        todo = [k for k in first if k not in cached and k not in too_long]
+        prepared = self.prepare(requests, step)  # prompts that do not fit are never sent: no tokens counted
+        cached = {k for k in prepared.fitting() if k in self.planned or self.cache.get(k) is not None}
+        todo = [k for k in prepared.fitting() if k not in cached]
         self.planned.update(todo)
-        todo_prompts = [prompts[first[k]] for k in todo]
+        todo_prompts = [prepared.prompt(k) for k in todo]
         known: dict[int, int] = {}  # todo index -> tokens noted by window fitting
         estimated = 0
         for i, k in enumerate(todo):
-            tokens, exact = self._noted.get(hash(requests[first[k]]), (0, None))
+            tokens, exact = self._noted.get(hash(prepared.request(k)), (0, None))
             if exact or (exact is False and not self.exact_tokens):
                 known[i] = tokens
                 estimated += not exact
@@ -277,7 +273,7 @@ class PlanningLLM(LLM):
         new = [
             self.mean_new_tokens
             if self.mean_new_tokens is not None
-            else requests[first[k]].params.max_new_tokens
+            else prepared.request(k).params.max_new_tokens
             for k in todo
         ]
         self.steps.append(
@@ -285,34 +281,23 @@ class PlanningLLM(LLM):
                 step=step,
                 model=str(self.identity.get("model_id", "?")),
                 requests=len(requests),
-                unique=len(first),
+                unique=len(prepared.first),
                 cached=len(cached),
                 to_generate=len(todo),
                 prompt_tokens=sum(n_prompt),
                 new_tokens=round(sum(new)),
-                estimate=any(self.placeholder in p for p in prompts),
+                estimate=any(self.placeholder in p for p in prepared.prompts),
                 estimated_prompts=estimated,
-                over_window=len(too_long),
+                over_window=len(prepared.too_long),
             )
         )
         s = self.stats
         s.requests += len(requests)
-        s.unique_requests += len(first)
+        s.unique_requests += len(prepared.first)
         s.cache_hits += len(cached)
-        s.over_window += len(too_long)
+        s.over_window += len(prepared.too_long)
         s.seconds += time.perf_counter() - t0
-        out = []
-        for k in keys:
-            if k in too_long:
-                out.append(Generation("", k, over_window=True))
-                continue
-            c = self.cache.get(k)
-            out.append(
-                Generation(c.text, k, c.prompt_tokens, c.completion_tokens, cached=True)
-                if c is not None
-                else Generation(self.placeholder, k, 0, 0, cached=False)
-            )
-        return out
+        return self.generations(prepared, cached)
 
 
 @dataclass

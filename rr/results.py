@@ -61,6 +61,11 @@ COLUMNS: dict[str, str] = {
 #: The columns the contract requires.
 REQUIRED = list(COLUMNS)[:15]
 
+#: The columns that place a row in its system's grid (DESIGN.md: retriever × k × order; k = 0
+#: rows have retriever and order ``none``). Paired, grouped or deduplicated "per cell", rows are
+#: keyed on these plus what the place keeps apart (``example_id``, the system, perturbations).
+CELL_KEYS = ("retriever", "k", "order")
+
 #: The columns :func:`score_row` itself sets on every row, in order (the contract's and the job's
 #: own); a component's ``extra`` may not reuse them.
 ROW_COLUMNS = (

@@ -21,14 +21,15 @@ from typing import Any
 
 import pandas as pd
 
-#: Columns identifying one judged row (those present in both tables are used).
+from rr.results import CELL_KEYS
+
+#: Columns identifying one judged row (those present in both tables are used): the system, the
+#: cell (:data:`rr.results.CELL_KEYS`), its perturbations and the example.
 ROW_KEY = (
     "dataset",
     "generator",
     "strategy",
-    "retriever",
-    "k",
-    "order",
+    *CELL_KEYS,
     "query_perturbation",
     "doc_perturbation",
     "example_id",

@@ -43,6 +43,7 @@ import numpy as np
 import pandas as pd
 
 from rr.metrics.robustness import robustness_table
+from rr.results import CELL_KEYS
 
 #: Columns that, with ``example_id``, identify one question of one setting (when present).
 UNIT = ("dataset", "query_perturbation", "doc_perturbation", "example_id")
@@ -59,7 +60,7 @@ def _unit(df: pd.DataFrame, by: list[str]) -> list[str]:
 
 def _check(df: pd.DataFrame, by: list[str]) -> tuple[pd.DataFrame, list[str]]:
     """Validated copy (k int, score float) and the unit columns; duplicates are an error."""
-    need = [*by, "example_id", "retriever", "k", "order", "score"]
+    need = [*by, "example_id", *CELL_KEYS, "score"]
     missing = [c for c in need if c not in df.columns]
     if missing:
         raise ValueError(f"score table lacks column(s) {missing} (has {list(df.columns)})")
@@ -67,7 +68,7 @@ def _check(df: pd.DataFrame, by: list[str]) -> tuple[pd.DataFrame, list[str]]:
     t["k"] = pd.to_numeric(t["k"]).astype(int)
     t["score"] = pd.to_numeric(t["score"]).astype(float)
     unit = _unit(t, by)
-    key = [*by, *unit, "retriever", "k", "order"]
+    key = [*by, *unit, *CELL_KEYS]
     dup = t.duplicated(key, keep=False)
     if dup.any():
         raise ValueError(

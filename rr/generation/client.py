@@ -38,6 +38,38 @@ class LLMStats:
     steps: list[dict] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class PreparedStep:
+    """A step's requests as :meth:`LLM.prepare` leaves them: rendered, keyed, deduplicated and
+    checked against the context window (what a real and a planned step share).
+
+    Attributes:
+        requests: The step's requests, in order.
+        prompts: Each request's rendered prompt, same order.
+        keys: Each request's cache key, same order.
+        first: Each distinct key -> the index of its first request (in first-seen order).
+        too_long: Keys whose prompt plus ``max_new_tokens`` exceeds the window (never sent).
+    """
+
+    requests: list[Request]
+    prompts: list[str]
+    keys: list[str]
+    first: dict[str, int]
+    too_long: set[str]
+
+    def fitting(self) -> list[str]:
+        """The distinct keys whose prompt fits the window, in first-seen order."""
+        return [k for k in self.first if k not in self.too_long]
+
+    def prompt(self, key: str) -> str:
+        """The rendered prompt of ``key``."""
+        return self.prompts[self.first[key]]
+
+    def request(self, key: str) -> Request:
+        """The (first) request of ``key``."""
+        return self.requests[self.first[key]]
+
+
 class LLM:
     """Cached, deduplicating front of a :class:`Generator`.
 
@@ -172,56 +204,33 @@ class LLM:
     def context_window(self) -> int:
         return self.generator.context_window
 
-    def generate(self, requests: list[Request], step: str = "generate") -> list[Generation]:
-        """One :class:`Generation` per request, same order; identical requests are sent once."""
-        t0 = time.perf_counter()
+    def prepare(self, requests: list[Request], step: str) -> PreparedStep:
+        """Render and key ``requests``, deduplicate them and mark those that do not fit the window
+        (:meth:`over_window`, which raises with ``strict_window``): the start of every step."""
         prompts = [self.render(r) for r in requests]
         keys = [self.key(p, r) for p, r in zip(prompts, requests, strict=True)]
         first: dict[str, int] = {}
         for i, k in enumerate(keys):
             first.setdefault(k, i)
         uniq = list(first)
-        too_long = {
-            k
-            for k, o in zip(
-                uniq,
-                self.over_window([requests[first[k]] for k in uniq], [prompts[first[k]] for k in uniq], step),
-                strict=True,
-            )
-            if o
-        }
-        hits = {k for k in first if k not in too_long and self.cache.get(k) is not None}
-        misses = sorted(
-            (k for k in first if k not in hits and k not in too_long), key=lambda k: prompts[first[k]]
-        )
-        # Same params within a chunk: group misses by their decoding parameters.
-        by_params: dict[str, list[str]] = {}
-        for k in misses:
-            by_params.setdefault(content_hash(requests[first[k]].params.key_fields(), 16), []).append(k)
-        bar = tqdm(
-            total=len(misses),
-            desc=f"{step} [{self.generator.name}]",
-            unit="prompt",
-            disable=not self.show_progress or not misses,
-        )
-        for group in by_params.values():
-            params = requests[first[group[0]]].params
-            for start in range(0, len(group), self.flush_every):
-                chunk = group[start : start + self.flush_every]
-                completions = self.generator.generate(
-                    [prompts[first[k]] for k in chunk], params, progress=bar
-                )
-                self.cache.put_many(zip(chunk, completions, strict=True))
-        bar.close()
+        flags = self.over_window([requests[first[k]] for k in uniq], [prompts[first[k]] for k in uniq], step)
+        too_long = {k for k, o in zip(uniq, flags, strict=True) if o}
+        return PreparedStep(requests, prompts, keys, first, too_long)
+
+    def generations(self, prepared: PreparedStep, hits: set[str]) -> list[Generation]:
+        """The step's outputs, one per request: an empty one flagged ``over_window`` for a prompt
+        that does not fit, the cached completion (``cached`` when its key is in ``hits``), else
+        :meth:`uncached`'s."""
         out = []
-        for k in keys:
-            if k in too_long:
+        for k in prepared.keys:
+            if k in prepared.too_long:
                 out.append(Generation(text="", key=k, over_window=True))
                 continue
             c = self.cache.get(k)
-            assert c is not None
             out.append(
-                Generation(
+                self.uncached(k)
+                if c is None
+                else Generation(
                     text=c.text,
                     key=k,
                     prompt_tokens=c.prompt_tokens,
@@ -229,13 +238,46 @@ class LLM:
                     cached=k in hits,
                 )
             )
+        return out
+
+    def uncached(self, key: str) -> Generation:
+        """The output of a request that fits the window and is not cached after its step: there is
+        none here, since :meth:`generate` caches every completion (a planner returns a placeholder)."""
+        raise RuntimeError(f"request {key} was generated but is not in the generation cache")
+
+    def generate(self, requests: list[Request], step: str = "generate") -> list[Generation]:
+        """One :class:`Generation` per request, same order; identical requests are sent once."""
+        t0 = time.perf_counter()
+        prepared = self.prepare(requests, step)
+        hits = {k for k in prepared.fitting() if self.cache.get(k) is not None}
+        misses = sorted((k for k in prepared.fitting() if k not in hits), key=prepared.prompt)
+        # Same params within a chunk: group misses by their decoding parameters.
+        by_params: dict[str, list[str]] = {}
+        for k in misses:
+            by_params.setdefault(content_hash(prepared.request(k).params.key_fields(), 16), []).append(k)
+        bar = tqdm(
+            total=len(misses),
+            desc=f"{step} [{self.generator.name}]",
+            unit="prompt",
+            disable=not self.show_progress or not misses,
+        )
+        for group in by_params.values():
+            params = prepared.request(group[0]).params
+            for start in range(0, len(group), self.flush_every):
+                chunk = group[start : start + self.flush_every]
+                completions = self.generator.generate(
+                    [prepared.prompt(k) for k in chunk], params, progress=bar
+                )
+                self.cache.put_many(zip(chunk, completions, strict=True))
+        bar.close()
+        out = self.generations(prepared, hits)
         dt = time.perf_counter() - t0
         s = self.stats
         s.requests += len(requests)
-        s.unique_requests += len(first)
+        s.unique_requests += len(prepared.first)
         s.cache_hits += len(hits)
         s.model_calls += len(misses)
-        s.over_window += len(too_long)
+        s.over_window += len(prepared.too_long)
         fresh = [c for c in (self.cache.get(k) for k in misses) if c is not None]
         s.prompt_tokens += sum(c.prompt_tokens for c in fresh)
         s.completion_tokens += sum(c.completion_tokens for c in fresh)
@@ -244,10 +286,10 @@ class LLM:
             {
                 "step": step,
                 "requests": len(requests),
-                "unique": len(first),
+                "unique": len(prepared.first),
                 "cache_hits": len(hits),
                 "model_calls": len(misses),
-                "over_window": len(too_long),
+                "over_window": len(prepared.too_long),
                 "seconds": round(dt, 3),
             }
         )
@@ -255,7 +297,7 @@ class LLM:
             "%s: %d requests, %d unique, %d cached, %d model calls (%.1fs)",
             step,
             len(requests),
-            len(first),
+            len(prepared.first),
             len(hits),
             len(misses),
             dt,

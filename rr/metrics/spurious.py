@@ -27,19 +27,12 @@ import numpy as np
 import pandas as pd
 
 from rr.metrics.robustness import MetricUndefinedError
+from rr.results import CELL_KEYS
 
-#: Columns identifying an instance (those present in the table are used).
-PAIR_KEYS = (
-    "dataset",
-    "generator",
-    "strategy",
-    "retriever",
-    "k",
-    "order",
-    "query_perturbation",
-    "seed",
-    "example_id",
-)
+#: Columns identifying an instance (those present in the table are used): the system, the cell
+#: (:data:`rr.results.CELL_KEYS`), the query perturbation, seed and example; not
+#: ``doc_perturbation``, which is what an original and a perturbed row of a pair differ in.
+PAIR_KEYS = ("dataset", "generator", "strategy", *CELL_KEYS, "query_perturbation", "seed", "example_id")
 #: Columns identifying a closed-book answer (the Known / Unknown label).
 KNOWN_KEYS = ("dataset", "generator", "strategy", "query_perturbation", "seed", "example_id")
 SUBSETS = ("K-G", "K-N", "U-G", "U-N")

@@ -34,7 +34,7 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
-from rr.results import find_score_files, load, varying
+from rr.results import CELL_KEYS, find_score_files, load, varying
 
 log = logging.getLogger(__name__)
 
@@ -266,7 +266,7 @@ def system_by(df: pd.DataFrame) -> list[str]:
 
     always = [c for c in ("dataset", *SYSTEM_COLUMNS) if c in df.columns]
     by = always + [c for c in varying(df, SETTING_COLUMNS) if c not in always]
-    cell = [c for c in ("example_id", "retriever", "k", "order") if c in df.columns]
+    cell = [c for c in ("example_id", *CELL_KEYS) if c in df.columns]
     if "job_id" not in df.columns or df["job_id"].nunique() < 2:
         return by
     jobs = df.groupby(by, dropna=False)["job_id"].transform("nunique")

@@ -78,6 +78,25 @@ class Strategy(Protocol):
         ...
 
 
+def split_closed_book(
+    inputs: Sequence[CellInput],
+    closed_book: Callable[[list[CellInput]], Sequence[StrategyOutput]],
+    rag: Callable[[list[CellInput]], Sequence[StrategyOutput]],
+) -> list[StrategyOutput]:
+    """Answer the k = 0 inputs with ``closed_book`` and the k > 0 ones with ``rag``, merged in input order.
+
+    ``closed_book`` is called first, then ``rag``, each once, also with an empty list (a step of
+    no requests still shows in ``summary.json``'s steps). Each returns one output per input it
+    is given, in the same order.
+    """
+    closed = [i for i, x in enumerate(inputs) if x.cell.k == 0]
+    retrieved = [i for i, x in enumerate(inputs) if x.cell.k > 0]
+    out: dict[int, StrategyOutput] = {}
+    out.update(zip(closed, closed_book([inputs[i] for i in closed]), strict=True))
+    out.update(zip(retrieved, rag([inputs[i] for i in retrieved]), strict=True))
+    return [out[i] for i in range(len(inputs))]
+
+
 def truncate_words(text: str, max_words: int | None) -> str:
     """The first ``max_words`` whitespace-separated words of ``text`` (``None``: unchanged).
 

@@ -10,11 +10,12 @@ whole-batch steps.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from rr.prompts.answer import extract_answer
 from rr.registry import component
 from rr.runtime import Runtime
-from rr.strategies.base import CellInput, StrategyOutput, fitted_request
+from rr.strategies.base import CellInput, StrategyOutput, fitted_request, split_closed_book
 from rr.strategies.simple import closed_book_outputs
 
 #: What of the closed-book output is inserted as ``non_rag_output``.
@@ -71,43 +72,48 @@ class OwnKnow:
                 strict=True,
             )
         )
-        rag = [i for i, x in enumerate(inputs) if x.cell.k > 0]
         drafts = {}
         for q, o in closed.items():
             drafts[q] = o.prediction if self.draft == "prediction" else o.raw_output.strip()
-        empty = sum(1 for i in rag if not drafts[inputs[i].example.question])
+        return split_closed_book(
+            inputs,
+            lambda k0: [replace(closed[x.example.question], extra={"ownknow_draft": ""}) for x in k0],
+            lambda rag: self.answer(rag, closed, drafts, rt),
+        )
+
+    def answer(
+        self,
+        inputs: Sequence[CellInput],
+        closed: dict[str, StrategyOutput],
+        drafts: dict[str, str],
+        rt: Runtime,
+    ) -> list[StrategyOutput]:
+        """Step 2: every k > 0 input with its documents and draft (one batched step).
+
+        Args:
+            inputs: The k > 0 inputs.
+            closed: Question -> its closed-book output (step 1).
+            drafts: Question -> the draft shown as ``non_rag_output``.
+            rt: The job's runtime.
+        """
+        llm = rt.llm
+        empty = sum(1 for x in inputs if not drafts[x.example.question])
         if empty:
             rt.count(f"{self.name}:empty_draft", empty)
-        # Step 2: every k > 0 input with its documents and draft.
         built = [
             fitted_request(
                 llm,
                 self.template,
-                inputs[i].docs,
+                x.docs,
                 self.doc_format,
-                question=inputs[i].example.question,
-                non_rag_output=drafts[inputs[i].example.question],
+                question=x.example.question,
+                non_rag_output=drafts[x.example.question],
             )
-            for i in rag
+            for x in inputs
         ]
         gens = llm.generate([r for r, _ in built], step=f"{self.name}:answer")
         out: list[StrategyOutput] = []
-        by_index = dict(zip(rag, zip(built, gens, strict=True), strict=True))
-        for i, x in enumerate(inputs):
-            if i not in by_index:
-                cb = closed[x.example.question]
-                out.append(
-                    StrategyOutput(
-                        cb.raw_output,
-                        cb.prediction,
-                        cb.marker_found,
-                        (),
-                        {"ownknow_draft": ""},
-                        over_window=cb.over_window,
-                    )
-                )
-                continue
-            (_, kept), g = by_index[i]
+        for x, (_, kept), g in zip(inputs, built, gens, strict=True):
             prediction, found = extract_answer(g.text)
             out.append(
                 StrategyOutput(

@@ -28,11 +28,12 @@ the selected ones, so only ``n_docs_shown < k`` is truncation).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from rr.prompts.answer import extract_answer
 from rr.registry import component
 from rr.runtime import Runtime
-from rr.strategies.base import CellInput, StrategyOutput, fitted_request
+from rr.strategies.base import CellInput, StrategyOutput, fitted_request, split_closed_book
 from rr.strategies.selection import NONE, OK, parse_selection
 from rr.strategies.simple import closed_book_outputs
 
@@ -77,39 +78,39 @@ class S2A:
 
     def run(self, inputs: Sequence[CellInput], rt: Runtime) -> list[StrategyOutput]:
         """One output per input, same order; two batched model steps for k > 0 cells."""
-        llm = rt.llm
-        rag = [i for i, x in enumerate(inputs) if x.cell.k > 0]
-        closed = [i for i, x in enumerate(inputs) if x.cell.k == 0]
-        out: dict[int, StrategyOutput] = {}
-        for i, o in zip(
-            closed,
-            closed_book_outputs([inputs[i] for i in closed], llm, self.closed_book_template),
-            strict=True,
-        ):
-            out[i] = StrategyOutput(
-                o.raw_output,
-                o.prediction,
-                o.marker_found,
-                (),
-                {
+        return split_closed_book(
+            inputs, lambda closed: self.closed_book(closed, rt), lambda rag: self.answer(rag, rt)
+        )
+
+    def closed_book(self, inputs: Sequence[CellInput], rt: Runtime) -> list[StrategyOutput]:
+        """Answer k = 0 inputs without documents (``closed_book_template``, one batched step)."""
+        return [
+            replace(
+                o,
+                extra={
                     "s2a_selection": [],
                     "s2a_parse": "closed_book",
                     "s2a_fallback": False,
                     "s2a_output": "",
                     "n_docs_shown": 0,
                 },
-                over_window=o.over_window,
             )
+            for o in closed_book_outputs(inputs, rt.llm, self.closed_book_template)
+        ]
+
+    def answer(self, inputs: Sequence[CellInput], rt: Runtime) -> list[StrategyOutput]:
+        """Answer k > 0 inputs: select, then answer over the selection (two batched steps)."""
+        llm = rt.llm
         # Step 1: selection over the documents that fit the window.
         select = [
             fitted_request(
                 llm,
                 self.select_template,
-                inputs[i].docs,
+                x.docs,
                 self.doc_format,
-                question=inputs[i].example.question,
+                question=x.example.question,
             )
-            for i in rag
+            for x in inputs
         ]
         sel_gens = llm.generate([r for r, _ in select], step=f"{self.name}:select")
         chosen: list[list[int]] = []
@@ -138,27 +139,30 @@ class S2A:
                 self.template,
                 [shown[p - 1] for p in positions],
                 self.doc_format,
-                question=inputs[i].example.question,
+                question=x.example.question,
             )
-            for i, (_, shown), positions in zip(rag, select, chosen, strict=True)
+            for x, (_, shown), positions in zip(inputs, select, chosen, strict=True)
         ]
         gens = llm.generate([r for r, _ in answer], step=f"{self.name}:answer")
-        for n, (i, (_, kept), g) in enumerate(zip(rag, answer, gens, strict=True)):
+        out = []
+        for n, ((_, kept), g) in enumerate(zip(answer, gens, strict=True)):
             prediction, found = extract_answer(g.text)
             shown_ids = [d.passage.id for d in select[n][1]]
             used = [shown_ids.index(d.passage.id) + 1 for d in kept]
-            out[i] = StrategyOutput(
-                g.text,
-                prediction,
-                found,
-                tuple(kept),
-                {
-                    "s2a_selection": used,
-                    "s2a_parse": statuses[n],
-                    "s2a_fallback": fell_back[n],
-                    "s2a_output": sel_gens[n].text,
-                    "n_docs_shown": len(shown_ids),
-                },
-                over_window=g.over_window or sel_gens[n].over_window,
+            out.append(
+                StrategyOutput(
+                    g.text,
+                    prediction,
+                    found,
+                    tuple(kept),
+                    {
+                        "s2a_selection": used,
+                        "s2a_parse": statuses[n],
+                        "s2a_fallback": fell_back[n],
+                        "s2a_output": sel_gens[n].text,
+                        "n_docs_shown": len(shown_ids),
+                    },
+                    over_window=g.over_window or sel_gens[n].over_window,
+                )
             )
-        return [out[i] for i in range(len(inputs))]
+        return out

@@ -10,7 +10,7 @@ from rr.prompts.answer import extract_answer
 from rr.records import Request
 from rr.registry import component
 from rr.runtime import Runtime
-from rr.strategies.base import CellInput, StrategyOutput, fitted_request
+from rr.strategies.base import CellInput, StrategyOutput, fitted_request, split_closed_book
 
 
 def closed_book_outputs(
@@ -58,32 +58,31 @@ class Vanilla:
         self.name = name
 
     def run(self, inputs: Sequence[CellInput], rt: Runtime) -> list[StrategyOutput]:
-        llm = rt.llm
-        rag = [i for i, x in enumerate(inputs) if x.cell.k > 0]
-        closed = [i for i, x in enumerate(inputs) if x.cell.k == 0]
-        out: list[StrategyOutput | None] = [None] * len(inputs)
-        for i, o in zip(
-            closed,
-            closed_book_outputs([inputs[i] for i in closed], llm, self.closed_book_template),
-            strict=True,
-        ):
-            out[i] = o
+        return split_closed_book(
+            inputs,
+            lambda closed: closed_book_outputs(closed, rt.llm, self.closed_book_template),
+            lambda rag: self.answer(rag, rt.llm),
+        )
+
+    def answer(self, inputs: Sequence[CellInput], llm: LLM) -> list[StrategyOutput]:
+        """Answer k > 0 inputs over their documents (one batched step)."""
         built = [
             fitted_request(
                 llm,
                 self.template,
-                inputs[i].docs,
+                x.docs,
                 self.doc_format,
                 max_doc_words=self.max_doc_words,
-                question=inputs[i].example.question,
+                question=x.example.question,
             )
-            for i in rag
+            for x in inputs
         ]
         gens = llm.generate([r for r, _ in built], step=f"{self.name}:answer")
-        for i, (_, kept), g in zip(rag, built, gens, strict=True):
+        outputs = []
+        for (_, kept), g in zip(built, gens, strict=True):
             prediction, found = extract_answer(g.text)
-            out[i] = StrategyOutput(g.text, prediction, found, tuple(kept), over_window=g.over_window)
-        return [o for o in out if o is not None]
+            outputs.append(StrategyOutput(g.text, prediction, found, tuple(kept), over_window=g.over_window))
+        return outputs
 
 
 @component("strategy", "closed_book")

@@ -1,4 +1,4 @@
-"""Console report of a finished job: the robustness table and the counts that matter."""
+"""Console report of a finished job (printed by ``rr`` after it): the robustness table and the counts that matter."""
 
 from __future__ import annotations
 
