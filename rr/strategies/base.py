@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from rr.context import RankedDoc, WindowEstimate, fit_prompt
 from rr.generation.client import LLM
 from rr.prompts import render
-from rr.records import Example, Request
+from rr.prompts.answer import extract_answer
+from rr.records import Example, Generation, Request
 
 if TYPE_CHECKING:
     from rr.runtime import Runtime
@@ -76,6 +77,25 @@ class Strategy(Protocol):
     def run(self, inputs: Sequence[CellInput], rt: Runtime) -> list[StrategyOutput]:
         """One output per input, same order."""
         ...
+
+
+def answered(
+    g: Generation,
+    docs: Sequence[RankedDoc] = (),
+    extra: dict[str, Any] | None = None,
+    over_window: bool | None = None,
+) -> StrategyOutput:
+    """The output of a final-step generation ``g``: its answer extracted (``Answer:`` marker, else a
+    counted fallback), the documents of its prompt, ``extra`` columns; ``over_window`` defaults to ``g``'s."""
+    prediction, found = extract_answer(g.text)
+    return StrategyOutput(
+        g.text,
+        prediction,
+        found,
+        tuple(docs),
+        dict(extra or {}),
+        over_window=g.over_window if over_window is None else over_window,
+    )
 
 
 def split_closed_book(

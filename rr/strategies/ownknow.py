@@ -12,10 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from rr.prompts.answer import extract_answer
 from rr.registry import component
 from rr.runtime import Runtime
-from rr.strategies.base import CellInput, StrategyOutput, fitted_request, split_closed_book
+from rr.strategies.base import CellInput, StrategyOutput, answered, fitted_request, split_closed_book
 from rr.strategies.simple import closed_book_outputs
 
 #: What of the closed-book output is inserted as ``non_rag_output``.
@@ -114,13 +113,10 @@ class OwnKnow:
         gens = llm.generate([r for r, _ in built], step=f"{self.name}:answer")
         out: list[StrategyOutput] = []
         for x, (_, kept), g in zip(inputs, built, gens, strict=True):
-            prediction, found = extract_answer(g.text)
             out.append(
-                StrategyOutput(
-                    g.text,
-                    prediction,
-                    found,
-                    tuple(kept),
+                answered(
+                    g,
+                    kept,
                     {"ownknow_draft": drafts[x.example.question]},
                     over_window=g.over_window or closed[x.example.question].over_window,
                 )

@@ -30,10 +30,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from rr.prompts.answer import extract_answer
 from rr.registry import component
 from rr.runtime import Runtime
-from rr.strategies.base import CellInput, StrategyOutput, fitted_request, split_closed_book
+from rr.strategies.base import CellInput, StrategyOutput, answered, fitted_request, split_closed_book
 from rr.strategies.selection import NONE, OK, parse_selection
 from rr.strategies.simple import closed_book_outputs
 
@@ -146,15 +145,12 @@ class S2A:
         gens = llm.generate([r for r, _ in answer], step=f"{self.name}:answer")
         out = []
         for n, ((_, kept), g) in enumerate(zip(answer, gens, strict=True)):
-            prediction, found = extract_answer(g.text)
             shown_ids = [d.passage.id for d in select[n][1]]
             used = [shown_ids.index(d.passage.id) + 1 for d in kept]
             out.append(
-                StrategyOutput(
-                    g.text,
-                    prediction,
-                    found,
-                    tuple(kept),
+                answered(
+                    g,
+                    kept,
                     {
                         "s2a_selection": used,
                         "s2a_parse": statuses[n],

@@ -6,11 +6,10 @@ from collections.abc import Sequence
 
 from rr.generation.client import LLM
 from rr.prompts import render
-from rr.prompts.answer import extract_answer
 from rr.records import Request
 from rr.registry import component
 from rr.runtime import Runtime
-from rr.strategies.base import CellInput, StrategyOutput, fitted_request, split_closed_book
+from rr.strategies.base import CellInput, StrategyOutput, answered, fitted_request, split_closed_book
 
 
 def closed_book_outputs(
@@ -19,11 +18,7 @@ def closed_book_outputs(
     """Answer every input's question without documents (one batched step)."""
     params = llm.generator.default_params()
     requests = [Request.user(render(template, question=i.example.question), params) for i in inputs]
-    outputs = []
-    for g in llm.generate(requests, step="closed_book"):
-        prediction, found = extract_answer(g.text)
-        outputs.append(StrategyOutput(g.text, prediction, found, (), over_window=g.over_window))
-    return outputs
+    return [answered(g) for g in llm.generate(requests, step="closed_book")]
 
 
 @component("strategy", "vanilla")
@@ -78,11 +73,7 @@ class Vanilla:
             for x in inputs
         ]
         gens = llm.generate([r for r, _ in built], step=f"{self.name}:answer")
-        outputs = []
-        for (_, kept), g in zip(built, gens, strict=True):
-            prediction, found = extract_answer(g.text)
-            outputs.append(StrategyOutput(g.text, prediction, found, tuple(kept), over_window=g.over_window))
-        return outputs
+        return [answered(g, kept) for (_, kept), g in zip(built, gens, strict=True)]
 
 
 @component("strategy", "closed_book")
