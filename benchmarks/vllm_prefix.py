@@ -34,14 +34,12 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 def cao_grid_prompts(n: int, ks: list[int], max_new_tokens: int, retrievers: str) -> list[str]:
     """Distinct prompts of the Cao mini grid in the order the pipeline sends them."""
-    from hydra import compose, initialize_config_dir
     from omegaconf import open_dict
 
-    from rr.config import register_configs
+    from rr.config import compose
     from rr.pipeline import run_job
     from rr.plan import PlanningLLM
 
-    register_configs()
     overrides = [
         f"dataset.n={n}",
         f"grid.k=[{','.join(map(str, ks))}]",
@@ -50,8 +48,7 @@ def cao_grid_prompts(n: int, ks: list[int], max_new_tokens: int, retrievers: str
         f"generator.max_new_tokens={max_new_tokens}",
         "progress=false",
     ]
-    with initialize_config_dir(config_dir=str(REPO / "rr" / "conf"), version_base="1.3"):
-        cfg = compose("config", overrides=overrides)
+    cfg = compose(overrides)
     seen: dict[str, None] = {}
 
     class Recording(PlanningLLM):

@@ -128,15 +128,22 @@ def import_components() -> None:
     import_plugin_components()
 
 
+#: (group, option) -> the class whose schema is in the ConfigStore.
+_STORED: dict[tuple[str, str], type] = {}
+
+
 def register_configs() -> None:
     """Store the root schema and one schema per registered component in Hydra's ConfigStore."""
     import_components()
     cs = ConfigStore.instance()
-    cs.store(name="rr_root_schema", node=RootSchema)
-    cs.store(name="rr_encode_schema", node=EncodeSchema)
+    if "rr_root_schema.yaml" not in cs.repo:
+        cs.store(name="rr_root_schema", node=RootSchema)
+        cs.store(name="rr_encode_schema", node=EncodeSchema)
     for group, options in COMPONENTS.items():
         for name, cls in options.items():
-            cs.store(group=group, name=f"{name}_schema", node=schema_for(cls))
+            if _STORED.get((group, name)) is not cls:  # every compose calls this: store each class once
+                cs.store(group=group, name=f"{name}_schema", node=schema_for(cls))
+                _STORED[(group, name)] = cls
     if not OmegaConf.has_resolver("rr_job_id"):
         OmegaConf.register_new_resolver("rr_job_id", _job_id_resolver)
 

@@ -10,12 +10,10 @@ import os
 from pathlib import Path
 
 import pytest
-from hydra import compose, initialize_config_dir
-from hydra.core.global_hydra import GlobalHydra
 from hypothesis import HealthCheck, settings
 from omegaconf import DictConfig, open_dict
 
-from rr.config import PACKAGE_CONFIG_DIR, register_configs
+from rr.config import PACKAGE_CONFIG_DIR, compose, register_configs
 
 REPO = Path(__file__).resolve().parent.parent
 CONF_DIR = PACKAGE_CONFIG_DIR
@@ -38,9 +36,7 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 def compose_config(overrides: list[str] | None = None, tmp_path: Path | None = None) -> DictConfig:
     """Compose ``rr/conf/config.yaml`` with ``overrides``; outputs and caches go under ``tmp_path``."""
-    GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-        cfg = compose("config", overrides=list(overrides or []), return_hydra_config=False)
+    cfg = compose(overrides or [])
     if tmp_path is not None:
         with open_dict(cfg):
             cfg.paths.output_root = str(tmp_path / "outputs")

@@ -96,12 +96,9 @@ def test_paper_grid_is_the_papers(tmp_path: Path) -> None:
 
 
 def _compose_with_hydra(overrides: list[str]):
-    from hydra import compose, initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
+    from rr.config import compose
 
-    GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-        return compose("config", overrides=overrides, return_hydra_config=True)
+    return compose(overrides, return_hydra_config=True)
 
 
 @pytest.mark.parametrize("sweep", sorted(p.stem for p in (CONF / "sweep").glob("*.yaml")))

@@ -617,25 +617,12 @@ def test_jsonl_corpus_malformed(tmp_path: Path, rows: list[dict], problem: str) 
 
 @pytest.fixture
 def compose_dataset():
-    from hydra import compose, initialize_config_dir
-    from hydra.core.config_store import ConfigStore
-    from hydra.core.global_hydra import GlobalHydra
-
-    from rr.registry import COMPONENTS, schema_for
-
-    cs = ConfigStore.instance()
-    for group in ("dataset", "corpus"):
-        for name, cls in COMPONENTS[group].items():
-            if cls.__module__ in ("rr.data.hf", "rr.data.jsonl"):
-                cs.store(group=group, name=f"{name}_schema", node=schema_for(cls))
+    from rr.config import compose
 
     def run(overrides: list[str]):
-        GlobalHydra.instance().clear()
-        with initialize_config_dir(config_dir=str(REPO / "rr" / "conf"), version_base="1.3"):
-            return compose(config_name=None, overrides=["+seed=7", *overrides])
+        return compose(["+seed=7", *overrides], config_name=None)
 
-    yield run
-    GlobalHydra.instance().clear()
+    return run
 
 
 @pytest.mark.parametrize(

@@ -232,15 +232,11 @@ def test_run_encode_from_the_job_config(tmp_path: Path, model, monkeypatch: pyte
 
 
 def _encode_cfg(overrides: list[str], tmp_path: Path):
-    from hydra import compose, initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
     from omegaconf import open_dict
 
-    from .conftest import CONF_DIR
+    from rr.config import compose
 
-    GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-        cfg = compose("encode", overrides=overrides)
+    cfg = compose(overrides, config_name="encode")
     with open_dict(cfg):
         cfg.paths.cache_dir = str(tmp_path / "cache")
         cfg.progress = False

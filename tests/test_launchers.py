@@ -7,13 +7,11 @@ import shutil
 from pathlib import Path
 
 import pytest
-from hydra import compose, initialize_config_dir
-from hydra.core.global_hydra import GlobalHydra
 
+from rr.config import compose
 from rr.results import load
 from rr.resume import expected_jobs, status
 
-from .conftest import CONF_DIR
 from .test_resume import rr_cli
 
 #: Two closed-book jobs (seed 0 and 1) on 2 questions, 4 new tokens: no corpus, no retrieval.
@@ -70,13 +68,7 @@ def test_submitit_local_multirun(tmp_path: Path) -> None:
 
 def test_slurm_launcher_composes_with_requeue_settings() -> None:
     pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
-    GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-        cfg = compose(
-            "config",
-            overrides=["hydra/launcher=slurm", "hydra.launcher.partition=gpu"],
-            return_hydra_config=True,
-        )
+    cfg = compose(["hydra/launcher=slurm", "hydra.launcher.partition=gpu"], return_hydra_config=True)
     launcher = cfg.hydra.launcher
     assert launcher._target_.endswith("SlurmLauncher")
     assert launcher.partition == "gpu" and launcher.gpus_per_node == 1
