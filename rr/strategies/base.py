@@ -79,6 +79,33 @@ class Strategy(Protocol):
         ...
 
 
+class PromptStrategy:
+    """Base of the prompting strategies: the prompt template, how a document is shown, the k = 0
+    template and the ``strategy`` column's name. Subclasses take ``**kwargs`` for these and declare
+    only what they add (their config schema still lists and checks all of them).
+
+    Args:
+        template: The RAG prompt template (``rr/prompts/templates``).
+        name: Value of the score table's ``strategy`` column.
+        doc_format: How a document is shown as a ``Context``: ``{title}`` and ``{text}``.
+        closed_book_template: Template for k = 0 cells (the non-RAG baseline f(q, 0)).
+    """
+
+    uses_retrieval = True
+
+    def __init__(
+        self,
+        template: str,
+        name: str,
+        doc_format: str = "{title}\n{text}",
+        closed_book_template: str = "non_rag_qa.j2",
+    ) -> None:
+        self.template = template
+        self.name = name
+        self.doc_format = doc_format
+        self.closed_book_template = closed_book_template
+
+
 def answered(
     g: Generation,
     docs: Sequence[RankedDoc] = (),

@@ -11,10 +11,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import Any
 
 from rr.registry import component
 from rr.runtime import Runtime
-from rr.strategies.base import CellInput, StrategyOutput, answered, fitted_request, split_closed_book
+from rr.strategies.base import (
+    CellInput,
+    PromptStrategy,
+    StrategyOutput,
+    answered,
+    fitted_request,
+    split_closed_book,
+)
 from rr.strategies.simple import closed_book_outputs
 
 #: What of the closed-book output is inserted as ``non_rag_output``.
@@ -22,7 +30,7 @@ DRAFT_FIELDS = ("prediction", "raw_output")
 
 
 @component("strategy", "ownknow")
-class OwnKnow:
+class OwnKnow(PromptStrategy):
     """Two steps: closed-book draft (``non_rag_qa.j2``), then ``ownknow.j2`` with documents + draft.
 
     k = 0 cells are answered closed-book, exactly as ``vanilla`` does, so f(q, 0) is the same
@@ -36,27 +44,16 @@ class OwnKnow:
         draft: ``"prediction"`` (the extracted closed-book answer, default: the template reads
             ``Previous Answer: {{ non_rag_output }}.`` like its example ``Previous Answer:
             previous answer.``) or ``"raw_output"`` (the model's full closed-book output).
-        doc_format: How a document is shown as a ``Context``: ``{title}`` and ``{text}``.
-        name: Value of the score table's ``strategy`` column.
+        name, doc_format: see :class:`PromptStrategy`.
     """
 
-    uses_retrieval = True
-
     def __init__(
-        self,
-        template: str = "ownknow.j2",
-        closed_book_template: str = "non_rag_qa.j2",
-        draft: str = "prediction",
-        doc_format: str = "{title}\n{text}",
-        name: str = "ownknow",
+        self, template: str = "ownknow.j2", name: str = "ownknow", draft: str = "prediction", **kwargs: Any
     ) -> None:
         if draft not in DRAFT_FIELDS:
             raise ValueError(f"strategy.ownknow.draft must be one of {DRAFT_FIELDS}, got {draft!r}")
-        self.template = template
-        self.closed_book_template = closed_book_template
+        super().__init__(template=template, name=name, **kwargs)
         self.draft = draft
-        self.doc_format = doc_format
-        self.name = name
 
     def run(self, inputs: Sequence[CellInput], rt: Runtime) -> list[StrategyOutput]:
         """One output per input, same order; two batched model steps (plus cache hits)."""

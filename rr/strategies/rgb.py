@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from rr.context import RankedDoc
 from rr.prompts import render
 from rr.records import Request
 from rr.registry import component
 from rr.runtime import Runtime
-from rr.strategies.base import CellInput, StrategyOutput, fit_request, format_doc
+from rr.strategies.base import CellInput, PromptStrategy, StrategyOutput, fit_request, format_doc
 
 
-@component("strategy", "rgb")
-class RGBPrompt:
+@component("strategy", "rgb", drop=("closed_book_template",))  # k = 0 uses the user template too
+class RGBPrompt(PromptStrategy):
     """RGB's system instruction (``rgb_system.j2``, Fig. 3 verbatim) and user input instruction
     (``rgb_user.j2``: ``Document:\\n{DOCS} \\n\\nQuestion:\\n{QUERY}``, documents joined by newlines).
 
@@ -28,23 +29,18 @@ class RGBPrompt:
     Args:
         system_template: Template of the system message.
         template: Template of the user message (``sources``, ``question``).
-        doc_format: How a document is shown (``{title}``, ``{text}``); RGB's passages are bare text.
-        name: Value of the score table's ``strategy`` column.
+        name, doc_format: see :class:`PromptStrategy` (RGB's passages are bare text).
     """
-
-    uses_retrieval = True
 
     def __init__(
         self,
         system_template: str = "rgb_system.j2",
         template: str = "rgb_user.j2",
-        doc_format: str = "{title}\n{text}",
         name: str = "rgb",
+        **kwargs: Any,
     ) -> None:
+        super().__init__(template=template, name=name, **kwargs)
         self.system_template = system_template
-        self.template = template
-        self.doc_format = doc_format
-        self.name = name
 
     def request(self, inp: CellInput, rt: Runtime) -> tuple[Request, list[RankedDoc]]:
         """The fitted request of one input and the documents it kept."""

@@ -29,10 +29,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import Any
 
 from rr.registry import component
 from rr.runtime import Runtime
-from rr.strategies.base import CellInput, StrategyOutput, answered, fitted_request, split_closed_book
+from rr.strategies.base import (
+    CellInput,
+    PromptStrategy,
+    StrategyOutput,
+    answered,
+    fitted_request,
+    split_closed_book,
+)
 from rr.strategies.selection import NONE, OK, parse_selection
 from rr.strategies.simple import closed_book_outputs
 
@@ -40,7 +48,7 @@ FALLBACKS = ("all", "none")
 
 
 @component("strategy", "s2a")
-class S2A:
+class S2A(PromptStrategy):
     """Two steps: select contexts (``s2a.j2``), then answer over the selection (``rag_qa.j2``).
 
     k = 0 cells are answered closed-book (``non_rag_qa.j2``), exactly as ``vanilla`` does.
@@ -51,29 +59,22 @@ class S2A:
         closed_book_template: Template for k = 0 cells.
         fallback: Documents used when no valid selection could be read: ``"all"`` (every
             document of step 1) or ``"none"`` (no document). See the module docstring.
-        doc_format: How a document is shown as a ``Context``: ``{title}`` and ``{text}``.
-        name: Value of the score table's ``strategy`` column.
+        name, doc_format: see :class:`PromptStrategy`.
     """
-
-    uses_retrieval = True
 
     def __init__(
         self,
         select_template: str = "s2a.j2",
         template: str = "rag_qa.j2",
-        closed_book_template: str = "non_rag_qa.j2",
         fallback: str = "all",
-        doc_format: str = "{title}\n{text}",
         name: str = "s2a",
+        **kwargs: Any,
     ) -> None:
         if fallback not in FALLBACKS:
             raise ValueError(f"strategy.s2a.fallback must be one of {FALLBACKS}, got {fallback!r}")
+        super().__init__(template=template, name=name, **kwargs)
         self.select_template = select_template
-        self.template = template
-        self.closed_book_template = closed_book_template
         self.fallback = fallback
-        self.doc_format = doc_format
-        self.name = name
 
     def run(self, inputs: Sequence[CellInput], rt: Runtime) -> list[StrategyOutput]:
         """One output per input, same order; two batched model steps for k > 0 cells."""

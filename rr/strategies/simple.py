@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from rr.generation.client import LLM
 from rr.prompts import render
 from rr.records import Request
 from rr.registry import component
 from rr.runtime import Runtime
-from rr.strategies.base import CellInput, StrategyOutput, answered, fitted_request, split_closed_book
+from rr.strategies.base import (
+    CellInput,
+    PromptStrategy,
+    StrategyOutput,
+    answered,
+    fitted_request,
+    split_closed_book,
+)
 
 
 def closed_book_outputs(
@@ -22,35 +30,26 @@ def closed_book_outputs(
 
 
 @component("strategy", "vanilla")
-class Vanilla:
+class Vanilla(PromptStrategy):
     """All retrieved documents in the prompt (``rag_qa.j2``); k = 0 cells use ``non_rag_qa.j2``.
 
     Args:
-        template: RAG prompt template.
-        closed_book_template: Template for k = 0 (the non-RAG baseline f(q, 0)).
-        doc_format: How a document is shown as a ``Context``: ``{title}`` and ``{text}``.
-        name: Value of the score table's ``strategy`` column.
         max_doc_words: Cut each document's text to this many words (``None`` = whole; the
             query-level paper follows BERGEN: 100).
+        template, name, doc_format, closed_book_template: see :class:`PromptStrategy`.
     """
-
-    uses_retrieval = True
 
     def __init__(
         self,
         template: str = "rag_qa.j2",
-        closed_book_template: str = "non_rag_qa.j2",
-        doc_format: str = "{title}\n{text}",
         name: str = "vanilla",
         max_doc_words: int | None = None,
+        **kwargs: Any,
     ) -> None:
         if max_doc_words is not None and max_doc_words < 1:
             raise ValueError(f"strategy.vanilla.max_doc_words must be >= 1 or null, got {max_doc_words}")
+        super().__init__(template=template, name=name, **kwargs)
         self.max_doc_words = max_doc_words
-        self.template = template
-        self.closed_book_template = closed_book_template
-        self.doc_format = doc_format
-        self.name = name
 
     def run(self, inputs: Sequence[CellInput], rt: Runtime) -> list[StrategyOutput]:
         return split_closed_book(
