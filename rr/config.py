@@ -146,6 +146,8 @@ def register_configs() -> None:
                 _STORED[(group, name)] = cls
     if not OmegaConf.has_resolver("rr_job_id"):
         OmegaConf.register_new_resolver("rr_job_id", _job_id_resolver)
+    if not OmegaConf.has_resolver("rr_config_groups"):
+        OmegaConf.register_new_resolver("rr_config_groups", config_groups_help)
 
 
 @contextmanager
@@ -178,6 +180,35 @@ def compose(
 
     with hydra_context(directory):
         return hydra_compose(config_name, overrides=list(overrides), return_hydra_config=return_hydra_config)
+
+
+def config_groups_help() -> str:
+    """``rr --help``'s list of config groups and their options (``${rr_config_groups:}`` in
+    ``rr/conf/hydra/help/rr.yaml``): Hydra's own list (``$APP_CONFIG_GROUPS``) without the
+    ``<option>_schema`` nodes rr stores beside every option, and with the options of plugins and of
+    ``hydra.searchpath`` folders, which Hydra's config loader sees like rr's own."""
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.core.object_type import ObjectType
+
+    loader = GlobalHydra.instance().config_loader()
+
+    def groups(parent: str) -> list[str]:
+        out = []
+        for name in loader.list_groups(parent):
+            group = f"{parent}/{name}" if parent else name
+            if group == "hydra":
+                continue
+            if loader.get_group_options(group, ObjectType.CONFIG):
+                out.append(group)
+            out += groups(group)
+        return out
+
+    lines = []
+    for group in sorted(groups("")):
+        options = sorted(o for o in loader.get_group_options(group) if not o.endswith("_schema"))
+        if options:
+            lines.append(f"{group}: {', '.join(options)}")
+    return "\n".join(lines)
 
 
 def semantic_config(cfg: DictConfig) -> dict[str, Any]:

@@ -77,7 +77,7 @@ def grid_ks(cfg: DictConfig) -> tuple[list[int], bool]:
     return sorted({k for k in ks if k > 0}), bool(cfg.grid.closed_book) or 0 in ks
 
 
-def check_grid(strategies: list[Any], ks: list[int], orders: list[str], closed_book: bool) -> None:
+def check_grid(strategies: list[Strategy], ks: list[int], orders: list[str], closed_book: bool) -> None:
     """Raise :class:`ConfigError` if no strategy has a cell to run (e.g. ``grid.k=[]`` and
     ``grid.closed_book=false``): the job would write an empty score table."""
     if not any(build_cells(s, ["retriever"], ks, orders, closed_book) for s in strategies):

@@ -115,6 +115,10 @@ def test_cli_help_lists_groups(tmp_path: Path) -> None:
     assert proc.returncode == 0
     for text in ("rr: measure how robustly", "retriever:", "generator:", "strategy:"):
         assert text in proc.stdout
+    groups = proc.stdout.split("== Config groups ==")[1].split("== Config ==")[0]
+    assert "perturbation/doc: backtranslate, counterfactual," in groups
+    assert "retriever: bge_base, bge_large, bm25, contriever, dense, oracle," in groups
+    assert "_schema" not in groups  # the schema nodes beside every option are not options
 
 
 def test_cli_typo_is_a_clear_error(tmp_path: Path) -> None:
