@@ -19,6 +19,7 @@ import textwrap
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from rr.config import instantiate
 
@@ -202,3 +203,20 @@ def test_users_config_folder_on_the_search_path_and_rr_config_dir(tmp_path: Path
     (copy / "config.yaml").write_text(text.replace("  - experiment: cao2025_mini", "  - experiment: null"))
     monkeypatch.setenv("RR_CONFIG_DIR", str(copy))
     assert compose().name == "from_copy"
+
+
+def test_a_plugin_that_fails_to_import_is_named_in_one_user_error(monkeypatch) -> None:
+    from importlib.metadata import EntryPoint
+
+    import rr.plugins
+    from rr.errors import UserError, user_message
+
+    broken = EntryPoint(name="broken", value="rr_no_such_plugin_module", group=rr.plugins.COMPONENTS_GROUP)
+    monkeypatch.setattr(rr.plugins, "entry_points", lambda group: [broken] if group == broken.group else [])
+    with pytest.raises(UserError) as err:
+        rr.plugins.import_plugin_components()
+    message = user_message(err.value)
+    assert message is not None
+    assert "entry point broken = 'rr_no_such_plugin_module' (group rr.components" in message
+    assert "failed to import: ModuleNotFoundError" in message
+    assert rr.plugins.plugin_config_paths() == []
