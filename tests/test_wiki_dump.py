@@ -324,6 +324,8 @@ def test_failed_block_keeps_shards_other_workers_finished(
         return real(pages, min_chars)
 
     monkeypatch.setattr(wiki_dump, "_render", fails_on_block_1)
+    # the workers must inherit the patch: fork them from this process (rr starts them from a fork server)
+    monkeypatch.setattr(wiki_dump, "START_METHOD", "fork")
     with pytest.raises(RuntimeError, match="choked"):
         write_shards(DUMP, tmp_path, workers=2, **SHARD_KW)
     m = json.loads(manifest_path(tmp_path, DUMP).read_text())

@@ -54,11 +54,11 @@ import contextlib
 import hashlib
 import json
 import logging
+import multiprocessing
 import sys
 from collections import deque
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from multiprocessing import Pool
 from multiprocessing.pool import AsyncResult
 from multiprocessing.pool import Pool as PoolType
 from pathlib import Path
@@ -223,14 +223,23 @@ def _write_shard(job: _ShardJob) -> dict[str, Any]:
     }
 
 
+#: How worker processes start (``multiprocessing`` start method); see :func:`_pool`.
+START_METHOD = "forkserver"
+
+
 @contextlib.contextmanager
 def _pool(workers: int) -> Iterator[PoolType | None]:
-    """A process pool of ``workers`` processes, or ``None`` (work in this process) for one."""
+    """A process pool of ``workers`` processes, or ``None`` (work in this process) for one.
+
+    The workers come from a fork server (a fresh, single-threaded interpreter), not from forking
+    this process: a fork of a process with threads (torch, tokenizers, W&B, tqdm's monitor) can
+    inherit a lock another thread held and hang the child forever (it did, in the test suite).
+    """
     require_positive("workers", workers)
     if workers == 1:
         yield None
         return
-    with Pool(workers) as pool:
+    with multiprocessing.get_context(START_METHOD).Pool(workers) as pool:
         yield pool
 
 
