@@ -186,11 +186,22 @@ def config_groups_help() -> str:
     """``rr --help``'s list of config groups and their options (``${rr_config_groups:}`` in
     ``rr/conf/hydra/help/rr.yaml``): Hydra's own list (``$APP_CONFIG_GROUPS``) without the
     ``<option>_schema`` nodes rr stores beside every option, and with the options of plugins and of
-    ``hydra.searchpath`` folders, which Hydra's config loader sees like rr's own."""
+    ``hydra.searchpath`` folders, which Hydra's config loader sees like rr's own.
+
+    OmegaConf resolves the help template while Hydra merges configs, i.e. on every compose; listing
+    the groups costs ~0.15 s each time, so outside ``--help`` this returns Hydra's own placeholder
+    (the template is only rendered for ``--help``), and the list is made once per config loader.
+    """
+    import sys
+
     from hydra.core.global_hydra import GlobalHydra
     from hydra.core.object_type import ObjectType
 
+    if not {"--help", "-h"} & set(sys.argv[1:]):
+        return "$APP_CONFIG_GROUPS"
     loader = GlobalHydra.instance().config_loader()
+    if id(loader) in _GROUPS_HELP:
+        return _GROUPS_HELP[id(loader)]
 
     def groups(parent: str) -> list[str]:
         out = []
@@ -208,7 +219,12 @@ def config_groups_help() -> str:
         options = sorted(o for o in loader.get_group_options(group) if not o.endswith("_schema"))
         if options:
             lines.append(f"{group}: {', '.join(options)}")
-    return "\n".join(lines)
+    _GROUPS_HELP[id(loader)] = "\n".join(lines)
+    return _GROUPS_HELP[id(loader)]
+
+
+#: id(Hydra's config loader) -> ``rr --help``'s group list (see :func:`config_groups_help`).
+_GROUPS_HELP: dict[int, str] = {}
 
 
 def semantic_config(cfg: DictConfig) -> dict[str, Any]:
