@@ -23,8 +23,10 @@ from rr.errors import ConfigError, UserError
 from rr.hashing import content_hash
 from rr.registry import COMPONENT_MODULES, COMPONENTS, schema_for
 
-#: The configs shipped with the package (``rr/conf``: ``config.yaml``, ``encode.yaml``, one folder per group).
-PACKAGE_CONFIG_DIR = str(Path(__file__).resolve().parent / "conf")
+#: The configs shipped with rr (``config.yaml``, ``encode.yaml``, one folder per group). In a checkout
+#: they live in the top-level ``conf/`` (``rr/conf`` is a link to it); a wheel carries them as the
+#: package data ``rr/conf``, so a non-editable install runs from any folder.
+PACKAGE_CONFIG_DIR = str((Path(__file__).resolve().parent / "conf").resolve())
 
 
 def config_dir() -> str:
@@ -111,7 +113,7 @@ class RootSchema:
 
 @dataclass
 class EncodeSchema(RootSchema):
-    """``rr encode`` (``rr/conf/encode.yaml``): the job config plus which shard of the corpus to embed."""
+    """``rr encode`` (``conf/encode.yaml``): the job config plus which shard of the corpus to embed."""
 
     shards: int = 1
     shard: int | None = None
@@ -184,7 +186,7 @@ def compose(
 
 def config_groups_help() -> str:
     """``rr --help``'s list of config groups and their options (``${rr_config_groups:}`` in
-    ``rr/conf/hydra/help/rr.yaml``): Hydra's own list (``$APP_CONFIG_GROUPS``) without the
+    ``conf/hydra/help/rr.yaml``): Hydra's own list (``$APP_CONFIG_GROUPS``) without the
     ``<option>_schema`` nodes rr stores beside every option, and with the options of plugins and of
     ``hydra.searchpath`` folders, which Hydra's config loader sees like rr's own.
 

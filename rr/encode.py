@@ -1,6 +1,6 @@
 """``rr encode``: embed a corpus for the dense retrievers of a config, one shard at a time.
 
-A Hydra app over ``rr/conf/encode.yaml`` (the job config plus ``shards`` / ``shard`` /
+A Hydra app over ``conf/encode.yaml`` (the job config plus ``shards`` / ``shard`` /
 ``shard_gpus``), so one shard is one Hydra job and a multirun over ``shard=range(N)`` runs
 the shards on any Hydra launcher: several GPUs of one node (``hydra/launcher=parallel`` with
 ``shard_gpus``) or a SLURM job array (``hydra/launcher=slurm``, one GPU per task). Each shard
@@ -108,7 +108,7 @@ def run_encode(cfg: DictConfig, output_dir: str | Path | None = None) -> dict[st
 
 
 def encode_main(argv: list[str]) -> int:
-    """``rr encode [-m] OVERRIDES``: the Hydra app over ``rr/conf/encode.yaml``."""
+    """``rr encode [-m] OVERRIDES``: the Hydra app over ``conf/encode.yaml``."""
     import hydra
     from hydra.core.hydra_config import HydraConfig
 

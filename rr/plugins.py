@@ -6,7 +6,7 @@ A plugin is an ordinary distribution that declares two entry points in its ``pyp
     first_passages = "rr_first_passages"        # a module: importing it runs its @component decorators
 
     [project.entry-points."rr.configs"]
-    first_passages = "rr_first_passages.conf"   # a package of YAMLs (rr/conf/<group>/<option>.yaml)
+    first_passages = "rr_first_passages.conf"   # a package of YAMLs (conf/<group>/<option>.yaml)
 
 ``rr`` imports every ``rr.components`` module when it registers its schemas
 (:func:`rr.config.register_configs`), and adds every ``rr.configs`` package to Hydra's config

@@ -35,7 +35,7 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 def compose_config(overrides: list[str] | None = None, tmp_path: Path | None = None) -> DictConfig:
-    """Compose ``rr/conf/config.yaml`` with ``overrides``; outputs and caches go under ``tmp_path``."""
+    """Compose ``conf/config.yaml`` with ``overrides``; outputs and caches go under ``tmp_path``."""
     cfg = compose(overrides or [])
     if tmp_path is not None:
         with open_dict(cfg):

@@ -47,7 +47,7 @@ def test_every_option_composes_and_instantiates(group: str, option: str, tmp_pat
 def test_every_registered_component_has_a_yaml() -> None:
     for group, options in COMPONENTS.items():
         for name in options:
-            assert (CONF / group / f"{name}.yaml").exists(), f"rr/conf/{group}/{name}.yaml is missing"
+            assert (CONF / group / f"{name}.yaml").exists(), f"conf/{group}/{name}.yaml is missing"
 
 
 @pytest.mark.parametrize(
@@ -109,3 +109,13 @@ def test_every_sweep_composes_and_each_point_validates(sweep: str, tmp_path: Pat
     for key, values in params.items():
         for value in str(values).split(","):
             compose_config([f"sweep={sweep}", f"{key}={value.strip()}"], tmp_path)  # each point composes
+
+
+def test_configs_live_in_the_top_level_conf_folder() -> None:
+    """The design card's layout: ``conf/`` at the top, ``sweeps/`` its named sweeps, ``rr/conf`` the wheel's view."""
+    root = Path(__file__).resolve().parents[1]
+    assert CONF == (root / "conf").resolve()
+    assert (root / "conf" / "config.yaml").is_file() and not (root / "conf").is_symlink()
+    assert (root / "rr" / "conf").resolve() == CONF  # package data in the wheel (a link in the checkout)
+    assert (root / "sweeps").resolve() == CONF / "sweep"
+    assert {p.name for p in (root / "sweeps").glob("*.yaml")} >= {"cao2025_mini.yaml", "rgb2024.yaml"}

@@ -1,7 +1,7 @@
 """SURE (spurious features in grounding documents) document perturbations.
 
 Each class is one family of the SURE taxonomy (§3.2) with its variants chosen by a
-constructor argument; one YAML per variant lives in ``rr/conf/perturbation/doc/``:
+constructor argument; one YAML per variant lives in ``conf/perturbation/doc/``:
 
 * :class:`FormatPerturbation` (``format_json``, ``format_html``, ``format_yaml``,
   ``format_markdown``): the placeholder templates of Fig. 9 (title + text).
