@@ -13,8 +13,10 @@ compared position by position with the original; reported per backend and rate:
 Backends: ``rr/nlpaug`` (the default: nlpaug's keyboard model, our seeded choice of words),
 ``nlpaug-raw`` (nlpaug's own ``KeyboardAug(aug_word_p=rate, aug_char_max=1, stopwords=...)``
 sampling, for contrast: it counts punctuation as words, skips words shorter than 4 characters and
-compares stop words case-sensitively) and ``textattack`` (when importable; run this script in the
-TextAttack environment to measure it).
+compares stop words case-sensitively), ``textattack`` (TextAttack 0.3.11's own ``Augmenter`` with
+``WordSwapQWERTY``, run in ``.venv-textattack``: ``make textattack``) and ``textattack-rare``
+(RARE's ``WordSwapQWERTY`` + ``WordSwapRandomCharacterDeletion``; a deletion is an edit of the
+word too). The TextAttack rows are skipped, with a note, when its environment is missing.
 
     python benchmarks/typo_rate.py [--n 5] [--rates 0.1 0.25]
 """
@@ -30,11 +32,12 @@ import numpy as np
 from rr.data.mini import MiniDataset
 from rr.perturbations.typo import (
     WORD_RE,
+    TextAttackUnavailable,
     TypoPerturbation,
     english_stopwords,
     n_words_to_perturb,
     nlpaug_neighbours,
-    textattack_typo,
+    textattack_python,
 )
 
 
@@ -65,9 +68,10 @@ def main() -> None:
     examples = MiniDataset(n=None, answerable_only=False).load()
     stop = english_stopwords()
     try:
-        textattack_typo("a test sentence here", 0.5, 0)
+        textattack_python()
         has_textattack = True
-    except ImportError:
+    except TextAttackUnavailable as e:
+        print(f"(no TextAttack rows: {e})")
         has_textattack = False
 
     import nlpaug.augmenter.char as nac
@@ -84,7 +88,7 @@ def main() -> None:
                 for e in examples
             ]
         )
-        backends = ["rr/nlpaug", "nlpaug-raw"] + (["textattack"] if has_textattack else [])
+        backends = ["rr/nlpaug", "nlpaug-raw"] + (["textattack", "textattack-rare"] if has_textattack else [])
         for backend in backends:
             t0 = time.perf_counter()
             rows = []
@@ -108,12 +112,12 @@ def main() -> None:
                 pert = TypoPerturbation(
                     rate=rate,
                     n=args.n,
-                    backend="textattack" if backend == "textattack" else "nlpaug",
+                    ops=["qwerty", "delete"] if backend == "textattack-rare" else ["qwerty"],
+                    backend="nlpaug" if backend == "rr/nlpaug" else "textattack",
                     include_original=False,
                 )
-                for e in examples:
-                    texts = [pert.candidate(e, i, 0)[0] for i in range(args.n)]
-                    rows.extend(measure(e.question, t, rate) for t in texts)
+                for e, candidates in zip(examples, pert.candidates_of(examples, 0), strict=True):
+                    rows.extend(measure(e.question, t, rate) for t, _, _ in candidates)
             dt = time.perf_counter() - t0
             ok = [r for r in rows if r is not None]
             mean = {k: float(np.nanmean([r[k] for r in ok])) for k in ok[0]}

@@ -322,6 +322,42 @@ def test_exact_block_search_on_gpu_equals_cpu(tmp_path: Path) -> None:
     np.testing.assert_allclose(gpu_scores, cpu_scores, atol=1e-5)
 
 
+@pytest.mark.gpu
+def test_faiss_gpu_index_searches_as_the_cpu_index() -> None:
+    """faiss-gpu (the ``gpu`` extra): an exact and an IVF index moved to the GPU find what they
+    find on the CPU."""
+    if not hasattr(faiss, "StandardGpuResources") or faiss.get_num_gpus() == 0:
+        pytest.skip("this faiss build sees no GPU (pip install 'rr[gpu]' on a CUDA machine)")
+    x, q = unit_rows(5000, 64, 7), unit_rows(40, 64, 8)
+    res = faiss.StandardGpuResources()
+    flat = faiss.IndexFlatIP(64)
+    flat.add(x)
+    ivf = faiss.index_factory(64, "IVF32,Flat", faiss.METRIC_INNER_PRODUCT)
+    ivf.train(x)
+    ivf.add(x)
+    ivf.nprobe = 32  # every list: exact, so GPU and CPU must agree
+    for cpu_index in (flat, ivf):
+        gpu_index = faiss.index_cpu_to_gpu(res, 0, cpu_index)
+        cpu_scores, cpu_rows = cpu_index.search(q, 10)
+        gpu_scores, gpu_rows = gpu_index.search(q, 10)
+        np.testing.assert_array_equal(gpu_rows, cpu_rows)
+        np.testing.assert_allclose(gpu_scores, cpu_scores, atol=1e-5)
+
+
+def test_missing_faiss_is_one_line_naming_both_extras(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from rr.errors import user_message
+    from rr.retrieval.dense_store import FaissMissingError, import_faiss
+
+    monkeypatch.setitem(sys.modules, "faiss", None)  # as if neither faiss-cpu nor faiss-gpu were installed
+    with pytest.raises(FaissMissingError) as e:
+        import_faiss()
+    msg = user_message(e.value)
+    assert msg is not None and "\n" not in msg
+    assert "pip install -c constraints.txt 'rr[cpu]' (faiss-cpu) or 'rr[gpu]' (faiss-gpu, CUDA 12)" in msg
+
+
 def test_gpu_search_asked_for_without_a_gpu_is_a_clear_error(tmp_path: Path) -> None:
     if hasattr(faiss, "StandardGpuResources") and faiss.get_num_gpus() > 0:
         pytest.skip("a GPU is present")

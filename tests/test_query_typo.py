@@ -11,7 +11,6 @@ from rr.perturbations.typo import (
     english_stopwords,
     n_words_to_perturb,
     nlpaug_neighbours,
-    textattack_typo,
     typo_text,
 )
 from rr.records import Example
@@ -153,31 +152,5 @@ def test_bad_options_fail_early() -> None:
         TypoPerturbation(backend="nlpaug2")
     with pytest.raises(ValueError, match="candidates"):
         TypoPerturbation(n=5, candidates=3)
-
-
-def _textattack_importable() -> bool:
-    try:
-        textattack_typo("a test sentence here", 0.5, 0)
-    except ImportError:
-        return False
-    return True
-
-
-@pytest.mark.skipif(not _textattack_importable(), reason="textattack not importable (needs transformers<5)")
-def test_textattack_backend_rate_stopwords_and_determinism() -> None:
-    stop = english_stopwords()
-    pert = TypoPerturbation(rate=0.25, n=3, backend="textattack", include_original=False)
-    a = pert.perturb([CANNES], 0)
-    assert a == pert.perturb([CANNES], 0)
-    for v in a:
-        before, after = WORD_RE.findall(CANNES.question), WORD_RE.findall(v.example.question)
-        changed = [w for w, x in zip(before, after, strict=True) if w != x]
-        assert len(changed) == n_words_to_perturb(len(before), 0.25)
-        assert not any(w.lower() in stop for w in changed)
-
-
-def test_textattack_missing_gives_clear_error() -> None:
-    if _textattack_importable():
-        pytest.skip("textattack is importable here")
-    with pytest.raises(ImportError, match="perturbation/query=file"):
-        textattack_typo("a test sentence", 0.1, 0)
+    with pytest.raises(ValueError, match=r"ops \['embedding'\] need backend: textattack"):
+        TypoPerturbation(ops=["embedding"])

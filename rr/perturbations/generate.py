@@ -7,10 +7,8 @@ Three commands (``rr perturb-queries <command> --help``):
     with Hydra overrides (e.g. ``dataset=mini dataset.n=50``). Runs in rr's environment.
 
 ``typo --input IN --output OUT [--backend nlpaug|textattack] [--rate 0.25] [--n 5] ...``
-    Typo variants of the questions in ``IN``. Imports only numpy, omegaconf and the typo
-    module, so it also runs in a separate TextAttack environment (``textattack==0.3.11`` needs
-    ``transformers<5``; install rr there with ``pip install --no-deps -e .`` and set
-    ``NLTK_DATA`` to ``rr/perturbations/data/nltk_data``).
+    Typo variants of the questions in ``IN``. ``--backend textattack`` runs TextAttack's own
+    ``Augmenter`` in its environment (``make textattack``), from rr's environment.
 
 ``apply OUT [overrides ...]``
     Run any configured query perturbation (``perturbation/query=llm_rewrite ...``; model
@@ -30,6 +28,7 @@ from typing import Any
 
 from rr.data.base import DataError
 from rr.data.jsonl import iter_jsonl, parse_id, parse_question
+from rr.perturbations.typo import TextAttackUnavailable
 from rr.records import Example
 
 
@@ -134,7 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--backend", default="nlpaug", choices=["nlpaug", "textattack"])
     t.add_argument("--rate", type=float, default=0.1)
     t.add_argument("--n", type=int, default=5)
-    t.add_argument("--ops", nargs="+", default=["qwerty"], choices=["qwerty", "delete"])
+    t.add_argument("--ops", nargs="+", default=["qwerty"], choices=["qwerty", "delete", "embedding"])
     t.add_argument("--candidates", type=int, default=None)
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--name", default="typo")
@@ -150,7 +149,7 @@ def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
     try:
         args.func(args)
-    except (DataError, ImportError, FileNotFoundError) as e:
+    except (DataError, ImportError, FileNotFoundError, TextAttackUnavailable) as e:
         sys.exit(f"error: {e}")
 
 

@@ -27,18 +27,21 @@ Backends: ``nlpaug`` (default) takes the neighbour table from nlpaug 1.1.11's QW
 model (``KeyboardAug``'s ``en`` model, letters only), while the choice of words, positions and
 neighbours is ours (nlpaug samples from Python's global ``random`` and counts punctuation as
 words, so its rate is not the paper's). ``textattack`` runs TextAttack's own ``Augmenter`` with
-``WordSwapQWERTY`` / ``WordSwapRandomCharacterDeletion`` and ``StopwordModification``, seeding
-Python's ``random`` per variant and restoring it afterwards. TextAttack 0.3.11 needs
-``transformers<5`` and so lives in its own environment: generate a query file there with
-``python -m rr.perturbations.generate typo --backend textattack`` (in its own environment) and run jobs with
-``perturbation/query=file`` (see ``docs/query-level.md``).
+``WordSwapQWERTY`` / ``WordSwapRandomCharacterDeletion`` / ``WordSwapEmbedding`` and
+``StopwordModification``, seeding Python's ``random`` and numpy's global RNG per variant. TextAttack
+0.3.11 needs ``transformers<5``, so it runs in its own environment (``make textattack`` creates
+``.venv-textattack``) as a child process (:mod:`rr.perturbations.textattack_env.worker`); rr never
+imports it (see ``docs/query-level.md``).
 """
 
 from __future__ import annotations
 
+import json
+import logging
 import math
-import random
+import os
 import re
+import subprocess
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from functools import lru_cache
@@ -55,6 +58,8 @@ from rr.registry import component
 if TYPE_CHECKING:
     from rr.runtime import Runtime
 
+log = logging.getLogger(__name__)
+
 #: NLTK-layout data folder shipped with rr: ``NLTK_DATA`` for TextAttack.
 NLTK_DATA_DIR = Path(__file__).parent / "data" / "nltk_data"
 STOPWORDS_PATH = NLTK_DATA_DIR / "corpora" / "stopwords" / "english"
@@ -62,7 +67,9 @@ STOPWORDS_PATH = NLTK_DATA_DIR / "corpora" / "stopwords" / "english"
 #: A word: a word character followed by word characters, apostrophes or hyphens.
 WORD_RE = re.compile(r"\w[\w'’-]*")
 
-OPS = ("qwerty", "delete")
+OPS = ("qwerty", "delete", "embedding")
+#: Operations only TextAttack's backend has (RARE's word-level ``WordSwapEmbedding``).
+TEXTATTACK_ONLY_OPS = ("embedding",)
 BACKENDS = ("nlpaug", "textattack")
 
 
@@ -169,59 +176,123 @@ def typo_text(
     return "".join(pieces), k, target
 
 
-def textattack_typo(text: str, rate: float, seed: int, ops: Sequence[str] = ("qwerty",)) -> str | None:
-    """One TextAttack augmentation of ``text`` (``None`` when TextAttack produced none).
+#: Environment variable naming the Python of TextAttack's environment.
+TEXTATTACK_PYTHON_ENV = "RR_TEXTATTACK_PYTHON"
+#: The environment ``make textattack`` creates (next to rr's source tree).
+DEFAULT_TEXTATTACK_VENV = Path(__file__).resolve().parents[2] / ".venv-textattack"
+#: The script run in TextAttack's environment (standard library only until it imports TextAttack).
+TEXTATTACK_WORKER = Path(__file__).parent / "textattack_env" / "worker.py"
+#: The files of TextAttack's counter-fitted embeddings (``WordSwapEmbedding``), under its cache.
+COUNTERFITTED_DIR = Path("word_embeddings") / "paragramcf"
+COUNTERFITTED_FILES = ("paragram.npy", "wordlist.pickle", "nn.npy", "mse_dist.p", "cos_sim.p")
 
-    Uses ``Augmenter(transformation, [RepeatModification(), StopwordModification(...)],
-    pct_words_to_swap=rate, transformations_per_example=1)`` with ``WordSwapQWERTY()`` and/or
-    ``WordSwapRandomCharacterDeletion()`` (a ``CompositeTransformation`` for both). Stop words
-    are the shipped NLTK list in lower, capitalised and upper case (TextAttack compares them
-    case-sensitively). Python's ``random`` is seeded with ``seed`` for the call and restored.
+
+class TextAttackUnavailable(RuntimeError):
+    """TextAttack's environment or data is missing, or its worker failed (one-line message)."""
+
+
+def textattack_python() -> Path:
+    """The Python of TextAttack's environment: ``$RR_TEXTATTACK_PYTHON``, else ``.venv-textattack``.
 
     Raises:
-        ImportError: TextAttack is not importable here (it needs ``transformers<5``; see
-            ``docs/query-level.md`` for the two-environment route).
+        TextAttackUnavailable: neither exists (the message says how to create it).
     """
-    augmenter = _textattack_augmenter(float(rate), tuple(ops))
-    state = random.getstate()
-    try:
-        random.seed(seed)
-        out = augmenter.augment(text)
-    finally:
-        random.setstate(state)
-    return out[0] if out else None
-
-
-@lru_cache(maxsize=8)
-def _textattack_augmenter(rate: float, ops: tuple[str, ...]) -> Any:
-    import os
-
-    os.environ.setdefault("NLTK_DATA", str(NLTK_DATA_DIR))
-    try:
-        from textattack.augmentation import Augmenter
-        from textattack.constraints.pre_transformation import RepeatModification, StopwordModification
-        from textattack.transformations import (
-            CompositeTransformation,
-            WordSwapQWERTY,
-            WordSwapRandomCharacterDeletion,
+    named = os.environ.get(TEXTATTACK_PYTHON_ENV)
+    path = Path(named) if named else DEFAULT_TEXTATTACK_VENV / "bin" / "python"
+    if not path.exists():
+        where = f"${TEXTATTACK_PYTHON_ENV}={named}" if named else str(path)
+        raise TextAttackUnavailable(
+            f"typo backend 'textattack' runs TextAttack in its own environment, and {where} does not exist: "
+            f"run `make textattack` in rr's source tree (creates .venv-textattack) or set "
+            f"{TEXTATTACK_PYTHON_ENV} to a Python with textattack==0.3.11 (docs/query-level.md)"
         )
-    except Exception as e:
-        raise ImportError(
-            "typo backend 'textattack' needs textattack==0.3.11, which requires transformers<5 and so "
-            "cannot share rr's environment: generate the queries in a separate environment with "
-            "`python -m rr.perturbations.generate typo --backend textattack ...` and run with "
-            f"perturbation/query=file (see docs/query-level.md). Import failed: {e}"
-        ) from e
-    parts = [WordSwapQWERTY() if op == "qwerty" else WordSwapRandomCharacterDeletion() for op in ops]
-    transformation = parts[0] if len(parts) == 1 else CompositeTransformation(parts)
+    return path
+
+
+def missing_counterfitted_embeddings() -> list[str]:
+    """Files of TextAttack's counter-fitted embeddings missing from its cache (``[]``: all there)."""
+    from rr.perturbations.textattack_env.worker import ta_cache_dir
+
+    folder = ta_cache_dir() / COUNTERFITTED_DIR
+    return [str(folder / name) for name in COUNTERFITTED_FILES if not (folder / name).is_file()]
+
+
+def require_counterfitted_embeddings() -> None:
+    """Fail in one line when RARE's word-level recipe cannot run (no package ships its embeddings).
+
+    Raises:
+        TextAttackUnavailable: a file of ``$TA_CACHE_DIR/word_embeddings/paragramcf`` is missing.
+    """
+    if missing := missing_counterfitted_embeddings():
+        raise TextAttackUnavailable(
+            "typo ops [embedding] (RARE's word-level WordSwapEmbedding) needs TextAttack's counter-fitted "
+            f"embeddings, which no package ships: {len(missing)} of {len(COUNTERFITTED_FILES)} files missing "
+            f"(first: {missing[0]}); fetch them once on a networked machine with TextAttack "
+            "(WordEmbedding.counterfitted_GLOVE_embedding()) and set TA_CACHE_DIR to that cache"
+        )
+
+
+def textattack_stopwords() -> list[str]:
+    """The shipped NLTK stop words in lower, Capitalised and UPPER case (TextAttack compares them
+    case-sensitively)."""
     stop = english_stopwords()
-    stop_cased = set(stop) | {w.capitalize() for w in stop} | {w.upper() for w in stop}
-    return Augmenter(
-        transformation=transformation,
-        constraints=[RepeatModification(), StopwordModification(stopwords=stop_cased)],
-        pct_words_to_swap=rate,
-        transformations_per_example=1,
+    return sorted(set(stop) | {w.capitalize() for w in stop} | {w.upper() for w in stop})
+
+
+def textattack_typos(items: Sequence[tuple[str, float, Sequence[str], int]]) -> dict[str, Any]:
+    """Augment ``items`` with TextAttack's own ``Augmenter``, in TextAttack's environment.
+
+    One child process (:data:`TEXTATTACK_WORKER` under :func:`textattack_python`) answers the
+    whole batch: ``Augmenter(transformation, [RepeatModification(), StopwordModification(...)],
+    pct_words_to_swap=rate, transformations_per_example=1)`` with ``WordSwapQWERTY()``,
+    ``WordSwapRandomCharacterDeletion()`` and/or ``WordSwapEmbedding(max_candidates=50)`` (a
+    ``CompositeTransformation`` for several ``ops``), stop words from :func:`textattack_stopwords`.
+    Python's ``random`` and numpy's global RNG are seeded with the item's seed and restored. The
+    child gets ``PYTHONHASHSEED=0`` and no ``PYTHONPATH``; whatever TextAttack changes in its
+    environment at import stays there.
+
+    Args:
+        items: ``(text, rate, ops, seed)`` per augmentation.
+
+    Returns:
+        ``{"outputs": [str | None per item], "textattack": version, "nltk_download_attempts": n}``
+        (``None``: TextAttack produced no augmentation).
+
+    Raises:
+        TextAttackUnavailable: no TextAttack environment, missing embeddings for ``embedding``,
+            or the worker failed (its last stderr line is in the message).
+    """
+    if any("embedding" in ops for _, _, ops, _ in items):
+        require_counterfitted_embeddings()
+    python = textattack_python()
+    request = {
+        "nltk_data": str(NLTK_DATA_DIR),
+        "stopwords": textattack_stopwords(),
+        "items": [{"text": t, "rate": float(r), "ops": list(o), "seed": int(s)} for t, r, o, s in items],
+    }
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONHASHSEED"] = "0"
+    proc = subprocess.run(
+        [str(python), str(TEXTATTACK_WORKER)],
+        input=json.dumps(request),
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
     )
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
+        raise TextAttackUnavailable(
+            f"typo backend 'textattack': {python} {TEXTATTACK_WORKER.name} failed: {last}"
+        )
+    answer: dict[str, Any] = json.loads(proc.stdout)
+    if len(answer["outputs"]) != len(items):
+        raise TextAttackUnavailable(
+            f"typo backend 'textattack': the worker answered {len(answer['outputs'])} of {len(items)} items"
+        )
+    if answer.get("nltk_download_attempts"):  # the marker should prevent them; none reached the network
+        log.warning("typo: TextAttack tried %d NLTK downloads (refused)", answer["nltk_download_attempts"])
+    return answer
 
 
 def variant_seed(seed: int, name: str, rate: float, ops: Sequence[str], example_id: str, index: int) -> int:
@@ -236,9 +307,11 @@ class TypoPerturbation:
     Args:
         rate: Share of each query's words to perturb (paper: 0.1 and 0.25).
         n: Variants kept per query (paper: 5; RARE: 1).
-        ops: ``[qwerty]`` (the query-level paper) or ``[qwerty, delete]`` (RARE's character level).
-        backend: ``nlpaug`` (in process, default) or ``textattack`` (needs TextAttack importable;
-            normally used through ``rr perturb-queries`` in its own environment).
+        ops: ``[qwerty]`` (the query-level paper), ``[qwerty, delete]`` (RARE's character level) or
+            ``[embedding]`` (RARE's word level, ``WordSwapEmbedding(max_candidates=50)``: backend
+            ``textattack`` and TextAttack's counter-fitted embeddings under ``$TA_CACHE_DIR``).
+        backend: ``nlpaug`` (in process, default) or ``textattack`` (TextAttack's ``Augmenter`` in
+            its own environment, ``make textattack``; see :func:`textattack_typos`).
         candidates: Candidates drawn per query before selection (``None`` = ``n``). With more
             candidates than ``n`` the ``n`` most similar to the original under ``embedder``
             are kept (RARE: 5 candidates, keep 1).
@@ -272,6 +345,8 @@ class TypoPerturbation:
             raise ValueError(f"typo: ops must be a non-empty subset of {OPS}, got {list(ops)}")
         if backend not in BACKENDS:
             raise ValueError(f"typo: backend must be one of {BACKENDS}, got {backend!r}")
+        if backend != "textattack" and (only := [op for op in ops if op in TEXTATTACK_ONLY_OPS]):
+            raise ValueError(f"typo: ops {only} need backend: textattack, got backend {backend!r}")
         if candidates is not None and candidates < n:
             raise ValueError(f"typo: candidates ({candidates}) must be >= n ({n})")
         self.rate = float(rate)
@@ -288,12 +363,34 @@ class TypoPerturbation:
         return PerturbationTag(self.name, {VALUE: self.rate}, i).format()
 
     def candidate(self, example: Example, index: int, seed: int) -> tuple[str, int, int]:
-        """Candidate ``index`` (0-based) of ``example``: ``(text, words perturbed, words asked)``."""
-        s = variant_seed(seed, self.name, self.rate, self.ops, example.id, index)
+        """Candidate ``index`` (0-based) of ``example``: ``(text, words perturbed, words asked)``.
+
+        For the ``textattack`` backend the counts are ``-1`` (TextAttack does not report them) and
+        each call starts TextAttack's environment: use :meth:`candidates_of` for batches.
+        """
+        return self.candidates_of([example], seed)[0][index]
+
+    def candidates_of(self, examples: Sequence[Example], seed: int) -> list[list[tuple[str, int, int]]]:
+        """All ``candidates`` of every example (one TextAttack call for the whole batch)."""
+        seeds = [
+            [variant_seed(seed, self.name, self.rate, self.ops, ex.id, i) for i in range(self.candidates)]
+            for ex in examples
+        ]
         if self.backend == "textattack":
-            out = textattack_typo(example.question, self.rate, s, self.ops)
-            return (out if out is not None else example.question), -1, -1
-        return typo_text(example.question, self.rate, np.random.default_rng(s), self.ops)
+            items = [
+                (ex.question, self.rate, self.ops, s)
+                for ex, row in zip(examples, seeds, strict=True)
+                for s in row
+            ]
+            outputs = iter(textattack_typos(items)["outputs"]) if items else iter(())
+            return [
+                [((out if out is not None else ex.question), -1, -1) for out in (next(outputs) for _ in row)]
+                for ex, row in zip(examples, seeds, strict=True)
+            ]
+        return [
+            [typo_text(ex.question, self.rate, np.random.default_rng(s), self.ops) for s in row]
+            for ex, row in zip(examples, seeds, strict=True)
+        ]
 
     def perturb(
         self, examples: Sequence[Example], seed: int, count: Callable[[str, int], None] | None = None
@@ -305,10 +402,9 @@ class TypoPerturbation:
                 count(f"{self.name}:{key}", n)
 
         per_example: list[list[str]] = []
-        for ex in examples:
+        for ex, candidates in zip(examples, self.candidates_of(examples, seed), strict=True):
             texts = []
-            for i in range(self.candidates):
-                text, done, asked = self.candidate(ex, i, seed)
+            for text, done, asked in candidates:
                 if text == ex.question:
                     tally("unchanged")
                     continue

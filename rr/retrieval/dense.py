@@ -40,7 +40,13 @@ from rr.hashing import content_hash
 from rr.records import Hit
 from rr.registry import component
 from rr.retrieval.bm25 import index_text
-from rr.retrieval.dense_store import EmbeddingStore, EncodeReport, faiss_gpus_available, shard_blocks
+from rr.retrieval.dense_store import (
+    EmbeddingStore,
+    EncodeReport,
+    faiss_gpus_available,
+    import_faiss,
+    shard_blocks,
+)
 
 log = logging.getLogger(__name__)
 
@@ -296,7 +302,7 @@ class DenseRetriever:
                 )
             self._index_store(corpus, cache_dir)
             return
-        import faiss
+        faiss = import_faiss()
 
         path = None
         if cache_dir is not None:

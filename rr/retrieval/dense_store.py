@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from rr.atomic import atomic_write
+from rr.errors import UserError
 from rr.hashing import content_hash
 
 log = logging.getLogger(__name__)
@@ -235,7 +236,7 @@ class EmbeddingStore:
         Returns:
             ``(scores, rows)``, each ``(nq, k)``, best first; rows index the corpus.
         """
-        import faiss
+        faiss = import_faiss()
 
         q = np.ascontiguousarray(queries, dtype=np.float32)
         k = min(int(k), self.n)
@@ -307,7 +308,7 @@ class EmbeddingStore:
         Returns:
             ``(index, info)``; ``info`` holds the spec, sizes and ``recall@k`` by k.
         """
-        import faiss
+        faiss = import_faiss()
 
         index_path, info_path = self.index_paths(spec, train_size, seed)
         info: dict[str, Any]
@@ -380,9 +381,30 @@ class EmbeddingStore:
         return out
 
 
+class FaissMissingError(UserError, ImportError):
+    """No faiss build is installed (it comes with rr's ``cpu`` or ``gpu`` extra)."""
+
+
+def import_faiss() -> Any:
+    """The ``faiss`` module, from ``faiss-cpu`` (extra ``cpu``) or ``faiss-gpu`` (extra ``gpu``).
+
+    Raises:
+        FaissMissingError: neither is installed (one line naming the two install commands).
+    """
+    try:
+        import faiss
+    except ImportError as e:
+        raise FaissMissingError(
+            "dense retrieval needs faiss, which comes with rr's 'cpu' or 'gpu' extra: "
+            "pip install -c constraints.txt 'rr[cpu]' (faiss-cpu) or 'rr[gpu]' (faiss-gpu, CUDA 12); "
+            f"import failed: {e}"
+        ) from e
+    return faiss
+
+
 def faiss_gpus_available() -> bool:
     """Whether the installed faiss is a GPU build that sees at least one GPU."""
-    import faiss
+    faiss = import_faiss()
 
     return hasattr(faiss, "StandardGpuResources") and faiss.get_num_gpus() > 0
 
@@ -396,7 +418,7 @@ def _use_gpu(gpu: bool | None) -> bool:
 
 def _read_index(path: Path) -> Any:
     """Read a faiss index, memory-mapping its inverted lists where faiss supports it."""
-    import faiss
+    faiss = import_faiss()
 
     try:
         return faiss.read_index(str(path), faiss.IO_FLAG_MMAP | faiss.IO_FLAG_READ_ONLY)
@@ -406,7 +428,7 @@ def _read_index(path: Path) -> Any:
 
 def _set_params(index: Any, params: str | None) -> None:
     if params:
-        import faiss
+        faiss = import_faiss()
 
         faiss.ParameterSpace().set_index_parameters(index, params)  # type: ignore[arg-type]  # the "k=v,..." form
 
@@ -418,7 +440,7 @@ def index_bytes(spec: str, dim: int, n: int) -> int | None:
     block at a time). IVF: codes + 8-byte ids per vector + the centroids; HNSW: the stored
     vectors + level-0 links (4 bytes per neighbour). ``None`` for index types not covered.
     """
-    import faiss
+    faiss = import_faiss()
 
     if spec == "flat":
         return n * dim * 4
