@@ -305,7 +305,91 @@ def test_job_with_an_approximate_index_reports_its_recall(tmp_path: Path) -> Non
     info = json.loads((tmp_path / "job" / "summary.json").read_text())["approximate_indexes"]["dense"]
     assert info["spec"] == "HNSW16" and set(info["recall"]) == {"recall@10", "recall@100"}
     assert 0.5 < info["recall"]["recall@10"] <= 1.0
+    # recall on the job's own queries: 2 questions searched at depth 1, both measured
+    jq = info["job_queries"]
+    assert {k: jq[k] for k in ("queries", "of", "seed", "warn_below")} == {
+        "queries": 2,
+        "of": 2,
+        "seed": 0,
+        "warn_below": 0.9,
+    }
+    assert set(jq) >= {"recall@1"} and 0.0 <= jq["recall@1"] <= 1.0
+    assert jq["below_threshold"] == (jq["recall@1"] < 0.9)
     assert set(result.scores["retriever"]) == {"dense"}
+    from rr.reporting.job import approximate_index_lines
+
+    (line,) = approximate_index_lines({"dense": info})
+    assert line.startswith(
+        "approximate index dense (HNSW16, default search): recall vs exact on 2 of the job's 2"
+    )
+    assert "stored, passages as queries (optimistic for graph indexes): recall@10" in line
+
+
+def test_recall_against_exact_hand_worked() -> None:
+    from rr.retrieval.dense_store import recall_against_exact
+
+    exact, approx = [[1, 2, 3], [4, 5, 6]], [[1, 3, 9], [7]]
+    # recall@1: q1 finds 1 (1/1), q2 misses 4 (0/1); recall@3: q1 has {1, 3} of {1, 2, 3}, q2 none
+    assert recall_against_exact(exact, approx, [3, 1]) == {"recall@1": 0.5, "recall@3": pytest.approx(2 / 6)}
+
+
+def _hnsw_store(tmp_path: Path) -> tuple[EmbeddingStore, np.ndarray]:
+    """3,000 random 48-d unit vectors in blocks, and 300 fresh queries from the same distribution."""
+    x, q = unit_rows(3000, 48, 1), unit_rows(300, 48, 2)
+    store = EmbeddingStore(tmp_path, len(x), 1000, {"test": "hnsw"})
+    store.encode(lambda a, b: list(range(a, b)), lambda rows: x[rows[0] : rows[-1] + 1])
+    return store, q
+
+
+def test_hnsw_recall_on_fresh_queries_is_below_its_stored_recall(tmp_path: Path) -> None:
+    """Pinned (faiss 1.15): HNSW16 with efSearch=16 reads 0.947 recall@10 with its own passages as
+    queries, but finds only 0.721 of exact search's top-10 for fresh queries - the job-query figure
+    is what an experiment gets. The sample is seeded: 100 of the 300 queries, the same each time."""
+    store, q = _hnsw_store(tmp_path)
+    index, info = store.build_index("HNSW16", search_params="efSearch=16", recall_queries=300)
+    assert info["recall"] == {
+        "recall@10": pytest.approx(0.9466666666666667),
+        "recall@100": pytest.approx(0.6360666666666667),
+    }
+    _, rows = index.search(q, 100)
+    measured = store.measure_query_recall(q, rows, (10, 100), sample=100, seed=0)
+    assert measured == {
+        "queries": 100,
+        "of": 300,
+        "seed": 0,
+        "recall@10": pytest.approx(0.721),
+        "recall@100": pytest.approx(0.536),
+    }
+    # depth below a k caps it; a sample larger than the queries measures them all
+    _, shallow = index.search(q[:7], 5)
+    assert set(store.measure_query_recall(q[:7], shallow, (10, 100), 200, 0)) == {
+        "queries",
+        "of",
+        "seed",
+        "recall@5",
+    }
+
+
+def test_retriever_warns_when_recall_on_its_queries_is_low(tmp_path: Path, caplog) -> None:
+    """DenseRetriever's own measurement (without a model: the store and index set directly)."""
+    store, q = _hnsw_store(tmp_path)
+    r = DenseRetriever(
+        index="HNSW16", search_params="efSearch=16", query_recall_sample=100, recall_warn_below=0.8
+    )
+    r._store = store
+    r._index, r.index_info = store.build_index("HNSW16", search_params="efSearch=16", recall_queries=300)
+    _, rows = r._index.search(q, 100)
+    with caplog.at_level(logging.WARNING, logger="rr.retrieval.dense"):
+        r._measure_query_recall(q, rows)
+    jq = r.index_info["job_queries"]
+    assert jq["below_threshold"] is True and jq["warn_below"] == 0.8
+    assert jq["recall@10"] == pytest.approx(0.721)
+    assert (
+        "finds only recall@10 0.721, recall@100 0.536 of exact search's top-k on 100 of this job's queries"
+        in caplog.text
+    )
+    with pytest.raises(ConfigError, match="recall_warn_below"):
+        DenseRetriever(recall_warn_below=1.5)
 
 
 @pytest.mark.gpu

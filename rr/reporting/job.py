@@ -58,6 +58,8 @@ def print_job_report(result: Any, console: Console | None = None) -> None:
         for name, per in recall.items():
             r.add_row(escape(str(name)), *[f"{per.get(str(k), float('nan')):.3f}" for k in ks])
         console.print(r)
+    for line in approximate_index_lines(s.get("approximate_indexes") or {}):
+        console.print(escape(line))
     console.print(
         f"requests {s['requests']}, unique {s['unique_requests']}, model calls {s['model_calls']}, "
         f"cache hits {s['cache_hits']}; answer-extraction fallbacks {s['answer_extraction_fallbacks']}; "
@@ -67,3 +69,26 @@ def print_job_report(result: Any, console: Console | None = None) -> None:
     console.print(
         escape(f"results: {result.output_dir}/scores.parquet  (rr.results.load('{result.output_dir}'))")
     )
+
+
+def approximate_index_lines(indexes: dict[str, Any]) -> list[str]:
+    """One console line per approximate index: recall vs exact search on the job's own queries
+    (what the job got), then the stored passage-as-query figure (the index's own property)."""
+
+    def fmt(recall: dict[str, Any]) -> str:
+        return ", ".join(f"{k} {v:.3f}" for k, v in recall.items() if k.startswith("recall@")) or "n/a"
+
+    lines = []
+    for name, info in indexes.items():
+        head = f"approximate index {name} ({info.get('spec')}, {info.get('search_params') or 'default search'}): "
+        jq = info.get("job_queries")
+        if jq:
+            flag = f" - BELOW {jq['warn_below']}" if jq.get("below_threshold") else ""
+            head += f"recall vs exact on {jq['queries']} of the job's {jq['of']} queries: {fmt(jq)}{flag}; "
+        else:
+            head += "not measured on the job's queries (query_recall_sample=0); "
+        lines.append(
+            head
+            + f"stored, passages as queries (optimistic for graph indexes): {fmt(info.get('recall') or {})}"
+        )
+    return lines

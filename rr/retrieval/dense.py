@@ -35,12 +35,13 @@ import numpy as np
 
 from rr.atomic import atomic_write
 from rr.data.base import Corpus
-from rr.errors import ConfigError, require_positive
+from rr.errors import ConfigError, require_non_negative, require_positive
 from rr.hashing import content_hash
 from rr.records import Hit
 from rr.registry import component
 from rr.retrieval.bm25 import index_text
 from rr.retrieval.dense_store import (
+    RECALL_K,
     EmbeddingStore,
     EncodeReport,
     faiss_gpus_available,
@@ -117,6 +118,12 @@ class DenseRetriever:
         device: torch device (``"cpu"``, ``"cuda"``, ``"cuda:1"``); ``None`` picks CUDA when
             available, else CPU.
         name: Name of this retriever in run files and the score table.
+        query_recall_sample: With an approximate ``index``: how many of the job's own queries
+            (a seeded sample, ``query_recall_seed``) are also searched exactly, to measure the
+            recall@10 / @100 of the approximate search on them (``index_info["job_queries"]``,
+            in ``summary.json`` and the console); 0 turns it off.
+        recall_warn_below: Warn (and flag ``below_threshold``) when that recall@k is below this.
+        query_recall_seed: Seed of the query sample.
 
     Corpus embeddings are cached at
     ``<cache_dir>/dense/<corpus fingerprint>-<hash of model and max_seq_length>.npy``
@@ -138,8 +145,14 @@ class DenseRetriever:
         search_params: str | None = None,
         train_size: int = 200_000,
         gpu_search: bool | None = None,
+        query_recall_sample: int = 200,
+        recall_warn_below: float = 0.9,
+        query_recall_seed: int = 0,
     ) -> None:
         require_positive("batch_size", batch_size)
+        require_non_negative("query_recall_sample", query_recall_sample)
+        if not 0 <= recall_warn_below <= 1:
+            raise ConfigError("recall_warn_below", f"must be in [0, 1], got {recall_warn_below}")
         require_positive("block_size", block_size)
         require_positive("train_size", train_size)
         if not str(index).strip():
@@ -159,11 +172,15 @@ class DenseRetriever:
         self.search_params = search_params
         self.train_size = int(train_size)
         self.gpu_search = gpu_search
+        self.query_recall_sample = int(query_recall_sample)
+        self.recall_warn_below = float(recall_warn_below)
+        self.query_recall_seed = int(query_recall_seed)
         self._model: Any = None
         self._index: Any = None
         self._store: EmbeddingStore | None = None
         self._ids: list[str] = []
-        #: The approximate index's description and measured recall (``None`` for exact search).
+        #: The approximate index's description, its stored recall (passages as queries) and, once
+        #: :meth:`search` ran, ``job_queries``: recall on the job's own queries (``None``: exact search).
         self.index_info: dict[str, Any] | None = None
         #: The embedding file loaded or written by the last :meth:`index` call (``None`` if not cached).
         self.embeddings_path: Path | None = None
@@ -444,6 +461,8 @@ class DenseRetriever:
         k = min(k, len(self._ids))
         if self._index is not None:
             scores, rows = self._index.search(q, k)
+            if self._store is not None and self.index_info is not None and self.query_recall_sample:
+                self._measure_query_recall(q, rows)
         else:
             assert self._store is not None
             scores, rows = self._store.search_exact(q, k, gpu=self.gpu_search)
@@ -457,3 +476,28 @@ class DenseRetriever:
             ]
             for r, sc in zip(rows, scores, strict=True)
         ]
+
+    def _measure_query_recall(self, q: np.ndarray, rows: np.ndarray) -> None:
+        """Recall of the approximate search on a seeded sample of these queries, into
+        ``index_info["job_queries"]``; a warning when a recall@k is below ``recall_warn_below``."""
+        assert self._store is not None and self.index_info is not None
+        measured = self._store.measure_query_recall(
+            q, rows, RECALL_K, self.query_recall_sample, self.query_recall_seed, gpu=self.gpu_search
+        )
+        low = {
+            key: v for key, v in measured.items() if key.startswith("recall@") and v < self.recall_warn_below
+        }
+        measured["warn_below"] = self.recall_warn_below
+        measured["below_threshold"] = bool(low)
+        self.index_info["job_queries"] = measured
+        if low:
+            log.warning(
+                "dense: approximate index %s (%s) finds only %s of exact search's top-k on %d of this job's "
+                "queries (recall_warn_below=%s); search more of it (search_params nprobe/efSearch) or use "
+                "index=flat",
+                self.index_spec,
+                self.search_params,
+                ", ".join(f"{key} {v:.3f}" for key, v in low.items()),
+                measured["queries"],
+                self.recall_warn_below,
+            )
