@@ -305,6 +305,7 @@ def test_job_with_an_approximate_index_reports_its_recall(tmp_path: Path) -> Non
     info = json.loads((tmp_path / "job" / "summary.json").read_text())["approximate_indexes"]["dense"]
     assert info["spec"] == "HNSW16" and set(info["recall"]) == {"recall@10", "recall@100"}
     assert 0.5 < info["recall"]["recall@10"] <= 1.0
+    assert info["recall_caveat"].startswith("recall: stored passages as queries (leave-self-out)")
     # recall on the job's own queries: 2 questions searched at depth 1, both measured
     jq = info["job_queries"]
     assert {k: jq[k] for k in ("queries", "of", "seed", "warn_below")} == {

