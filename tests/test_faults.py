@@ -360,6 +360,40 @@ def _damage(text: str) -> dict[str, bytes]:
     }
 
 
+class ApproximateCountingRetriever(CountingRetriever):
+    """As CountingRetriever, searching "through an approximate index" whose info it reports."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.index_info: dict | None = None
+
+    def search(self, queries: list[str], k: int) -> list[list[Hit]]:
+        self.index_info = {"spec": "HNSW8", "recall": {"recall@10": 0.9}, "job_queries": {"recall@3": 0.5}}
+        return super().search(queries, k)
+
+
+def test_cached_run_brings_back_the_approximate_index_info_of_the_search(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A job that reads its run from the cache reports the recall measured by the job that searched."""
+    first = ApproximateCountingRetriever()
+    RunCache(tmp_path).retrieve(first, CORPUS, QIDS, QUERIES, 3)
+    (sidecar,) = (tmp_path / "runs").glob("*.trec.index.json")
+    again, cache = ApproximateCountingRetriever(), RunCache(tmp_path)
+    cache.retrieve(again, CORPUS, QIDS, QUERIES, 3)
+    assert (cache.hits, again.searches) == (1, 0)
+    assert again.index_info == first.index_info
+    # an unreadable sidecar: warned, nothing reported, the run still served
+    sidecar.write_text("{not json")
+    third = ApproximateCountingRetriever()
+    with caplog.at_level(logging.WARNING):
+        RunCache(tmp_path).retrieve(third, CORPUS, QIDS, QUERIES, 3)
+    assert third.index_info is None and str(sidecar) in caplog.text
+    # exact retrievers write no sidecar
+    RunCache(tmp_path / "exact").retrieve(CountingRetriever(), CORPUS, QIDS, QUERIES, 3)
+    assert not list((tmp_path / "exact" / "runs").glob("*.index.json"))
+
+
 @pytest.mark.parametrize(
     "damage",
     ["cut mid-line", "non-integer rank", "random bytes", "docid not in corpus", "torn utf-8", "empty"],

@@ -7,6 +7,7 @@ stored as a standard TREC run file (``qid Q0 docid rank score tag``), readable b
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Sequence
 from pathlib import Path
@@ -15,7 +16,7 @@ from rr.atomic import atomic_write
 from rr.data.base import Corpus, DataError, numbered_lines
 from rr.hashing import content_hash
 from rr.records import Hit
-from rr.retrieval.base import ExampleAwareRetriever, Retriever
+from rr.retrieval.base import ApproximateSearch, ExampleAwareRetriever, Retriever
 
 log = logging.getLogger(__name__)
 
@@ -161,6 +162,7 @@ class RunCache:
             if stored >= depth or stored == len(corpus):
                 self.hits += 1
                 log.info("retrieval: read %s (%d queries) from %s", retriever.name, len(qids), path)
+                _restore_index_info(retriever, path)
                 return {q: runs[q][:depth] for q in qids}
         self.misses += 1
         retriever.index(corpus, None if index_dir is None else str(index_dir))
@@ -171,6 +173,9 @@ class RunCache:
         )
         runs = dict(zip(qids, results, strict=True))
         write_trec_run(path, runs, tag=retriever.name)
+        if isinstance(retriever, ApproximateSearch) and retriever.index_info:
+            with atomic_write(_index_info_path(path)) as f:
+                json.dump(retriever.index_info, f, indent=1, sort_keys=True)
         return runs
 
     def _read_cached(self, path: Path, qids: Sequence[str], corpus: Corpus) -> dict[str, list[Hit]] | None:
@@ -190,3 +195,20 @@ class RunCache:
         self.rebuilt += 1
         log.warning("retrieval: cached run %s is corrupt (%s); recomputing it", path, problem)
         return None
+
+
+def _index_info_path(run: Path) -> Path:
+    """Beside a run searched through an approximate index: that index's info and its recall on
+    the run's own queries, so a job that reads the run from the cache reports them too."""
+    return run.with_name(run.name + ".index.json")
+
+
+def _restore_index_info(retriever: Retriever, run: Path) -> None:
+    if not isinstance(retriever, ApproximateSearch):
+        return
+    try:
+        retriever.index_info = json.loads(_index_info_path(run).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return
+    except (OSError, ValueError) as e:  # derived data: report nothing rather than fail the job
+        log.warning("retrieval: %s is unreadable (%s); its recall is not reported", _index_info_path(run), e)
