@@ -7,8 +7,7 @@ A query file holds one perturbed query per line, keyed by example id and variant
 
 ``original`` is optional; when present it must equal the dataset's question for that id (a
 file made from another version of the dataset is an error, not a silent mismatch). Files are
-written by ``rr perturb-queries`` (any query perturbation, or TextAttack typos
-in TextAttack's own environment) and consumed with ``perturbation/query=file
+written by ``rr perturb-queries`` (any query perturbation, TextAttack's typos included) and consumed with ``perturbation/query=file
 perturbation.query.path=...``, so the expensive or incompatible step runs once, elsewhere.
 """
 
