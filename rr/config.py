@@ -67,6 +67,10 @@ NON_SEMANTIC_LEAVES = (
     "block_size",  # dense: exact search over blocks ranks as one in-memory index does
     "gpu_search",
     "download_timeout_s",
+    # dense, approximate index: the recall check on the job's queries reports, it changes no result
+    "query_recall_sample",
+    "query_recall_seed",
+    "recall_warn_below",
 )
 
 
