@@ -114,7 +114,7 @@ def test_every_sweep_composes_and_each_point_validates(sweep: str, tmp_path: Pat
 def test_configs_live_in_the_top_level_conf_folder() -> None:
     """The design card's layout: ``conf/`` at the top, ``sweeps/`` its named sweeps, ``rr/conf`` the wheel's view."""
     root = Path(__file__).resolve().parents[1]
-    assert CONF == (root / "conf").resolve()
+    assert (root / "conf").resolve() == CONF
     assert (root / "conf" / "config.yaml").is_file() and not (root / "conf").is_symlink()
     assert (root / "rr" / "conf").resolve() == CONF  # package data in the wheel (a link in the checkout)
     assert (root / "sweeps").resolve() == CONF / "sweep"
