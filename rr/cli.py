@@ -44,14 +44,14 @@ USER_ERROR_EXIT = 2
 def _app(cfg: DictConfig) -> float | None:
     from rr.config import job_id
     from rr.pipeline import run_job
-    from rr.reporting.job import print_job_report
+    from rr.reporting.job import print_job_report, print_summary
     from rr.resume import SUMMARY, finished
 
     output_dir = HydraConfig.get().runtime.output_dir
     jid = job_id(cfg)
     done = finished(output_dir, jid)
     if done is not None and not cfg.get("force", False):
-        print(f"rr: job {jid} is already done; its results are in {output_dir} (force=true re-runs it)")
+        print_summary(done, output_dir, already_done=True)  # its tables again, from summary.json
         return done.get("accuracy")
     Path(output_dir, SUMMARY).unlink(missing_ok=True)  # a forced re-run is not done until it ends
     result = run_job(cfg, output_dir)

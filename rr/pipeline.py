@@ -550,6 +550,11 @@ def summary_groups(scores: pd.DataFrame) -> list[str]:
     return ["generator", "strategy", *varying(scores, ("query_perturbation", "doc_perturbation"))]
 
 
+def _mean_or_none(values: pd.Series) -> float | None:
+    """The mean of ``values``, or ``None`` when there are none (``summary.json`` holds null, not NaN)."""
+    return float(values.mean()) if len(values) else None
+
+
 def _summary(
     cfg: DictConfig,
     jid: str,
@@ -606,7 +611,9 @@ def _summary(
         "rows_truncated_to_fit_window": truncated,
         "rows_over_window": int(scores["over_window"].sum()),
         "prompts_over_window": sum(other.stats.over_window for other in rt.all_llms),
-        "accuracy": float(scores["score"].mean()),
+        # one meaning per name, as in the robustness table: k > 0 cells vs the closed-book cells
+        "accuracy": _mean_or_none(scores.loc[scores["k"] > 0, "score"]),
+        "closed_book_accuracy": _mean_or_none(scores.loc[scores["k"] == 0, "score"]),
         "answer_recall": {
             r: {str(k): round(v, 4) for k, v in per_tag.get("none", next(iter(per_tag.values()))).items()}
             for r, per_tag in recall.items()

@@ -70,10 +70,13 @@ def folder_state(folder: Path) -> JobState:
         return JobState(folder.name, "partial", folder, f"config.yaml unreadable: {e}")
     summary = finished(folder, jid)
     if summary is not None:
-        acc = summary.get("accuracy")
-        detail = f"{summary.get('rows', '?')} rows" + (
-            f", accuracy {acc:.3f}" if isinstance(acc, float) else ""
-        )
+        detail = f"{summary.get('rows', '?')} rows"
+        labels = (("accuracy", "accuracy (k > 0)"), ("closed_book_accuracy", "closed-book (k = 0)"))
+        if "closed_book_accuracy" not in summary:  # written before the two were named apart
+            labels = (("accuracy", "mean score of all rows"),)
+        for key, label in labels:
+            if isinstance(value := summary.get(key), float):
+                detail += f", {label} {value:.3f}"
         return JobState(jid, "done", folder, detail)
     if (folder / SUMMARY).exists():
         return JobState(jid, "partial", folder, "summary.json does not match this job (or is torn)")
