@@ -16,6 +16,7 @@ system, disk full, no such file).
 from __future__ import annotations
 
 import errno
+import re
 from typing import Any
 
 
@@ -99,7 +100,8 @@ def _hydra_message(ex: Exception) -> str | None:
             f"unknown config key {full_key!r}{where}; check its spelling "
             "(`rr --cfg job` prints every key, `rr --help` every group and option)"
         )
-    message = _one_line(str(ex))
+    # "Available options in 'generator': hf hf_schema ...": the generated *_schema nodes are no options
+    message = re.sub(r"\s\w+_schema\b", "", _one_line(str(ex)))
     if isinstance(cause, OmegaConfBaseException):
         message += " " + _one_line(str(cause).split("full_key:")[0])
     return message

@@ -22,6 +22,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from rr.config import job_id
+from rr.errors import UserError
 
 SUMMARY = "summary.json"
 SCORES = "scores.parquet"
@@ -147,7 +148,9 @@ def status(root: str | Path, config_dir: str | None = None) -> list[JobState]:
     """Done / partial jobs below ``root``, plus the missing jobs of every multirun below it."""
     root = Path(root)
     if not root.exists():
-        raise FileNotFoundError(f"rr status: no such folder: {root}")
+        raise UserError(
+            f"no such folder: {root} (jobs are under outputs/runs/<name>/ and outputs/multirun/<name>/)"
+        )
     states = [folder_state(f) for f in job_folders(root)]
     present = {s.job_id for s in states}
     for mr in sorted(root.rglob("multirun.yaml")):
@@ -174,11 +177,12 @@ def status_main(argv: list[str]) -> int:
         help="config folder to re-expand sweeps with (default: rr's own, or RR_CONFIG_DIR)",
     )
     a = ap.parse_args(argv)
-    try:
-        states = status(a.dir, a.config_dir)
-    except FileNotFoundError as e:
-        print(e)
-        return 2
+    states = status(a.dir, a.config_dir)
+    if not states:
+        raise UserError(
+            f"no job below {a.dir} (no folder with a config.yaml, no multirun.yaml); a job writes "
+            "its folder when it starts, under paths.output_root (outputs/runs/<name>/, outputs/multirun/<name>/)"
+        )
     order = {"done": 0, "partial": 1, "missing": 2}
     states.sort(key=lambda s: (order[s.state], str(s.path or ""), s.job_id))
     table = Table(title=escape(f"rr status {a.dir}"))  # user text is not rich markup
