@@ -1,0 +1,207 @@
+"""A newcomer's mistakes each print one line ``rr: ...`` naming the thing and the fix, exit 2 (issue 24).
+
+Every case runs the real ``rr`` entry point in-process (:func:`tests.test_cli_errors.run_main`)
+and fails before any model loads (the tests run with ``HF_HUB_OFFLINE=1``: a hub model or
+dataset that is not cached is what a compute node without internet sees).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from rr.resume import job_folders
+
+from .synthetic import job_rows, write_job
+from .test_cli_errors import SMALL, assert_one_line
+from .test_cli_errors import run_main as run_job_main
+
+
+def write_synthetic_job(root):
+    """One synthetic job folder (scores.parquet, summary.json) under ``root``."""
+    return write_job(root, job_rows("org/m", "vanilla", 4, base=0.4, gain=0.1))
+
+
+def run_main(args, tmp_path, monkeypatch, capsys):
+    """``rr <args>`` in-process; a job's or plan's/encode's outputs go under ``tmp_path``."""
+    from rr.cli import SUBCOMMANDS
+
+    if args and args[0] in SUBCOMMANDS:
+        root = [f"paths.output_root={tmp_path}"] if args[0] in ("plan", "encode") else []
+        return run_job_main([*args, *root], tmp_path, monkeypatch, capsys, root=False)
+    return run_job_main(args, tmp_path, monkeypatch, capsys)
+
+
+@pytest.mark.parametrize(
+    ("args", "needles"),
+    [
+        (
+            ["dataset=nq_open", *SMALL],
+            [
+                "dataset 'google-research-datasets/nq_open' (dataset.path)",
+                "not in the local cache",
+                "`hf download --repo-type dataset google-research-datasets/nq_open`",
+                "dataset.data_files=",
+            ],
+        ),
+        (
+            ["dataset=nq_open", "dataset.data_files=/no/such/nq.parquet", *SMALL],
+            ["file '/no/such/nq.parquet' (dataset.data_files): no such file", "check the path"],
+        ),
+        (
+            ["plan", "experiment=cao2025", "dataset=mini", "judge=match", "dataset.n=2"],
+            [
+                "model 'BAAI/bge-large-en-v1.5' (retriever.bge_large.model)",
+                "`hf download BAAI/bge-large-en-v1.5`",
+            ],
+        ),
+        (
+            [
+                "plan",
+                "--retrieval-only",
+                "retriever=[bge_large]",
+                "corpus=jsonl",
+                "corpus.path=/no/chunks.jsonl",
+            ],
+            ["model 'BAAI/bge-large-en-v1.5'", "file '/no/chunks.jsonl' (corpus.path): no such file"],
+        ),
+        (
+            [
+                "encode",
+                "retriever=bge_large",
+                "corpus=jsonl",
+                "corpus.path=/no/chunks.jsonl",
+                "shards=64",
+                "shard=3",
+            ],
+            ["model 'BAAI/bge-large-en-v1.5' (retriever.bge_large.model)", "hf download"],
+        ),
+        (
+            ["generator.model=rr-no-such-org/no-such-model", *SMALL],
+            ["model 'rr-no-such-org/no-such-model' (generator.model)", "hf download"],
+        ),
+    ],
+    ids=["hub-dataset", "data-files", "plan-hub-model", "plan-retrieval-only", "encode", "hub-generator"],
+)
+def test_missing_model_dataset_or_file_is_one_line_before_any_work(
+    args, needles, tmp_path, monkeypatch, capsys
+):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    if args[0] == "encode":  # rr encode has its own output root
+        args = [*args, f"paths.cache_dir={tmp_path}/cache"]
+    code, err = run_main(args, tmp_path, monkeypatch, capsys)
+    assert_one_line(code, err, *needles)
+    assert job_folders(tmp_path) == [], "rr wrote no config.yaml: the job never started"
+
+
+def test_sweep_without_m_says_to_add_it(tmp_path, monkeypatch, capsys):
+    code, err = run_main(["sweep=rgb2024", *SMALL], tmp_path, monkeypatch, capsys)
+    assert_one_line(code, err, "sweep=rgb2024 is a multirun sweep", "`rr -m sweep=rgb2024 ...`")
+
+
+def test_multirun_with_cfg_is_one_line(tmp_path, monkeypatch, capsys):
+    code, err = run_main(
+        ["-m", "--cfg", "job", "strategy=vanilla,closed_book"], tmp_path, monkeypatch, capsys
+    )
+    assert_one_line(code, err, "cannot be combined with -m", "rr plan -m")
+
+
+def test_misspelled_option_lists_options_not_schemas(tmp_path, monkeypatch, capsys):
+    code, err = run_main(["generator=hff"], tmp_path, monkeypatch, capsys)
+    line = assert_one_line(code, err, "generator/hff", "hf llamacpp openai vllm")
+    assert "_schema" not in line
+
+
+def test_report_unknown_section_lists_the_sections(tmp_path, monkeypatch, capsys):
+
+    job = write_synthetic_job(tmp_path / "job")
+    code, err = run_main(["report", str(job), "--only", "robustnes"], tmp_path, monkeypatch, capsys)
+    assert_one_line(
+        code,
+        err,
+        "--only: unknown report section(s) 'robustnes'",
+        "did you mean 'robustness'",
+        "paired_comparisons",
+    )
+
+
+@pytest.mark.parametrize("make", [False, True], ids=["missing", "empty"])
+def test_report_on_a_folder_without_jobs(make, tmp_path, monkeypatch, capsys):
+    folder = tmp_path / "nothing"
+    if make:
+        folder.mkdir()
+    code, err = run_main(["report", str(folder)], tmp_path, monkeypatch, capsys)
+    if make:
+        assert_one_line(code, err, f"no scores.parquet under '{folder}': no finished job there", "rr status")
+    else:
+        assert_one_line(code, err, f"no such folder, file or glob match: '{folder}'", "outputs/runs/<name>/")
+
+
+def test_status_on_a_folder_without_jobs(tmp_path, monkeypatch, capsys):
+    (tmp_path / "empty").mkdir()
+    code, err = run_main(["status", str(tmp_path / "empty")], tmp_path, monkeypatch, capsys)
+    assert_one_line(code, err, f"no job below {tmp_path / 'empty'}", "paths.output_root")
+    code, err = run_main(["status", str(tmp_path / "absent")], tmp_path, monkeypatch, capsys)
+    assert_one_line(code, err, f"no such folder: {tmp_path / 'absent'}")
+
+
+def test_perturb_queries_missing_input(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    args = ["perturb-queries", "typo", "--input", "q.jsonl", "--output", "typos.jsonl"]
+    code, err = run_main(args, tmp_path, monkeypatch, capsys)
+    assert_one_line(code, err, "--input q.jsonl: no such file")
+
+
+def test_judge_agreement_on_tables_that_do_not_pair(tmp_path, monkeypatch, capsys):
+
+    a = write_synthetic_job(tmp_path / "a")
+    b = tmp_path / "b"
+    b.mkdir()
+    df = pd.read_parquet(a / "scores.parquet")
+    df.assign(example_id="other-" + df["example_id"].astype(str)).to_parquet(b / "scores.parquet")
+    code, err = run_main(["judge-agreement", str(a), str(b)], tmp_path, monkeypatch, capsys)
+    line = assert_one_line(code, err)
+    assert "no" in line.lower() and ("pair" in line or "common" in line or "match" in line), line
+
+
+def test_rerun_of_a_done_job_reprints_its_table(tmp_path, monkeypatch, capsys):
+    """A done job (summary.json naming its id + scores.parquet) is not re-run: its table is printed again."""
+    from hydra.core.global_hydra import GlobalHydra
+
+    import rr.cli
+    from rr.config import compose, job_id
+
+    cfg = compose([*SMALL, f"paths.output_root={tmp_path}"])
+    jid = job_id(cfg)
+    job = tmp_path / "runs" / "cao2025_mini" / jid
+    job.mkdir(parents=True)
+    pd.DataFrame({"example_id": ["q"], "k": [0], "score": [1.0]}).to_parquet(job / "scores.parquet")
+    summary = {
+        "job_id": jid,
+        "examples": 2,
+        "rows": 8,
+        "metrics": [],
+        "accuracy": 0.25,
+        "closed_book_accuracy": 0.5,
+        "answer_recall": {"bm25": {"1": 1.0}},
+        "requests": 8,
+        "unique_requests": 4,
+        "model_calls": 4,
+        "cache_hits": 0,
+        "answer_extraction_fallbacks": 0,
+        "rows_truncated_to_fit_window": 0,
+        "wall_s": 3.0,
+    }
+    (job / "summary.json").write_text(json.dumps(summary))
+    GlobalHydra.instance().clear()
+    monkeypatch.setattr("sys.argv", ["rr", *SMALL, f"paths.output_root={tmp_path}"])
+    try:
+        rr.cli.main()
+    finally:
+        GlobalHydra.instance().clear()
+    out = " ".join(capsys.readouterr().out.split())
+    assert "accuracy (k > 0) 0.250, closed-book accuracy (k = 0) 0.500; 8 rows" in out
+    assert f"job {jid} was already done: nothing re-run, model calls 0 (force=true re-runs it)" in out
+    assert "Its first run: requests 8, unique 4, model calls 4" in out
