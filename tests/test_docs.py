@@ -82,7 +82,7 @@ SKIP_SUBCOMMAND = {
     "judge-agreement": "needs two judges' jobs; tests/test_agreement.py",
     "perturb-queries": "writes query files; tests/test_query_generate.py",
 }
-PLACEHOLDERS = ("...", "<", "JOB_A", "$EDITOR", "[...]")
+PLACEHOLDERS = ("...", "<", "JOB_A", "$EDITOR", "[...]", "$(")
 
 
 @dataclass(frozen=True)
@@ -167,7 +167,10 @@ def mode(cmd: Command) -> tuple[str, str]:
     if "<<'EOF'" in cmd.text:
         return "skip", "cluster shell (a SLURM script)"
     if any(p in cmd.text for p in PLACEHOLDERS):
-        return "skip", "placeholder the reader fills in (..., <job id>, JOB_A, $EDITOR)"
+        return (
+            "skip",
+            "placeholder the reader fills in (..., <job id>, JOB_A, $EDITOR, $(...) of their files)",
+        )
     args = _argv(cmd)
     if args[0] != "rr":
         if args[:2] == ["python", "-c"]:
@@ -279,6 +282,9 @@ def test_run(cmd: Command, in_reader_dir: Path, capsys) -> None:
 
 def test_rerun_and_readme_snippet(in_reader_dir: Path, capsys) -> None:
     """After the two README jobs: a re-run reprints (0 model calls); the Quickstart snippet works."""
+    for text in RUN[1::-1]:  # the two jobs, if test_run has not written them yet (any test order)
+        if len(list((in_reader_dir / "outputs" / "runs" / "cao2025_mini").glob("*/summary.json"))) < 2:
+            rr_main([*_argv(Command("README.md", 0, text))[1:], *TINY], capsys)
     cmd = Command("README.md", 0, RUN[0])
     code, out, err = rr_main([*_argv(cmd)[1:], *TINY], capsys)
     assert code == 0, err[-3000:]
@@ -301,6 +307,11 @@ def test_compose(cmd: Command, in_reader_dir: Path, capsys) -> None:
     from rr.preflight import check_resources, declared_resources, missing_resources
 
     args = _argv(cmd)
+    if "file://my_conf" in cmd.text:  # what the README's `$EDITOR my_conf/experiment/my_ablation.yaml` writes
+        (in_reader_dir / "my_conf" / "experiment").mkdir(parents=True, exist_ok=True)
+        (in_reader_dir / "my_conf" / "experiment" / "my_ablation.yaml").write_text(
+            "# @package _global_\ndefaults:\n  - cao2025_mini\n  - _self_\ngrid:\n  k: [1, 2]\n"
+        )
     sub = args[1] if len(args) > 1 and "=" not in args[1] and not args[1].startswith("-") else None
     if sub == "plan":
         overrides = [a for a in args[2:] if "=" in a and not a.startswith("--")]
