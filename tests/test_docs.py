@@ -78,9 +78,9 @@ SKIP_FIRST_WORD = {
 #: Subcommands not run here, with why (their errors are pinned in tests/test_newcomer_errors.py).
 SKIP_SUBCOMMAND = {
     "chunk-wiki": "needs a Wikipedia dump (tests/test_wiki_dump.py runs it on a small one)",
-    "sure-prelim": "encodes a corpus and scores every golden pair (~1 min); tests/test_sure_prelim.py",
+    "sure-prelim": "encodes a corpus and scores every golden pair (~1 min); tests/test_sure_analysis.py",
     "judge-agreement": "needs two judges' jobs; tests/test_agreement.py",
-    "perturb-queries": "writes query files; tests/test_query_generate.py",
+    "perturb-queries": "writes query files; tests/test_query_file.py",
 }
 PLACEHOLDERS = ("...", "<", "JOB_A", "$EDITOR", "[...]", "$(")
 
@@ -449,9 +449,9 @@ def test_plugin_example_as_written(tmp_path, component_registry_restored, monkey
 
 
 SKIPPED_PYTHON = {
-    "query_level as ql": "reads a query_level2025_mini job (<job id>); tests/test_query_level*.py",
+    "query_level as ql": "reads a query_level2025_mini job (<job id>); tests/test_query_level_analysis.py",
     "rare.robustness_flags": "reads the rare2025 sweep (4 jobs); tests/test_rgb_rare_metrics.py",
-    "robustness_rates": "reads the sure2025_mini sweep; tests/test_spurious*.py",
+    "robustness_rates": "reads the sure2025_mini sweep; tests/test_spurious_metrics.py",
     "@section(": "a section skeleton (`table = ...`); tests/test_report.py adds real sections",
     "first_passages": "built by test_plugin_example_as_written",
     '"mine"': "built by test_adding_a_component_as_written",
