@@ -153,7 +153,14 @@ def _on_hub(res: Resource) -> str | None:
     try:
         HfApi().repo_info(res.name, repo_type=res.kind, revision=res.revision, timeout=10)
     except Exception as e:  # not found, gated, no network: each is a reason to stop before any work
-        return f"the hub did not confirm it ({type(e).__name__})"
+        name = type(e).__name__
+        if name == "RevisionNotFoundError":
+            return f"the hub has no revision {res.revision!r} of it"
+        if name == "GatedRepoError":
+            return "it is gated on the hub: accept its licence there and log in (`hf auth login`)"
+        if name == "RepositoryNotFoundError":
+            return "the hub has no such repository (check the id; a private one needs `hf auth login`)"
+        return f"the hub cannot be reached ({name})"
     return None
 
 

@@ -205,3 +205,101 @@ def test_rerun_of_a_done_job_reprints_its_table(tmp_path, monkeypatch, capsys):
     assert "accuracy (k > 0) 0.250, closed-book accuracy (k = 0) 0.500; 8 rows" in out
     assert f"job {jid} was already done: nothing re-run, model calls 0 (force=true re-runs it)" in out
     assert "Its first run: requests 8, unique 4, model calls 4" in out
+
+
+def test_default_config_needs_nothing_from_the_hub() -> None:
+    """The demo's models and data are packaged: nothing to fetch, so the check passes offline."""
+    from rr.config import compose
+    from rr.preflight import declared_resources
+
+    assert declared_resources(compose([])) == []
+    found = declared_resources(compose(["experiment=cao2025", "judge=match"]))
+    assert [(r.kind, r.name, r.key) for r in found] == [
+        ("dataset", "google-research-datasets/nq_open", "dataset.path"),
+        ("model", "BAAI/bge-large-en-v1.5", "retriever.bge_large.model"),
+    ]
+
+
+def test_a_model_in_the_hub_cache_is_found_offline(tmp_path, monkeypatch) -> None:
+    """A hub cache laid out as huggingface_hub writes it (refs/main -> snapshots/<commit>/config.json)."""
+    from huggingface_hub import constants
+
+    from rr.preflight import Resource, missing_resources
+
+    repo = tmp_path / "hub" / "models--org--cached-model"
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text("abc123")
+    (repo / "snapshots" / "abc123").mkdir(parents=True)
+    (repo / "snapshots" / "abc123" / "config.json").write_text("{}")
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    cached = Resource("model", "org/cached-model", "generator.model")
+    absent = Resource("model", "org/absent-model", "generator.model")
+    assert missing_resources([cached]) == []
+    assert missing_resources([absent]) == [
+        (absent, "not in the local cache and the hub is off (HF_HUB_OFFLINE=1)")
+    ]
+
+
+def test_online_the_hub_is_asked_before_any_work(monkeypatch) -> None:
+    """HF_HUB_OFFLINE unset (a compute node that just has no route out): the hub answers, or the job stops."""
+    from huggingface_hub import HfApi, constants
+
+    from rr.preflight import Resource, missing_resources
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("HF_DATASETS_OFFLINE", raising=False)
+    res = Resource("model", "org/not-cached", "retriever.x.model")
+    asked = []
+    monkeypatch.setattr(HfApi, "repo_info", lambda self, name, **kw: asked.append((name, kw["repo_type"])))
+    assert missing_resources([res]) == [] and asked == [("org/not-cached", "model")]
+
+    def unreachable(self, name, **kw):
+        raise ConnectionError("no route to host")
+
+    monkeypatch.setattr(HfApi, "repo_info", unreachable)
+    assert missing_resources([res]) == [
+        (res, "not in the local cache and the hub cannot be reached (ConnectionError)")
+    ]
+
+
+def test_report_over_an_rgb_and_a_cao_sweep(tmp_path, monkeypatch, capsys) -> None:
+    """``rr report 'outputs/multirun/*'`` over a Cao sweep and an RGB sweep (issue 24).
+
+    The RGB jobs have one k and one order, and their closed-book rows carry no document
+    perturbation, so the RGB systems (noise_ratio@x) have no k = 0 rows of their own: the oracle
+    curves (which compare with f(q, 0)) failed on them (exit 1). Now the Cao system gets its
+    curves and the RGB systems are named as left out.
+    """
+    write_job(tmp_path / "multirun" / "cao2025_mini", job_rows("org/m", "vanilla", 4, base=0.4, gain=0.1))
+    for ratio in (0.2, 0.6):
+        rgb = job_rows("org/m", "rgb", 4, base=0.5, gain=0.0, doc_perturbation=f"noise_ratio@{ratio}")
+        keep = rgb["k"].isin([0, rgb["k"].max()]) & rgb["order"].isin(["original", "none"])
+        rgb = rgb[keep & rgb["retriever"].isin(["bm25", "none"])].copy()
+        rgb.loc[rgb["k"] == 0, "doc_perturbation"] = "none"
+        write_job(tmp_path / "multirun" / "rgb2024", rgb)
+    out = tmp_path / "report"
+    monkeypatch.chdir(tmp_path)
+    code, _ = run_main(
+        [
+            "report",
+            "multirun/*",
+            "--out",
+            str(out),
+            "--resamples",
+            "20",
+            "--only",
+            "oracle_curves",
+            "robustness",
+        ],
+        tmp_path,
+        monkeypatch,
+        capsys,
+    )
+    assert code == 0
+    curves = pd.read_csv(out / "tables" / "oracle_curves.csv")
+    assert set(curves["strategy"]) == {"vanilla"}
+    readme = " ".join((out / "README.md").read_text().split())
+    assert "Left out (no k = 0 rows or fewer than two k > 0): " in readme
+    assert "rgb / noise_ratio@0.2" in readme and "rgb / noise_ratio@0.6" in readme
