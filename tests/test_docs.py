@@ -272,14 +272,13 @@ def in_reader_dir(reader_dir, monkeypatch) -> Path:
 ALL = commands()
 
 
-def test_every_command_has_a_mode(capsys) -> None:
+def test_every_command_has_a_mode() -> None:
     """The list of what is run, composed or skipped (``pytest -s`` shows it); RUN names real commands."""
     texts = {c.text for c in ALL}
     assert not [r for r in RUN if r not in texts], "a RUN entry no longer appears in the docs"
-    with capsys.disabled():
-        for c in ALL:
-            m, why = mode(c)
-            print(f"{m:16s} {c}  [{why}]")
+    for c in ALL:
+        m, why = mode(c)
+        print(f"{m:16s} {c}  [{why}]")
     unknown = [str(c) for c in ALL if mode(c)[0] == "unknown"]
     assert not unknown, f"commands with no rule (say how to test them): {unknown}"
     counts = {m: sum(mode(c)[0] == m for c in ALL) for m in ("run", "compose", "report-sections", "skip")}
