@@ -104,14 +104,14 @@ def declared_resources(cfg: DictConfig, roots: tuple[str, ...] = _COMPONENT_ROOT
                 value = node.get(mk)
                 if mk == "model" and target.startswith("rr.generation.openai."):
                     continue  # the server's model name, not a hub download
-                if _is_hub_id(value):
+                if isinstance(value, str) and _is_hub_id(value):
                     rev = revision if mk == "model" else None
                     found.append(Resource("model", value, f"{key}.{mk}", rev))
             if target.startswith("rr.data.hf."):
                 if node.get("data_files"):
                     found.append(Resource("file", str(node["data_files"]), f"{key}.data_files"))
-                elif _is_hub_id(node.get("path")):
-                    found.append(Resource("dataset", node["path"], f"{key}.path", revision))
+                elif isinstance(path := node.get("path"), str) and _is_hub_id(path):
+                    found.append(Resource("dataset", path, f"{key}.path", revision))
                 continue
             if target.startswith("rr.data.wiki_dump.") and node.get("chunks_path"):
                 continue

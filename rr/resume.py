@@ -72,7 +72,10 @@ def folder_state(folder: Path) -> JobState:
     summary = finished(folder, jid)
     if summary is not None:
         detail = f"{summary.get('rows', '?')} rows"
-        labels = (("accuracy", "accuracy (k > 0)"), ("closed_book_accuracy", "closed-book (k = 0)"))
+        labels: tuple[tuple[str, str], ...] = (
+            ("accuracy", "accuracy (k > 0)"),
+            ("closed_book_accuracy", "closed-book (k = 0)"),
+        )
         if "closed_book_accuracy" not in summary:  # written before the two were named apart
             labels = (("accuracy", "mean score of all rows"),)
         for key, label in labels:
