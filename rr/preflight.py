@@ -9,12 +9,15 @@ to fetch it ahead of time (``hf download ...`` on a machine with network, e.g. a
 
 What is checked, per component node (a config node with ``_target_``):
 
-* ``model``, ``tokenizer``, ``embedding_model`` holding a hub id (``org/name``; not
+* ``model``, ``tokenizer``, ``embedding_model``, ``query_encoder`` holding a hub id (``org/name``; not
   ``packaged:...``, not a local path; an OpenAI-compatible backend's ``model`` is the server's):
   the model's ``config.json`` must be in the hub cache (``HF_HOME``), or, when the hub may be
   used (``HF_HUB_OFFLINE`` unset), the hub must answer that the model exists.
 * a Hugging Face dataset loader (``rr.data.hf``) without ``data_files``: its ``path`` must be in
   the hub or ``datasets`` cache, or (online) exist on the hub.
+* ``prebuilt_index`` (pyserini): offline (``HF_HUB_OFFLINE=1``, rr's offline switch), a folder of
+  pyserini's cache (``$PYSERINI_CACHE/indexes``) must carry the index's name; online pyserini
+  downloads it itself.
 * ``path`` / ``data_files`` of the other components (JSONL datasets and corpora, RGB files,
   query files, local dataset copies): the file (or a match of the glob) must exist. A Wikipedia
   dump (``corpus=wiki_dump``) with ``chunks_path`` is not checked: once its shards exist the dump
@@ -36,7 +39,7 @@ from omegaconf import DictConfig, OmegaConf
 from rr.errors import UserError
 
 #: Keys of a component node that name a model (a hub id, ``packaged:...`` or a local path).
-MODEL_KEYS = ("model", "tokenizer", "embedding_model")
+MODEL_KEYS = ("model", "tokenizer", "embedding_model", "query_encoder")
 #: Keys of a component node that name a local file (or glob).
 FILE_KEYS = ("path", "data_files")
 #: ``org/name`` (a hub repository id).
@@ -54,7 +57,8 @@ class Resource:
     """One thing a job needs.
 
     Attributes:
-        kind: ``model``, ``dataset`` (both on the Hugging Face hub) or ``file`` (local).
+        kind: ``model``, ``dataset`` (both on the Hugging Face hub), ``index`` (a pyserini prebuilt
+            index) or ``file`` (local).
         name: The hub id or the path.
         key: The config key that names it (``retriever.bge_large.model``).
         revision: The hub revision (``None`` = the default branch).
@@ -107,6 +111,8 @@ def declared_resources(cfg: DictConfig, roots: tuple[str, ...] = _COMPONENT_ROOT
                 if isinstance(value, str) and _is_hub_id(value):
                     rev = revision if mk == "model" else None
                     found.append(Resource("model", value, f"{key}.{mk}", rev))
+            if isinstance(index := node.get("prebuilt_index"), str) and index:
+                found.append(Resource("index", index, f"{key}.prebuilt_index"))
             if target.startswith("rr.data.hf."):
                 if node.get("data_files"):
                     found.append(Resource("file", str(node["data_files"]), f"{key}.data_files"))
@@ -133,9 +139,17 @@ def _offline(kind: str) -> bool:
     )
 
 
+def pyserini_indexes() -> Path:
+    """Where pyserini keeps its prebuilt indexes (``$PYSERINI_CACHE/indexes``, as pyserini.util)."""
+    return Path(os.environ.get("PYSERINI_CACHE") or Path("~/.cache/pyserini").expanduser()) / "indexes"
+
+
 def _in_cache(res: Resource) -> bool:
     from huggingface_hub import constants, try_to_load_from_cache
 
+    if res.kind == "index":  # pyserini unpacks <url file name>.<md5>/, and the file name holds the index name
+        folder = pyserini_indexes()
+        return folder.is_dir() and any(res.name in p.name and p.is_dir() for p in folder.iterdir())
     if res.kind == "model":
         hit = try_to_load_from_cache(res.name, "config.json", revision=res.revision)
         return isinstance(hit, str)
@@ -170,6 +184,11 @@ def _file_exists(pattern: str) -> bool:
 
 
 def _fetch_hint(res: Resource) -> str:
+    if res.kind == "index":
+        return (
+            '`python -c "from pyserini.util import download_prebuilt_index; '
+            f"download_prebuilt_index('{res.name}')\"` (the same PYSERINI_CACHE)"
+        )
     rev = f" --revision {res.revision}" if res.revision else ""
     repo_type = " --repo-type dataset" if res.kind == "dataset" else ""
     return f"`hf download{repo_type} {res.name}{rev}`"
@@ -183,7 +202,12 @@ def missing_resources(resources: list[Resource]) -> list[tuple[Resource, str]]:
             if not _file_exists(res.name):
                 missing.append((res, "no such file"))
         elif not _in_cache(res):
-            if _offline(res.kind):
+            if (
+                res.kind == "index"
+            ):  # pyserini downloads it from its own servers: only rr's offline mode stops it
+                if _offline(res.kind):
+                    missing.append((res, f"not in pyserini's cache ({pyserini_indexes()}) and rr is offline"))
+            elif _offline(res.kind):
                 missing.append((res, "not in the local cache and the hub is off (HF_HUB_OFFLINE=1)"))
             elif (why := _on_hub(res)) is not None:
                 missing.append((res, f"not in the local cache and {why}"))

@@ -12,6 +12,7 @@ import json
 import pandas as pd
 import pytest
 
+from rr.preflight import MissingResourceError
 from rr.resume import job_folders
 
 from .synthetic import job_rows, write_job
@@ -303,3 +304,27 @@ def test_report_over_an_rgb_and_a_cao_sweep(tmp_path, monkeypatch, capsys) -> No
     readme = " ".join((out / "README.md").read_text().split())
     assert "Left out (no k = 0 rows or fewer than two k > 0): " in readme
     assert "rgb / noise_ratio@0.2" in readme and "rgb / noise_ratio@0.6" in readme
+
+
+def test_pyserini_prebuilt_index_and_query_encoder_offline(tmp_path, monkeypatch) -> None:
+    """retriever=pyserini_faiss names a prebuilt index and a hub query encoder: both checked offline."""
+    from rr.config import compose
+    from rr.preflight import check_resources, declared_resources, missing_resources
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("PYSERINI_CACHE", str(tmp_path / "pyserini"))
+    cfg = compose(["retriever=[pyserini_faiss]"])
+    found = declared_resources(cfg, roots=("retriever",))
+    assert [(r.kind, r.name) for r in found] == [
+        ("model", "facebook/dpr-question_encoder-multiset-base"),
+        ("index", "wikipedia-dpr-100w.dpr-multi"),
+    ]
+    with pytest.raises(MissingResourceError) as exc:
+        check_resources(cfg, roots=("retriever",))
+    assert "index 'wikipedia-dpr-100w.dpr-multi' (retriever.pyserini_faiss.prebuilt_index)" in str(exc.value)
+    assert "download_prebuilt_index('wikipedia-dpr-100w.dpr-multi')" in str(exc.value)
+    # unpacked by pyserini as <url file name>.<md5>/
+    (tmp_path / "pyserini" / "indexes" / "faiss.wikipedia-dpr-100w.dpr-multi.20200127.f403c3.29eb39fe").mkdir(
+        parents=True
+    )
+    assert [r.kind for r, _ in missing_resources(found)] == ["model"]
