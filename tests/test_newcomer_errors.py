@@ -109,9 +109,19 @@ def test_multirun_with_cfg_is_one_line(tmp_path, monkeypatch, capsys):
     assert_one_line(code, err, "cannot be combined with -m", "rr plan -m")
 
 
-def test_misspelled_option_lists_options_not_schemas(tmp_path, monkeypatch, capsys):
-    code, err = run_main(["generator=hff"], tmp_path, monkeypatch, capsys)
-    line = assert_one_line(code, err, "generator/hff", "hf llamacpp openai vllm")
+@pytest.mark.parametrize(
+    ("override", "needles"),
+    [
+        ("generator=hff", ["generator/hff", "hf llamacpp openai vllm"]),
+        (
+            "retriever=[bm2]",
+            ["Could not load 'retriever/bm2'", "Available options in 'retriever': bge_base", " bm25 "],
+        ),
+    ],
+)
+def test_misspelled_option_lists_options_not_schemas(override, needles, tmp_path, monkeypatch, capsys):
+    code, err = run_main([override], tmp_path, monkeypatch, capsys)
+    line = assert_one_line(code, err, *needles)
     assert "_schema" not in line
 
 
