@@ -26,6 +26,7 @@ What is checked, per component node (a config node with ``_target_``):
 
 from __future__ import annotations
 
+import functools
 import glob
 import os
 import re
@@ -160,6 +161,7 @@ def _in_cache(res: Resource) -> bool:
     return (hub / "snapshots").is_dir() or datasets_cache.is_dir()
 
 
+@functools.lru_cache(maxsize=256)  # rr plan -m checks every job of a sweep: ask the hub once per repo
 def _on_hub(res: Resource) -> str | None:
     """``None`` if the hub says ``res`` exists, else why not (not found, unreachable)."""
     from huggingface_hub import HfApi

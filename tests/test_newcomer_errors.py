@@ -256,8 +256,9 @@ def test_online_the_hub_is_asked_before_any_work(monkeypatch) -> None:
     """HF_HUB_OFFLINE unset (a compute node that just has no route out): the hub answers, or the job stops."""
     from huggingface_hub import HfApi, constants
 
-    from rr.preflight import Resource, missing_resources
+    from rr.preflight import Resource, _on_hub, missing_resources
 
+    _on_hub.cache_clear()
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     monkeypatch.delenv("HF_DATASETS_OFFLINE", raising=False)
@@ -270,6 +271,7 @@ def test_online_the_hub_is_asked_before_any_work(monkeypatch) -> None:
         raise ConnectionError("no route to host")
 
     monkeypatch.setattr(HfApi, "repo_info", unreachable)
+    _on_hub.cache_clear()  # the hub is asked once per repository and process
     assert missing_resources([res]) == [
         (res, "not in the local cache and the hub cannot be reached (ConnectionError)")
     ]
