@@ -108,7 +108,8 @@ def judge_agreement(a: pd.DataFrame, b: pd.DataFrame, by: Sequence[str] = ()) ->
     if paired.empty:
         raise DataError(
             f"no rows pair up between the two tables ({unpaired['only_a']} only in A, "
-            f"{unpaired['only_b']} only in B)"
+            f"{unpaired['only_b']} only in B): rows pair on {', '.join(ROW_KEY)}, so give two judges' "
+            "scores of the same jobs (the same run with judge=... changed)"
         )
     # integer categories (sklearn rejects float labels as "continuous")
     sa = (paired["score_a"].astype(float) * 1e6).round().astype(int)
