@@ -18,7 +18,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig
 
 from rr.config import config_dir, register_configs
-from rr.errors import user_message
+from rr.errors import ConfigError, user_message
 
 log = logging.getLogger("rr")
 
@@ -44,14 +44,22 @@ USER_ERROR_EXIT = 2
 def _app(cfg: DictConfig) -> float | None:
     from rr.config import job_id
     from rr.pipeline import run_job
-    from rr.reporting.job import print_job_report
+    from rr.reporting.job import print_job_report, print_summary
     from rr.resume import SUMMARY, finished
 
-    output_dir = HydraConfig.get().runtime.output_dir
+    hc = HydraConfig.get()
+    if hc.mode == RunMode.RUN and hc.sweeper.get("params"):  # sweep=... without -m: not one job
+        name = hc.runtime.choices.get("sweep") or "..."
+        raise ConfigError(
+            "sweep",
+            f"sweep={name} is a multirun sweep (hydra.sweeper.params: {', '.join(hc.sweeper.params)}); "
+            f"run it with -m: `rr -m sweep={name} ...`",
+        )
+    output_dir = hc.runtime.output_dir
     jid = job_id(cfg)
     done = finished(output_dir, jid)
     if done is not None and not cfg.get("force", False):
-        print(f"rr: job {jid} is already done; its results are in {output_dir} (force=true re-runs it)")
+        print_summary(done, output_dir, already_done=True)  # its tables again, from summary.json
         return done.get("accuracy")
     Path(output_dir, SUMMARY).unlink(missing_ok=True)  # a forced re-run is not done until it ends
     result = run_job(cfg, output_dir)
@@ -100,18 +108,26 @@ def exit_with_user_error(message: str, verbose: bool) -> NoReturn:
     sys.exit(USER_ERROR_EXIT)
 
 
-def _job(cfg: DictConfig, verbose: bool) -> float | None:
-    """:func:`_app`; a user error in a single run exits here with its one line.
+#: ``--verbose`` was on the command line (or ``HYDRA_FULL_ERROR=1``); set by :func:`main`.
+_verbose = False
+
+
+def single_run_one_line(app: Callable[[DictConfig], Any]) -> Callable[[DictConfig], Any]:
+    """``app`` (a Hydra task function) whose user errors in a single run exit with their one line.
 
     Raised further, Hydra would first print "Error executing job with overrides: [...]"; in a
     multirun it does (that line names the failed job), and the sweep's other jobs still run.
     """
-    try:
-        return _app(cfg)
-    except Exception as e:
-        if HydraConfig.get().mode == RunMode.RUN and (message := user_message(e)) is not None:
-            exit_with_user_error(message, verbose)
-        raise
+
+    def task(cfg: DictConfig) -> Any:
+        try:
+            return app(cfg)
+        except Exception as e:
+            if HydraConfig.get().mode == RunMode.RUN and (message := user_message(e)) is not None:
+                exit_with_user_error(message, _verbose)
+            raise
+
+    return task
 
 
 def main() -> None:
@@ -120,8 +136,17 @@ def main() -> None:
     A user error prints one line ``rr: <what, where, how to fix>`` and exits 2; ``--verbose``
     (or ``HYDRA_FULL_ERROR=1``) prints its traceback first.
     """
+    global _verbose
     verbose = VERBOSE_FLAG in sys.argv[1:] or os.environ.get("HYDRA_FULL_ERROR") == "1"
+    _verbose = verbose
     sys.argv = [a for a in sys.argv if a != VERBOSE_FLAG]
+    flags = set(sys.argv[1:])
+    if flags & {"-m", "--multirun"} and flags & {"-c", "--cfg", "--info"}:
+        exit_with_user_error(
+            "--cfg / --info show one job's config and cannot be combined with -m: drop -m and give one value "
+            "per key to see a job's config, or run `rr plan -m ...` to list every job of the sweep",
+            False,
+        )
     if len(sys.argv) > 1 and sys.argv[1] in SUBCOMMANDS:
         module, func = SUBCOMMANDS[sys.argv[1]].split(":")
         entry = getattr(importlib.import_module(module), func)
@@ -131,9 +156,9 @@ def main() -> None:
         sys.exit(f"rr: no config.yaml in {directory} (RR_CONFIG_DIR={os.environ.get('RR_CONFIG_DIR')!r})")
     run_reporting_errors(register_configs, verbose)  # a plugin that fails to import: one line
 
-    def rr_job(cfg: DictConfig) -> float | None:
-        return _job(cfg, verbose)
-
     run_reporting_errors(
-        hydra.main(config_path=directory, config_name="config", version_base="1.3")(rr_job), verbose
+        hydra.main(config_path=directory, config_name="config", version_base="1.3")(
+            single_run_one_line(_app)
+        ),
+        verbose,
     )

@@ -51,6 +51,7 @@ def run_encode(cfg: DictConfig, output_dir: str | Path | None = None) -> dict[st
         ConfigError: bad ``shards`` / ``shard`` / ``shard_gpus``, or no dense retriever selected.
     """
     from rr.config import instantiate
+    from rr.preflight import check_resources
 
     shards = cfg.shards
     require_positive("shards", shards)
@@ -58,6 +59,7 @@ def run_encode(cfg: DictConfig, output_dir: str | Path | None = None) -> dict[st
     if cfg.shard is not None and not 0 <= cfg.shard < shards:
         raise ConfigError("shard", f"must be in [0, shards={shards}) or null (all), got {cfg.shard}")
     which = range(shards) if cfg.shard is None else [int(cfg.shard)]
+    check_resources(cfg, roots=("retriever", "corpus"))  # before the corpus loads
     retrievers = {key: instantiate(node) for key, node in (cfg.retriever or {}).items()}
     dense = {key: r for key, r in retrievers.items() if isinstance(r, CorpusEncoder)}
     if not dense:
@@ -119,6 +121,8 @@ def encode_main(argv: list[str]) -> int:
     def app(cfg: DictConfig) -> None:
         run_encode(cfg, HydraConfig.get().runtime.output_dir)
 
+    from rr.cli import single_run_one_line
+
     sys.argv = [f"{sys.argv[0]} encode", *argv]
-    hydra.main(config_path=config_dir(), config_name="encode", version_base="1.3")(app)()
+    hydra.main(config_path=config_dir(), config_name="encode", version_base="1.3")(single_run_one_line(app))()
     return 0

@@ -16,6 +16,7 @@ system, disk full, no such file).
 from __future__ import annotations
 
 import errno
+import re
 from typing import Any
 
 
@@ -84,6 +85,20 @@ def _one_line(text: str) -> str:
     return " ".join(lines)
 
 
+def _group_options(group: str) -> list[str]:
+    """The options of a config group on rr's search path (rr's configs and plugins'), for a hint."""
+    from hydra.core.global_hydra import GlobalHydra
+
+    from rr.config import hydra_context
+
+    try:
+        with hydra_context():
+            options = GlobalHydra.instance().config_loader().get_group_options(group)
+    except Exception:  # only a hint: never let it hide the error itself
+        return []
+    return [o for o in options if not o.endswith("_schema")]
+
+
 def _hydra_message(ex: Exception) -> str | None:
     from hydra.errors import CompactHydraException
     from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
@@ -99,7 +114,12 @@ def _hydra_message(ex: Exception) -> str | None:
             f"unknown config key {full_key!r}{where}; check its spelling "
             "(`rr --cfg job` prints every key, `rr --help` every group and option)"
         )
-    message = _one_line(str(ex))
+    # "Available options in 'generator': hf hf_schema ...": the generated *_schema nodes are no options
+    message = re.sub(r"\s\w+_schema\b", "", _one_line(str(ex)))
+    if (missing := re.search(r"Could not load '([\w/]+)/([^'/]+)'", message)) and "Available" not in message:
+        options = _group_options(missing.group(1))  # a list-valued group (retriever=[bm2]) names none
+        if options:
+            message += f" Available options in '{missing.group(1)}': {' '.join(options)}"
     if isinstance(cause, OmegaConfBaseException):
         message += " " + _one_line(str(cause).split("full_key:")[0])
     return message

@@ -178,7 +178,10 @@ def run_job(
     ``make_llm`` replaces the :class:`LLM` built around the generator (``rr plan`` passes a
     planning stand-in that counts requests and calls no model).
     """
+    from rr.preflight import check_resources
+
     t_start = time.perf_counter()
+    check_resources(cfg)  # a missing model, dataset or file: one line now, not after minutes of work
     plan = plan_job(cfg, output_dir)
     watch = Stopwatch()
     logger = instantiate(cfg.logger) if cfg.get("logger") else None
@@ -550,6 +553,11 @@ def summary_groups(scores: pd.DataFrame) -> list[str]:
     return ["generator", "strategy", *varying(scores, ("query_perturbation", "doc_perturbation"))]
 
 
+def _mean_or_none(values: pd.Series) -> float | None:
+    """The mean of ``values``, or ``None`` when there are none (``summary.json`` holds null, not NaN)."""
+    return float(values.mean()) if len(values) else None
+
+
 def _summary(
     cfg: DictConfig,
     jid: str,
@@ -606,7 +614,9 @@ def _summary(
         "rows_truncated_to_fit_window": truncated,
         "rows_over_window": int(scores["over_window"].sum()),
         "prompts_over_window": sum(other.stats.over_window for other in rt.all_llms),
-        "accuracy": float(scores["score"].mean()),
+        # one meaning per name, as in the robustness table: k > 0 cells vs the closed-book cells
+        "accuracy": _mean_or_none(scores.loc[scores["k"] > 0, "score"]),
+        "closed_book_accuracy": _mean_or_none(scores.loc[scores["k"] == 0, "score"]),
         "answer_recall": {
             r: {str(k): round(v, 4) for k, v in per_tag.get("none", next(iter(per_tag.values()))).items()}
             for r, per_tag in recall.items()

@@ -490,6 +490,10 @@ def plan_main(argv: list[str]) -> int:
     t0 = time.perf_counter()
     console = Console(width=None if Console().is_terminal else 160)
     jobs = compose_jobs(a.overrides, a.multirun)
+    from rr.preflight import check_resources
+
+    for _, cfg in jobs:  # a model, dataset or file that is not here: one line before any planning
+        check_resources(cfg, roots=("retriever", "corpus") if a.retrieval_only else None)
     retrieval = plan_jobs_retrieval(jobs, a.encode_pps)  # one row per distinct (corpus, retriever)
     print_retrieval(console, retrieval, a.encode_pps)
     if a.retrieval_only:

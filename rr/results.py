@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from rr.atomic import atomic_write
+from rr.errors import UserError
 from rr.judges.normalize import has_answer_in
 from rr.perturbations.base import perturbation_columns
 
@@ -171,7 +172,7 @@ def find_score_files(paths: str | Path | Sequence[str | Path]) -> list[Path]:
     """The ``scores.parquet`` files (resolved, each once) under job or sweep folders, files or globs.
 
     Raises:
-        FileNotFoundError: nothing matched.
+        NoScoresError: nothing matched (a :class:`FileNotFoundError` and a user error).
     """
     items = [paths] if isinstance(paths, str | Path) else list(paths)
     files: list[Path] = []
@@ -187,8 +188,27 @@ def find_score_files(paths: str | Path | Sequence[str | Path]) -> list[Path]:
                 files.extend(sorted(mp.rglob(SCORES_FILE)) if mp.is_dir() else [mp])
     files = list(dict.fromkeys(f.resolve() for f in files))
     if not files:
-        raise FileNotFoundError(f"no {SCORES_FILE} found under {paths!r}")
+        raise NoScoresError(_nothing_found(items))
     return files
+
+
+class NoScoresError(UserError, FileNotFoundError):
+    """No score table under the given paths (a user error: one line, exit status 2)."""
+
+
+def _nothing_found(items: list[str | Path]) -> str:
+    """Why no ``scores.parquet`` matched ``items``: the paths that do not exist, or that hold no job."""
+    absent = [str(i) for i in items if not Path(i).exists() and not _glob.glob(str(i), recursive=True)]
+    if absent:
+        return (
+            f"no such folder, file or glob match: {', '.join(map(repr, absent))} (give a job folder, a sweep "
+            "folder, a scores.parquet file or a glob; jobs are under outputs/runs/<name>/ and outputs/multirun/<name>/)"
+        )
+    where = ", ".join(repr(str(i)) for i in items)
+    return (
+        f"no {SCORES_FILE} under {where}: no finished job there (a job writes it when it ends; "
+        f"`rr status {items[0]}` lists the jobs that started)"
+    )
 
 
 def load(path_or_glob: str | Path | list[str | Path]) -> pd.DataFrame:
@@ -199,7 +219,7 @@ def load(path_or_glob: str | Path | list[str | Path]) -> pd.DataFrame:
             for ``scores.parquet``), a glob pattern, or a list of these.
 
     Raises:
-        FileNotFoundError: nothing matched.
+        NoScoresError: nothing matched (a :class:`FileNotFoundError` and a user error).
     """
     files = find_score_files(path_or_glob)
     return pd.concat([pd.read_parquet(f) for f in files], ignore_index=True)

@@ -22,6 +22,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from rr.config import job_id
+from rr.errors import UserError
 
 SUMMARY = "summary.json"
 SCORES = "scores.parquet"
@@ -70,10 +71,16 @@ def folder_state(folder: Path) -> JobState:
         return JobState(folder.name, "partial", folder, f"config.yaml unreadable: {e}")
     summary = finished(folder, jid)
     if summary is not None:
-        acc = summary.get("accuracy")
-        detail = f"{summary.get('rows', '?')} rows" + (
-            f", accuracy {acc:.3f}" if isinstance(acc, float) else ""
+        detail = f"{summary.get('rows', '?')} rows"
+        labels: tuple[tuple[str, str], ...] = (
+            ("accuracy", "accuracy (k > 0)"),
+            ("closed_book_accuracy", "closed-book (k = 0)"),
         )
+        if "closed_book_accuracy" not in summary:  # written before the two were named apart
+            labels = (("accuracy", "mean score of all rows"),)
+        for key, label in labels:
+            if isinstance(value := summary.get(key), float):
+                detail += f", {label} {value:.3f}"
         return JobState(jid, "done", folder, detail)
     if (folder / SUMMARY).exists():
         return JobState(jid, "partial", folder, "summary.json does not match this job (or is torn)")
@@ -144,7 +151,9 @@ def status(root: str | Path, config_dir: str | None = None) -> list[JobState]:
     """Done / partial jobs below ``root``, plus the missing jobs of every multirun below it."""
     root = Path(root)
     if not root.exists():
-        raise FileNotFoundError(f"rr status: no such folder: {root}")
+        raise UserError(
+            f"no such folder: {root} (jobs are under outputs/runs/<name>/ and outputs/multirun/<name>/)"
+        )
     states = [folder_state(f) for f in job_folders(root)]
     present = {s.job_id for s in states}
     for mr in sorted(root.rglob("multirun.yaml")):
@@ -171,11 +180,12 @@ def status_main(argv: list[str]) -> int:
         help="config folder to re-expand sweeps with (default: rr's own, or RR_CONFIG_DIR)",
     )
     a = ap.parse_args(argv)
-    try:
-        states = status(a.dir, a.config_dir)
-    except FileNotFoundError as e:
-        print(e)
-        return 2
+    states = status(a.dir, a.config_dir)
+    if not states:
+        raise UserError(
+            f"no job below {a.dir} (no folder with a config.yaml, no multirun.yaml); a job writes "
+            "its folder when it starts, under paths.output_root (outputs/runs/<name>/, outputs/multirun/<name>/)"
+        )
     order = {"done": 0, "partial": 1, "missing": 2}
     states.sort(key=lambda s: (order[s.state], str(s.path or ""), s.job_id))
     table = Table(title=escape(f"rr status {a.dir}"))  # user text is not rich markup

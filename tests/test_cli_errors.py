@@ -24,12 +24,18 @@ REPO = Path(__file__).resolve().parent.parent
 SMALL = ["dataset.n=2", "grid.k=[1]", "retriever=[bm25]", "progress=false"]
 
 
-def run_main(args: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> tuple[int, str]:
-    """Run ``rr <args>`` in-process with outputs under ``tmp_path``; return (exit code, stderr)."""
+def run_main(
+    args: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys, root: bool = True
+) -> tuple[int, str]:
+    """Run ``rr <args>`` in-process with outputs under ``tmp_path``; return (exit code, stderr).
+
+    ``root=False`` leaves ``paths.output_root`` out (a subcommand such as ``rr report`` comes first).
+    """
     GlobalHydra.instance().clear()
     monkeypatch.delenv("HYDRA_FULL_ERROR", raising=False)
-    root = [] if any(a.startswith("paths.output_root=") for a in args) else [f"paths.output_root={tmp_path}"]
-    monkeypatch.setattr(sys, "argv", ["rr", *root, *args])
+    given = not root or any(a.startswith("paths.output_root=") for a in args)
+    prefix = [] if given else [f"paths.output_root={tmp_path}"]
+    monkeypatch.setattr(sys, "argv", ["rr", *prefix, *args])
     with pytest.raises(SystemExit) as exc:
         rr.cli.main()
     GlobalHydra.instance().clear()

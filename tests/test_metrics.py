@@ -168,9 +168,32 @@ def test_robustness_table_reports_duplicates_with_group() -> None:
     df = _two_retriever_table()
     # grouping by strategy alone mixes generators g1 and g2 in one group
     with pytest.raises(
-        ValueError, match=r"strategy='vanilla', retriever='bm25': duplicate rows.*robustness_table\(by="
+        ValueError,
+        match=r"^strategy='vanilla': duplicate rows: 2 rows for \(example_id='q1', k=1, order='o', "
+        r"retriever='bm25'\) differ in \['generator'\], which by= does not name; add 'generator' to by "
+        r"\(e.g. by=\['strategy', 'generator'\]\)",
     ):
         robustness_table(df, by=["strategy"])
+
+
+def test_robustness_table_over_two_jobs_names_job_id() -> None:
+    """Two jobs of one system in one folder (README's snippet after two plain ``rr`` runs).
+
+    Without ``job_id`` in ``by`` the error names it; with it each job gets its own row, equal to
+    the table of that job alone.
+    """
+    one = _two_retriever_table()
+    two = pd.concat([one.assign(job_id="a"), one.assign(job_id="b")])  # index labels repeat, as in load()
+    with pytest.raises(ValueError, match=r"differ in \['job_id'\].*add 'job_id' to by"):
+        robustness_table(two, by=["generator", "strategy"])
+    with pytest.raises(ValueError, match=r"example_id='q1', k=0\) differ in \['job_id'\]"):
+        robustness_table(two[two["k"] == 0], by=["generator", "strategy"])
+    per_job = robustness_table(two, by=["job_id", "generator", "strategy"])
+    alone = robustness_table(one, by=["generator", "strategy"])
+    assert per_job["job_id"].tolist() == ["a", "a", "b", "b"]
+    for jid in ("a", "b"):
+        got = per_job[per_job["job_id"] == jid].drop(columns="job_id").reset_index(drop=True)
+        pd.testing.assert_frame_equal(got, alone)
 
 
 def test_robustness_table_rejects_rag_rows_without_retriever() -> None:

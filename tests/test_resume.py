@@ -103,6 +103,9 @@ def test_sigkill_mid_generation_then_rerun_gives_identical_table(tmp_path: Path)
     mtime = (job / "summary.json").stat().st_mtime_ns
     skip = rr_cli([*SMALL, f"paths.output_root={out}"], tmp_path)
     assert skip.returncode == 0 and "already done" in skip.stdout and str(job) in skip.stdout
+    said = " ".join(skip.stdout.split())  # rich wraps long lines
+    assert "was already done: nothing re-run, model calls 0 (force=true re-runs it)" in said
+    assert "Answer recall of the top-k documents" in said  # the job's tables again, from summary.json
     assert (job / "summary.json").stat().st_mtime_ns == mtime
     forced = rr_cli([*SMALL, f"paths.output_root={out}", "force=true"], tmp_path)
     assert forced.returncode == 0, forced.stderr[-3000:]

@@ -21,6 +21,7 @@ from typing import Any
 
 import pandas as pd
 
+from rr.data.base import DataError
 from rr.results import CELL_KEYS
 
 #: Columns identifying one judged row (those present in both tables are used): the system, the
@@ -59,12 +60,12 @@ def pair_scores(a: pd.DataFrame, b: pd.DataFrame) -> tuple[pd.DataFrame, dict[st
     for name, t in (("A", a), ("B", b)):
         for col in ("example_id", "score"):
             if col not in t.columns:
-                raise ValueError(f"score table {name} has no {col!r} column")
+                raise DataError(f"score table {name} has no {col!r} column")
     key = [c for c in ROW_KEY if c in a.columns and c in b.columns]
     for name, t in (("A", a), ("B", b)):
         dup = t.duplicated(key, keep=False)
         if dup.any():
-            raise ValueError(
+            raise DataError(
                 f"score table {name} has {int(dup.sum())} rows sharing a key {key} "
                 f"(e.g. {t.loc[dup, key].iloc[0].to_dict()}); load one judge's tables per side"
             )
@@ -78,7 +79,7 @@ def pair_scores(a: pd.DataFrame, b: pd.DataFrame) -> tuple[pd.DataFrame, dict[st
         differ = both["prediction_a"].astype(str) != both["prediction_b"].astype(str)
         if differ.any():
             row = both.loc[differ].iloc[0]
-            raise ValueError(
+            raise DataError(
                 f"{int(differ.sum())} paired rows hold different predictions, e.g. {row[key].to_dict()}: "
                 f"{row['prediction_a']!r} vs {row['prediction_b']!r}; compare judges over the same outputs"
             )
@@ -105,9 +106,10 @@ def judge_agreement(a: pd.DataFrame, b: pd.DataFrame, by: Sequence[str] = ()) ->
     """
     paired, unpaired = pair_scores(a, b)
     if paired.empty:
-        raise ValueError(
+        raise DataError(
             f"no rows pair up between the two tables ({unpaired['only_a']} only in A, "
-            f"{unpaired['only_b']} only in B)"
+            f"{unpaired['only_b']} only in B): rows pair on {', '.join(ROW_KEY)}, so give two judges' "
+            "scores of the same jobs (the same run with judge=... changed)"
         )
     # integer categories (sklearn rejects float labels as "continuous")
     sa = (paired["score_a"].astype(float) * 1e6).round().astype(int)

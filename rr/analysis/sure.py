@@ -20,6 +20,7 @@ Everything returns pandas DataFrames; nothing here writes files except the plot.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,12 +30,14 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from rr.data.base import Corpus
+from rr.data.base import Corpus, DataError
 from rr.generation.base import Closable
 from rr.hashing import rng_for
 from rr.judges.normalize import has_answer
 from rr.prompts import render
 from rr.records import Example, Hit, Passage, Request
+
+log = logging.getLogger(__name__)
 
 FEATURES = ("flesch", "distinct_1", "dtd", "ppl", "token_length")
 #: Feature names as printed in Tables 3-4.
@@ -373,7 +376,7 @@ def preliminary_experiment(
         )
     table = pd.DataFrame(rows, columns=["example_id", "group", "set", "passage_id", "oracle_score"])
     if table.empty:
-        raise ValueError("no example has two golden documents among its hits: nothing to compare")
+        raise DataError("no example has two golden documents among its hits: nothing to compare")
     feats = document_features(
         [corpus[p].text for p in table["passage_id"]], lm=ppl_model or generator, tokenizer_model=generator
     )
@@ -428,14 +431,15 @@ def preliminary_from_config(cfg: Any, output_dir: str | Path, depth: int = 100) 
         The K-S table (Tables 3-4).
     """
     from rr.config import instantiate
+    from rr.preflight import check_resources
     from rr.retrieval.runs import RunCache
 
+    check_resources(cfg)
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
     examples = instantiate(cfg.dataset).load()
     corpus = instantiate(cfg.corpus).load()
     retriever = instantiate(next(iter(cfg.retriever.values())))
-    generator = instantiate(cfg.generator)
     strategy = next(iter(cfg.strategy.values()))
     runs = RunCache(cfg.paths.cache_dir).retrieve(
         retriever,
@@ -445,6 +449,17 @@ def preliminary_from_config(cfg: Any, output_dir: str | Path, depth: int = 100) 
         depth,
         index_dir=cfg.paths.cache_dir,
     )
+    usable = sum(
+        sum(has_answer(corpus[h.passage_id].text, ex.answers) for h in runs[ex.id]) >= 2 for ex in examples
+    )
+    if usable == 0:  # checked before the oracle model loads and scores every pair
+        raise DataError(
+            f"sure-prelim: none of the {len(examples)} examples has two golden documents (passages "
+            f"holding a gold answer) among its top {depth} hits, so there is nothing to compare; raise "
+            f"dataset.n (e.g. dataset.n=100), --depth, or corpus.max_passages"
+        )
+    log.info("sure-prelim: %d of %d examples have two golden documents in their hits", usable, len(examples))
+    generator = instantiate(cfg.generator)
     try:
         features, ks = preliminary_experiment(
             generator,

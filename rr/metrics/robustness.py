@@ -250,6 +250,57 @@ def ror(df: pd.DataFrame) -> float:
 # ----------------------------------------------------------------------------- table
 
 
+#: Columns that tell systems, settings and jobs apart, in the order a hint names them.
+SETTING_COLUMNS = (
+    "dataset",
+    "generator",
+    "strategy",
+    "judge",
+    "query_perturbation",
+    "doc_perturbation",
+    "seed",
+    "job_id",
+)
+
+
+def _check_by_separates_cells(
+    df: pd.DataFrame, group: pd.DataFrame, by_cols: list[str], retriever_col: str, where: str
+) -> None:
+    """Raise a :class:`ValueError` naming the column to add to ``by`` if a cell of ``group`` repeats.
+
+    ``group`` holds rows of ``df`` (same index); a cell is (example, k, order, retriever) for
+    k > 0 and the example alone for k = 0. The columns of ``df`` among :data:`SETTING_COLUMNS`
+    whose values differ between the repeated rows are the ones ``by`` lacks (``job_id`` when
+    the same system ran twice, e.g. two jobs with different grids in one folder).
+    """
+    rag = group.loc[group[K] > 0]
+    dup = rag.duplicated([EXAMPLE, K, ORDER, retriever_col], keep=False)
+    closed = group.loc[group[K] == 0]
+    dup0 = closed.duplicated(EXAMPLE, keep=False)
+    if not dup.any() and not dup0.any():
+        return
+    first = rag.loc[dup].iloc[0] if dup.any() else closed.loc[dup0].iloc[0]
+    same = (group[EXAMPLE] == first[EXAMPLE]) & (group[K] == first[K])
+    if first[K] > 0:
+        same &= (group[ORDER] == first[ORDER]) & (group[retriever_col] == first[retriever_col])
+    rows = df.loc[group.index[same.to_numpy()]]
+    varying = [
+        c
+        for c in SETTING_COLUMNS
+        if c in rows.columns and c not in by_cols and rows[c].astype(str).nunique() > 1
+    ]
+    cell = f"example_id={first[EXAMPLE]!r}, k={first[K]}" + (
+        f", order={first[ORDER]!r}, {retriever_col}={first[retriever_col]!r}" if first[K] > 0 else ""
+    )
+    if not varying:
+        return  # the metrics' own check explains it (rows that repeat within one job)
+    raise ValueError(
+        f"{where}: duplicate rows: {int(same.sum())} rows for ({cell}) differ in {varying}, which by= "
+        f"does not name; add {varying[0]!r} to by (e.g. by={[*by_cols, varying[0]]!r}) or filter the table "
+        f"to one {varying[0]} first"
+    )
+
+
 def _or_nan(metric: Callable[[pd.DataFrame], float], df: pd.DataFrame, where: str) -> float:
     try:
         return metric(df)
@@ -305,6 +356,7 @@ def robustness_table(
             its k = 0 row); the message names the group and retriever.
     """
     by_cols = [by] if isinstance(by, str) else list(by)
+    df = df.reset_index(drop=True)  # tables concatenated by rr.results.load may repeat index labels
     t = _coerce(df, keep=[*by_cols, retriever_col])
     t[retriever_col] = t[retriever_col].astype(str)
     groups = [((), t)] if not by_cols else t.groupby(by_cols, sort=True, dropna=False)
@@ -314,6 +366,7 @@ def robustness_table(
         key_tuple = key if isinstance(key, tuple) else (key,)
         labels = dict(zip(by_cols, key_tuple, strict=True))
         where = ", ".join(f"{c}={v!r}" for c, v in labels.items()) or "table"
+        _check_by_separates_cells(df, group, by_cols, retriever_col, where)
         closed, rag = group.loc[group[K] == 0], group.loc[group[K] > 0]
         cb_acc = float(closed[SCORE].mean()) if len(closed) else math.nan
         if (rag[retriever_col] == NO_RETRIEVER).any():

@@ -28,6 +28,7 @@ from typing import Any
 
 from rr.data.base import DataError
 from rr.data.jsonl import iter_jsonl, parse_id, parse_question
+from rr.errors import UserError
 from rr.perturbations.typo import TextAttackUnavailable
 from rr.records import Example
 
@@ -146,12 +147,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> None:
+    """``rr perturb-queries``: a missing input, bad data or a missing backend is one user error."""
     args = build_parser().parse_args(argv)
     try:
         args.func(args)
-    except (DataError, ImportError, FileNotFoundError, TextAttackUnavailable) as e:
-        sys.exit(f"error: {e}")
+    except FileNotFoundError as e:
+        what = "--input" if e.filename and str(e.filename) == str(getattr(args, "input", None)) else "file"
+        raise UserError(f"{what} {e.filename}: no such file (check the path)") from e
+    except ImportError as e:
+        raise UserError(f"{e} (install the backend's package, see docs/query-level.md)") from e
+    except (DataError, TextAttackUnavailable) as e:
+        raise UserError(str(e)) from e
 
 
 if __name__ == "__main__":
-    main()
+    from rr.cli import run_reporting_errors
+
+    sys.exit(run_reporting_errors(main, "--verbose" in sys.argv))

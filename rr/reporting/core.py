@@ -409,6 +409,26 @@ class Report:
         return [o for o in self.outcomes if o.error]
 
 
+def check_section_names(names: Sequence[str]) -> None:
+    """Raise a one-line :class:`~rr.errors.ConfigError` naming the unknown names and the valid ones."""
+    import difflib
+
+    from rr.errors import ConfigError
+
+    known = [s.name for s in sections()]
+    unknown = [n for n in names if n not in known]
+    if not unknown:
+        return
+    close = {n: difflib.get_close_matches(n, known, n=1) for n in unknown}
+    hints = "; ".join(f"did you mean {m[0]!r} for {n!r}" for n, m in close.items() if m)
+    raise ConfigError(
+        "--only",
+        f"unknown report section(s) {', '.join(map(repr, unknown))}"
+        + (f" ({hints})" if hints else "")
+        + f"; sections: {', '.join(known)} (`rr report --list-sections` says what each holds)",
+    )
+
+
 def run_sections(
     scores: pd.DataFrame, ctx: ReportContext, only: Sequence[str] | None = None, strict: bool = False
 ) -> list[SectionOutcome]:
@@ -420,6 +440,8 @@ def run_sections(
         only: Section names to run (default: all).
         strict: Re-raise a section's unexpected exception instead of recording it.
     """
+    if only is not None:
+        check_section_names(only)
     outcomes = []
     for sec in sections():
         if only is not None and sec.name not in only:

@@ -22,10 +22,28 @@ _HEADERS = {
 }
 
 
+def _fmt(value: Any) -> str:
+    return f"{value:.3f}" if isinstance(value, float) else "-"
+
+
 def print_job_report(result: Any, console: Console | None = None) -> None:
     """Print NDR / RSR / ROR and accuracy per retriever and strategy, then the job's counts."""
+    print_summary(result.summary, result.output_dir, console)
+
+
+def print_summary(
+    s: dict[str, Any], output_dir: Any, console: Console | None = None, already_done: bool = False
+) -> None:
+    """Print a job's tables and counts from its summary (``summary.json``'s content).
+
+    Args:
+        s: The job's summary.
+        output_dir: The job folder (printed with how to load its score table).
+        console: Where to print (default: a console on stdout).
+        already_done: The summary was read back from a finished job that this command did not
+            re-run: say so (0 model calls now) and label the counts as those of the original run.
+    """
     console = console or Console(width=None if Console().is_terminal else 140)
-    s = result.summary
     if s["metrics"]:
         t = Table(
             title=escape(
@@ -44,9 +62,13 @@ def print_job_report(result: Any, console: Console | None = None) -> None:
                 ]
             )
         console.print(t)
+    elif "closed_book_accuracy" not in s:  # a summary written before the two were named apart
+        console.print(f"mean score of all {s['rows']} rows {_fmt(s.get('accuracy'))}")
     else:
         console.print(
-            f"accuracy {s['accuracy']:.3f} over {s['rows']} rows (robustness metrics need k=0 and two k > 0)"
+            f"accuracy (k > 0) {_fmt(s.get('accuracy'))}, closed-book accuracy (k = 0) "
+            f"{_fmt(s.get('closed_book_accuracy'))}; {s['rows']} rows "
+            "(robustness metrics need k=0 and two k > 0)"
         )
     recall = s.get("answer_recall") or {}
     if recall:
@@ -60,15 +82,22 @@ def print_job_report(result: Any, console: Console | None = None) -> None:
         console.print(r)
     for line in approximate_index_lines(s.get("approximate_indexes") or {}):
         console.print(escape(line))
-    console.print(
+    counts = (
         f"requests {s['requests']}, unique {s['unique_requests']}, model calls {s['model_calls']}, "
         f"cache hits {s['cache_hits']}; answer-extraction fallbacks {s['answer_extraction_fallbacks']}; "
         f"rows truncated to fit the window {s['rows_truncated_to_fit_window']}; "
         f"rows over the window (not sent) {s.get('rows_over_window', 0)}; wall {s['wall_s']:.1f}s"
     )
-    console.print(
-        escape(f"results: {result.output_dir}/scores.parquet  (rr.results.load('{result.output_dir}'))")
-    )
+    if already_done:
+        console.print(
+            escape(
+                f"job {s['job_id']} was already done: nothing re-run, model calls 0 (force=true re-runs it). "
+                f"Its first run: {counts}"
+            )
+        )
+    else:
+        console.print(escape(counts))
+    console.print(escape(f"results: {output_dir}/scores.parquet  (rr.results.load('{output_dir}'))"))
 
 
 def approximate_index_lines(indexes: dict[str, Any]) -> list[str]:

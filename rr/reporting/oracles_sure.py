@@ -83,7 +83,19 @@ def oracle_table(df: pd.DataFrame, by: list[str]) -> pd.DataFrame:
 def oracle_curves_section(df: pd.DataFrame, ctx: ReportContext) -> Iterator[Item]:
     """Actual and oracle curves per system (mean over examples, retrievers and orders)."""
     by = system_by(df)
-    table = oracle_table(df, by)
+    # a report over several sweeps (an RGB sweep at one k beside a Cao grid): only the systems
+    # with their own k = 0 rows and two k > 0 get curves; the others are named in the caption
+    fits = (
+        df.assign(k=_ks(df))
+        .groupby(by, dropna=False, sort=True)["k"]
+        .transform(lambda k: bool((k == 0).any()) and int(k[k > 0].nunique()) >= 2)
+    )
+    left_out = sorted(
+        {system_label(row, by) for _, row in df.loc[~fits.astype(bool), by].drop_duplicates().iterrows()}
+    )
+    if not fits.any():
+        raise SectionSkipped("no system has its own k = 0 rows and two k > 0")
+    table = oracle_table(df.loc[fits.astype(bool)], by)
     yield ReportTable(
         "oracle_curves",
         "Actual vs perfect-NDR, perfect-RSR and perfect-ROR task performance per system and k",
@@ -93,6 +105,11 @@ def oracle_curves_section(df: pd.DataFrame, ctx: ReportContext) -> Iterator[Item
             "(k = 0: closed-book); perfect_ndr: max(f(q,k,o), f(q,0)) (Fig. 5); perfect_rsr: best score over "
             "k' <= k, k' > 0 (Fig. 6); perfect_ror: best order per example, retriever and k (Fig. 8); "
             "order=<o>: that order's own curve; n: rows averaged for actual."
+            + (
+                f" Left out (no k = 0 rows or fewer than two k > 0): {', '.join(left_out)}."
+                if left_out
+                else ""
+            )
         ),
     )
     yield _oracle_figure(table, by)
