@@ -19,6 +19,7 @@ from rr.generation.simulated import (
     SimulatedGenerator,
     UnreadablePromptError,
     decide,
+    decide_one,
     noise_curve,
     read_prompt,
 )
@@ -126,6 +127,17 @@ def test_decide_follows_the_planted_rules():
     assert curve[0.8] == pytest.approx(0.8075) and curve[1.0] == pytest.approx(0.3)
 
 
+def test_the_readers_fast_path_decides_as_the_vectorised_rule():
+    rng = np.random.default_rng(0)
+    for trial in range(300):
+        m = int(rng.integers(0, 12))
+        roles = tuple(int(r) for r in rng.choice([NONE, ANSWER, DISTRACTOR], size=m, p=[0.6, 0.2, 0.2]))
+        params = ReaderParams(*rng.random(7))
+        reading = Reading("ownknow" if trial % 2 else "rag", "E", "born", roles, ("v",) * m, "draft")
+        u = rng.random((20, m + 2))
+        assert [decide_one(params, reading, row.tolist()) for row in u] == decide(params, reading, u).tolist()
+
+
 def test_reader_is_deterministic_and_parameter_sets_have_their_own_cache_identity():
     gen = SimulatedGenerator(world_seed=1)
     w = World(1)
@@ -172,3 +184,73 @@ def test_simulated_job_runs_the_pipeline_and_writes_planted_values(tmp_path):
     again = run_job(compose_config([*over, "force=true"], tmp_path), tmp_path / "job")
     assert again.summary["model_calls"] == 0
     assert again.scores["raw_output"].tolist() == result.scores["raw_output"].tolist()
+
+
+# ----------------------------------------------------------------------------- known answers
+
+
+def test_measured_ndr_rsr_ror_land_within_their_intervals_of_the_planted_values(tmp_path):
+    """The whole pipeline recovers planted robustness: each 95% interval rr report prints
+    (example-level bootstrap) holds the planted value computed from the reader's parameters."""
+    from rr.reporting.robustness import robustness_ci
+
+    over = [*SIM, "dataset.n=80", "grid.k=[2,4,8]", "corpus.max_passages=2000", "generator.planted_reps=300"]
+    result = run_job(compose_config(over, tmp_path), tmp_path / "job")
+    planted = {m["strategy"]: m for m in result.summary["planted"]["metrics"]}["vanilla"]
+    ci = robustness_ci(result.scores, ["generator", "strategy"], n_resamples=1000).iloc[0]
+    for metric in ("ndr", "rsr", "ror", "accuracy", "closed_book_accuracy"):
+        lo, hi = ci[metric + "_ci_low"], ci[metric + "_ci_high"]
+        assert lo <= planted[metric] <= hi, (metric, lo, planted[metric], hi)
+    # and the planted values are far from trivial: lost in the middle costs order robustness
+    assert planted["ror"] < 0.9 and planted["rsr"] < 0.95 and planted["ndr"] < 1
+
+
+def test_rgb_accuracy_vs_noise_ratio_recovers_the_planted_curve(tmp_path):
+    """RGB's noise-ratio setting on the synthetic pools: measured accuracy at each ratio is within
+    its interval of the exact planted curve (:func:`noise_curve`), and the job's Monte-Carlo
+    planted value agrees with the exact one. Four ratios are checked, so each interval is a 99% one
+    (Bonferroni: the family of four holds with at least 96%, as one 95% interval would)."""
+    from rr.stats import bootstrap_mean
+
+    # a weaker reader than the default, so that no ratio's accuracy is ~1 (a percentile bootstrap of
+    # 100 identical scores is the point itself: docs/reproduction.md, coverage near the boundary)
+    weak = {"position_first": 0.5, "position_middle": 0.3, "position_last": 0.4}
+    exact = noise_curve(ReaderParams(**weak), [0.0, 0.4, 0.8, 1.0])
+    for ratio, truth in exact.items():
+        over = [
+            *SIM,
+            "experiment=rgb2024",
+            "dataset.n=200",
+            "corpus.max_passages=null",
+            f"perturbation.doc.ratio={ratio}",
+            "grid.k=[20]",
+            "grid.closed_book=false",
+            *[f"generator.{key}={value}" for key, value in weak.items()],
+        ]
+        result = run_job(compose_config(over, tmp_path), tmp_path / f"job{ratio}")
+        rag = result.scores[result.scores["k"] > 0]
+        assert (rag["n_positive_docs"] == 5 - int(np.ceil(5 * ratio - 1e-9))).all()
+        r = bootstrap_mean(rag, confidence=0.99)
+        assert r.ci_low <= truth <= r.ci_high, (ratio, r, truth)
+        (cell,) = result.summary["planted"]["cells"]
+        assert cell["planted_accuracy"] == pytest.approx(truth, abs=0.01)
+        if ratio == 1.0:  # negative rejection: the unknown answers are RGB's refusal
+            assert cell["planted_refusal_rate"] == pytest.approx(0.7, abs=0.01)
+            assert rag["refused"].mean() == pytest.approx(1 - rag["score"].mean())
+
+
+def test_readme_simulated_command_prints_planted_beside_measured(tmp_path):
+    """The README's command, run as written with the output folder and BM25 only appended (the dense
+    retriever's model load and corpus encoding are most of its time and are tested elsewhere)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    command = "rr generator=simulated dataset=synthetic corpus=synthetic"
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    assert f"\n{command}\n" in readme
+    args = [*command.split()[1:], f"paths.output_root={tmp_path}", "retriever=[bm25]"]
+    out = subprocess.run([sys.executable, "-m", "rr", *args], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "Measured (m) vs planted (p)" in out.stdout
+    assert "NDR m / p" in out.stdout and "│ bm25" in out.stdout

@@ -236,7 +236,7 @@ class World:
 
 def is_near_miss(name: str, entity: str) -> bool:
     """Whether ``name`` is a near-miss of ``entity``: same length, differing only where it has ``y``."""
-    if len(name) != len(entity) or name == entity:
+    if len(name) != len(entity) or name == entity or ("y" not in name and "Y" not in name):
         return False
     return all(a == b or a == "y" for a, b in zip(name.lower(), entity.lower(), strict=True))
 

@@ -26,7 +26,7 @@ Answering (:func:`decide`), with ``x = j / (m - 1)`` the position of document ``
    prompt RGB's refusal).
 4. OwnKnow prompts: with probability ``draft_trust`` the reader repeats its ``Previous Answer``.
 
-Randomness: one uniform per document plus two per prompt, from a generator seeded by
+Randomness: one uniform per document plus two per prompt, from a hash (SHAKE-128) of
 ``(reader_seed, prompt)``: the same prompt always gets the same answer, and different prompts
 are independent given the entity's knowledge.
 """
@@ -36,8 +36,11 @@ from __future__ import annotations
 import hashlib
 import math
 import re
+import struct
+from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -50,6 +53,8 @@ from rr.judges.refusal import RGB_REFUSAL
 from rr.records import GenerationParams, Request
 from rr.registry import component
 
+#: Version of the reading and answering rules, part of the cache identity: bump it when they change.
+READER_VERSION = 1
 #: Prompt kinds the reader reads, by the templates that make them.
 CLOSED, RAG, OWNKNOW, RGB = "closed", "rag", "ownknow", "rgb"
 #: template file -> prompt kind (the templates whose prompts the reader can read).
@@ -61,7 +66,10 @@ FALLBACK, DRAFT = -1, -2
 
 _CLOSED_MARK = "Answer the following question in a concise manner"
 _RAG_MARK = "Retrieved contexts:\n"
-_RAG_STARTS = ("Based on your own knowledge and retrieved contexts, answer", "Previously, you answer the question")
+_RAG_STARTS = (
+    "Based on your own knowledge and retrieved contexts, answer",
+    "Previously, you answer the question",
+)
 _DRAFT_MARK = " Previous Answer: "
 _RGB_DOCS, _RGB_QUESTION = "Document:\n", "\n\nQuestion:\n"
 _RGB_SYSTEM_MARK = "You are an accurate and reliable AI assistant"
@@ -124,18 +132,22 @@ def read_prompt(prompt: str) -> Reading:
     if user.startswith(_RGB_DOCS) and _RGB_QUESTION in user:
         kind = RGB
         section, question = user[len(_RGB_DOCS) :].rsplit(_RGB_QUESTION, 1)
-        docs = [line for line in section.split("\n") if line.strip()]
+        starts, pos = [], 0  # one document per non-empty line
+        for line in section.split("\n"):
+            if line.strip():
+                starts.append(pos)
+            pos += len(line) + 1
     elif user.startswith(_RAG_STARTS) and _RAG_MARK in user:
         section = user.split(_RAG_MARK, 1)[1]
-        body, _, question = section.rstrip("\n").rpartition("\n")
-        docs = [d.strip() for d in _CONTEXT_HEADER.split(body)[1:]]
+        section, _, question = section.rstrip("\n").rpartition("\n")
+        starts = [h.end() for h in _CONTEXT_HEADER.finditer(section)]
         kind = RAG
         if _DRAFT_MARK in question:
             kind = OWNKNOW
             question, draft = question.rsplit(_DRAFT_MARK, 1)
             draft = draft.strip().removesuffix(".")
     elif user.startswith(_CLOSED_MARK):
-        kind, docs = CLOSED, []
+        kind, section, starts = CLOSED, "", []
         question = user.rstrip("\n").rpartition("\n")[2]
     else:
         raise UnreadablePromptError(
@@ -148,15 +160,16 @@ def read_prompt(prompt: str) -> Reading:
             f"generator=simulated reads only synthetic questions (dataset=synthetic); got {question.strip()[:80]!r}"
         )
     entity, attribute = parsed
-    found = [classify(d, entity, attribute) for d in docs]
-    return Reading(
-        kind,
-        entity,
-        attribute,
-        tuple(r for r, _ in found),
-        tuple(v for _, v in found),
-        draft,
-    )
+    # one pass over the documents: each statement of the attribute, assigned to its document
+    # by offset; per document the same rule as :func:`classify` (an answer first, else the first distractor)
+    roles, values = [NONE] * len(starts), [""] * len(starts)
+    for st in World.read(section, attribute) if starts else ():
+        role = ANSWER if st.entity == entity else DISTRACTOR if is_near_miss(st.entity, entity) else NONE
+        j = bisect_right(starts, st.offset) - 1
+        if role == NONE or j < 0 or roles[j] == ANSWER or (role == DISTRACTOR and roles[j] == DISTRACTOR):
+            continue
+        roles[j], values[j] = role, st.value
+    return Reading(kind, entity, attribute, tuple(roles), tuple(values), draft)
 
 
 @dataclass(frozen=True)
@@ -218,6 +231,37 @@ def decide(params: ReaderParams, reading: Reading, u: np.ndarray) -> np.ndarray:
     return choice
 
 
+def decide_one(params: ReaderParams, reading: Reading, u: Sequence[float]) -> int:
+    """:func:`decide` for one draw, in plain Python (the reader's path: a few microseconds per
+    prompt, where numpy's per-call overhead would cost tens); ``u`` has ``m + 2`` uniforms.
+    A test checks both give the same choices."""
+    roles = reading.roles
+    m = len(roles)
+    first_a = first_d = -1
+    if m:
+        w = _curve_list(params, m)
+        for j, role in enumerate(roles):
+            if role == ANSWER and first_a < 0 and u[j] < w[j]:
+                first_a = j
+            elif role == DISTRACTOR and first_d < 0 and u[j] < params.distractor * w[j]:
+                first_d = j
+            if first_a >= 0 and first_d >= 0:
+                break
+    if first_a >= 0 and first_d >= 0:
+        earlier_wins = u[m] < (1.0 + params.order) / 2.0
+        choice = min(first_a, first_d) if earlier_wins else max(first_a, first_d)
+    else:
+        choice = first_a if first_a >= 0 else first_d if first_d >= 0 else FALLBACK
+    if reading.kind == OWNKNOW and reading.draft and u[m + 1] < params.draft_trust:
+        return DRAFT
+    return choice
+
+
+@lru_cache(maxsize=512)
+def _curve_list(params: ReaderParams, m: int) -> list[float]:
+    return params.curve(m).tolist()
+
+
 def outcome(reading: Reading, choice: np.ndarray, known: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(correct, refused)`` of each choice, given whether the entity is known in each draw.
 
@@ -229,6 +273,13 @@ def outcome(reading: Reading, choice: np.ndarray, known: np.ndarray) -> tuple[np
     correct = np.where(from_docs, picked_role == ANSWER, known)
     refused = (choice == FALLBACK) & ~known & (reading.kind == RGB)
     return correct, refused
+
+
+def uniforms(seed: int, prompt: str, n: int) -> list[float]:
+    """``n`` uniforms in [0, 1) that depend only on ``(seed, prompt)``: SHAKE-128 of both, read as
+    64-bit integers (one hash call per prompt, a microsecond or two)."""
+    raw = hashlib.shake_128(f"{seed}\x1f{prompt}".encode()).digest(8 * n)
+    return [x / 2.0**64 for x in struct.unpack(f"<{n}Q", raw)]
 
 
 def _seed_of(*parts: object) -> int:
@@ -297,7 +348,12 @@ class SimulatedGenerator(ConfiguredDecoding):
 
     # -- the generator protocol ------------------------------------------------------------------
     def identity(self) -> dict:
-        spec = {**vars(self.params), "reader_seed": self.reader_seed, "world_seed": self.world_seed}
+        spec = {
+            **vars(self.params),
+            "reader_seed": self.reader_seed,
+            "world_seed": self.world_seed,
+            "rules": READER_VERSION,
+        }
         return {"model_id": "rr-simulated-reader", "revision": content_hash(spec, 16)}
 
     def render(self, request: Request) -> str:
@@ -340,9 +396,7 @@ class SimulatedGenerator(ConfiguredDecoding):
     def answer(self, prompt: str) -> str:
         """The reader's output for one prompt."""
         reading = read_prompt(prompt)
-        m = len(reading.roles)
-        u = np.random.default_rng(_seed_of("prompt", self.reader_seed, prompt)).random((1, m + 2))
-        choice = int(decide(self.params, reading, u)[0])
+        choice = decide_one(self.params, reading, uniforms(self.reader_seed, prompt, len(reading.roles) + 2))
         known = self.knows(reading.entity)
         if choice >= 0:
             value = reading.values[choice]
