@@ -138,7 +138,9 @@ def test_bootstrap_contains_point_narrows_and_is_seeded() -> None:
 def test_fast_bootstrap_equals_generic_cluster_bootstrap() -> None:
     """The per-example fast path resamples exactly like cluster_bootstrap of robustness_table."""
     df = _system(6)
-    fast = robustness_ci(df, by=[], n_resamples=15, seed=5).iloc[0]
+    # percentile: the two paths draw the same resamples; BCa's bias correction counts resamples
+    # below the point, which float summation order can tip on these small discrete tables
+    fast = robustness_ci(df, by=[], n_resamples=15, seed=5, method="percentile").iloc[0]
     cols = ["ndr", "rsr", "ror", "robustness", "accuracy"]
     generic = stats.cluster_bootstrap(
         df,

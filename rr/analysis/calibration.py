@@ -158,10 +158,10 @@ def coverage(
     n_resamples: int = 1000,
     confidence: float = 0.95,
     seed: int = 0,
-    method: str = "percentile",
+    method: str = "BCa",
 ) -> pd.DataFrame:
-    """How often rr's interval (:func:`rr.stats.bootstrap_cluster_means`, as ``rr report`` computes
-    it) holds the planted value, over ``reps`` drawn tables of ``n`` questions.
+    """How often rr's interval (:func:`rr.stats.bootstrap_cluster_means` with ``method``, BCa as
+    ``rr report`` computes it) holds the planted value, over ``reps`` drawn tables of ``n`` questions.
 
     Returns:
         One row per metric: ``metric``, ``n``, ``reps``, ``coverage``, ``mean_halfwidth``,
