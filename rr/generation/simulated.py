@@ -37,6 +37,7 @@ import hashlib
 import math
 import re
 import struct
+import time
 from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -308,6 +309,9 @@ class SimulatedGenerator(ConfiguredDecoding):
             answers for entities it knows.
         planted_reps: Monte-Carlo draws of the reader per prompt for the planted values
             (:func:`planted_values`; capped so that rows x draws stay under 2 million).
+        latency_s: Seconds each prompt takes, slept per backend call (0: none): a slow model for
+            tests of what happens while generation runs (a job killed mid-generation, timeouts).
+            Not part of the cache identity (it changes no answer).
         context_window: Window in tokens (words).
         name: The score table's ``generator`` column.
         **kwargs: The decoding block (``max_new_tokens``, ...), accepted so experiments compose;
@@ -326,6 +330,7 @@ class SimulatedGenerator(ConfiguredDecoding):
         reader_seed: int = 0,
         world_seed: int = 0,
         planted_reps: int = 400,
+        latency_s: float = 0.0,
         context_window: int = 131072,
         name: str = "simulated",
         **kwargs: Any,
@@ -340,6 +345,9 @@ class SimulatedGenerator(ConfiguredDecoding):
         self.reader_seed = int(reader_seed)
         self.world_seed = int(world_seed)
         self.planted_reps = planted_reps
+        if isinstance(latency_s, bool) or not isinstance(latency_s, int | float) or latency_s < 0:
+            raise ConfigError("latency_s", f"must be a number of seconds >= 0, got {latency_s!r}")
+        self.latency_s = float(latency_s)
         self.context_window = int(context_window)
         self.name = name
         self._world = World(self.world_seed)
@@ -367,6 +375,8 @@ class SimulatedGenerator(ConfiguredDecoding):
     def generate(
         self, prompts: list[str], params: GenerationParams, progress: Any = None
     ) -> list[Completion]:
+        if self.latency_s and prompts:
+            time.sleep(self.latency_s * len(prompts))
         out = []
         for prompt in prompts:
             text = self.answer(prompt)
