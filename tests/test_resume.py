@@ -21,8 +21,14 @@ from rr.resume import finished, folder_state, status
 REPO = Path(__file__).resolve().parent.parent
 
 #: 2 questions, BM25 only, k = 1 in two orders (the same prompt: deduplicated) plus the
-#: closed-book cell: 4 distinct prompts in two steps, written to the cache 2 at a time.
+#: closed-book cell: 4 distinct prompts in two steps, written to the cache 2 at a time. The simulated
+#: reader on the synthetic task, slowed to 0.5 s per prompt so that a kill lands mid-generation:
+#: what is checked is the pipeline's and the cache's, not a model's answers.
 SMALL = [
+    "generator=simulated",
+    "dataset=synthetic",
+    "corpus=synthetic",
+    "generator.latency_s=0.5",
     "dataset.n=2",
     "retriever=bm25",
     "grid.k=[1]",
