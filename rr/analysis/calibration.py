@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from rr.generation.simulated import ReaderParams
+from rr.stats import BootstrapMethod
 
 METRICS = ("ndr", "rsr", "ror", "accuracy", "closed_book_accuracy")
 ORDERS = ("original", "reversed", "shuffled")
@@ -158,7 +159,7 @@ def coverage(
     n_resamples: int = 1000,
     confidence: float = 0.95,
     seed: int = 0,
-    method: str = "BCa",
+    method: BootstrapMethod = "BCa",
 ) -> pd.DataFrame:
     """How often rr's interval (:func:`rr.stats.bootstrap_cluster_means` with ``method``, BCa as
     ``rr report`` computes it) holds the planted value, over ``reps`` drawn tables of ``n`` questions.
@@ -170,8 +171,8 @@ def coverage(
     from rr.stats import bootstrap_cluster_means
 
     rng = np.random.default_rng(seed)
-    hits = {c: [] for c in METRICS}
-    width = {c: [] for c in METRICS}
+    hits: dict[str, list[bool]] = {c: [] for c in METRICS}
+    width: dict[str, list[float]] = {c: [] for c in METRICS}
     below = {c: 0 for c in METRICS}
     above = {c: 0 for c in METRICS}
     for r in range(reps):

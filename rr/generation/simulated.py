@@ -512,7 +512,7 @@ def planted_values(
     rows = len(scores)
     reps = max(1, min(gen.planted_reps, MAX_PLANTED_ROWS // max(rows, 1)))
     rng = np.random.default_rng(_seed_of("planted", gen.reader_seed))
-    entities = sorted({ex.meta.get("entity") or World.parse_question(ex.question)[0] for ex in examples})
+    entities = sorted({(World.parse_question(ex.question) or ("", ""))[0] for ex in examples})
     known = rng.random((reps, len(entities))) < params.knowledge
     entity_col = {e: j for j, e in enumerate(entities)}
 
