@@ -466,7 +466,7 @@ def write_outputs(
         r.name: r.index_info for r in retrievers if isinstance(r, ApproximateSearch) and r.index_info
     }:
         summary["approximate_indexes"] = approx
-    if isinstance(parts.generator, PlantsValues) and rt.llm.generator is parts.generator and len(scores):
+    if isinstance(parts.generator, PlantsValues) and rt.llm.calls_model and len(scores):
         # the simulated reader: the true values of the metrics beside the measured ones
         summary["planted"] = parts.generator.planted(scores, examples, corpus, summary_groups(scores))
     with atomic_write(out / "summary.json") as f:
