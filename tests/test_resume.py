@@ -21,14 +21,8 @@ from rr.resume import finished, folder_state, status
 REPO = Path(__file__).resolve().parent.parent
 
 #: 2 questions, BM25 only, k = 1 in two orders (the same prompt: deduplicated) plus the
-#: closed-book cell: 4 distinct prompts in two steps, written to the cache 2 at a time. The simulated
-#: reader on the synthetic task, slowed to 0.5 s per prompt so that a kill lands mid-generation:
-#: what is checked is the pipeline's and the cache's, not a model's answers.
+#: closed-book cell: 4 distinct prompts in two steps, written to the cache 2 at a time.
 SMALL = [
-    "generator=simulated",
-    "dataset=synthetic",
-    "corpus=synthetic",
-    "generator.latency_s=0.5",
     "dataset.n=2",
     "retriever=bm25",
     "grid.k=[1]",
@@ -38,6 +32,16 @@ SMALL = [
     "generator.batch_size=2",
     "flush_every=2",
     "progress=false",
+]
+
+#: :data:`SMALL` on the simulated reader and the synthetic task, slowed to 0.5 s per prompt so that a
+#: kill lands mid-generation: what is checked is the pipeline's and the cache's, not a model's answers.
+SIMULATED = [
+    "generator=simulated",
+    "dataset=synthetic",
+    "corpus=synthetic",
+    "generator.latency_s=0.5",
+    *SMALL,
 ]
 
 
@@ -64,7 +68,7 @@ def _job_dir(root: Path) -> Path:
 
 
 def test_sigkill_mid_generation_then_rerun_gives_identical_table(tmp_path: Path) -> None:
-    full = rr_cli([*SMALL, f"paths.output_root={tmp_path / 'full'}"], tmp_path)
+    full = rr_cli([*SIMULATED, f"paths.output_root={tmp_path / 'full'}"], tmp_path)
     assert full.returncode == 0, full.stderr[-3000:]
     full_dir = _job_dir(tmp_path / "full")
     full_summary = json.loads((full_dir / "summary.json").read_text())
@@ -72,7 +76,7 @@ def test_sigkill_mid_generation_then_rerun_gives_identical_table(tmp_path: Path)
 
     out = tmp_path / "killed"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "rr", *SMALL, f"paths.output_root={out}"],
+        [sys.executable, "-m", "rr", *SIMULATED, f"paths.output_root={out}"],
         cwd=tmp_path,
         env=rr_env(),
         stdout=subprocess.DEVNULL,
@@ -95,7 +99,7 @@ def test_sigkill_mid_generation_then_rerun_gives_identical_table(tmp_path: Path)
     lines = sum(len(p.read_text().splitlines()) for p in shards.glob("*/*.jsonl"))
     assert 1 <= lines < 4
 
-    again = rr_cli([*SMALL, f"paths.output_root={out}"], tmp_path)
+    again = rr_cli([*SIMULATED, f"paths.output_root={out}"], tmp_path)
     assert again.returncode == 0, again.stderr[-3000:]
     resumed = json.loads((job / "summary.json").read_text())
     assert resumed["model_calls"] < full_summary["model_calls"]
@@ -107,10 +111,10 @@ def test_sigkill_mid_generation_then_rerun_gives_identical_table(tmp_path: Path)
 
     # A third run finds the job done and says where its results are; force=true re-runs it.
     mtime = (job / "summary.json").stat().st_mtime_ns
-    skip = rr_cli([*SMALL, f"paths.output_root={out}"], tmp_path)
+    skip = rr_cli([*SIMULATED, f"paths.output_root={out}"], tmp_path)
     assert skip.returncode == 0 and "already done" in skip.stdout and str(job) in skip.stdout
     assert (job / "summary.json").stat().st_mtime_ns == mtime
-    forced = rr_cli([*SMALL, f"paths.output_root={out}", "force=true"], tmp_path)
+    forced = rr_cli([*SIMULATED, f"paths.output_root={out}", "force=true"], tmp_path)
     assert forced.returncode == 0, forced.stderr[-3000:]
     assert json.loads((job / "summary.json").read_text())["model_calls"] == 0
     status_out = rr_cli(["status", str(out)], tmp_path)
