@@ -206,8 +206,14 @@ def run_job(
         scores = pd.DataFrame(rows)
         count_backend_events(rt)
         _warn_over_window(scores, rt)
+        planted = None
+        if isinstance(parts.generator, PlantsValues) and rt.llm.calls_model and len(scores):
+            with watch.stage("planted"):  # the simulated reader: true values beside the measured
+                planted = parts.generator.planted(scores, examples, corpus, summary_groups(scores))
         with watch.stage("write"):
-            summary = write_outputs(scores, examples, corpus, retrieval, parts, plan, rt, watch, t_start)
+            summary = write_outputs(
+                scores, examples, corpus, retrieval, parts, plan, rt, watch, t_start, planted
+            )
         if logger is not None:
             logger.log_job(plan.job_id, semantic_config(cfg), summary, scores, str(plan.output_dir))
         return JobResult(scores, summary, plan.output_dir)
@@ -436,9 +442,11 @@ def write_outputs(
     rt: Runtime,
     watch: Stopwatch,
     t_start: float,
+    planted: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Write ``scores.parquet``, ``retrieval.csv``, the TREC runs and qrels and ``summary.json``
-    (last: a job is done when it exists); return the summary."""
+    (last: a job is done when it exists); return the summary. ``planted``: a simulated reader's
+    planted values (``summary.json`` ``planted``)."""
     out = plan.output_dir
     write_scores(scores, out)
     recall_table = pd.DataFrame(
@@ -466,9 +474,8 @@ def write_outputs(
         r.name: r.index_info for r in retrievers if isinstance(r, ApproximateSearch) and r.index_info
     }:
         summary["approximate_indexes"] = approx
-    if isinstance(parts.generator, PlantsValues) and rt.llm.calls_model and len(scores):
-        # the simulated reader: the true values of the metrics beside the measured ones
-        summary["planted"] = parts.generator.planted(scores, examples, corpus, summary_groups(scores))
+    if planted is not None:
+        summary["planted"] = planted
     with atomic_write(out / "summary.json") as f:
         f.write(json.dumps(summary, indent=1, default=str))
     return summary
