@@ -27,7 +27,13 @@ from rr.config import instantiate, instantiate_as, job_id, semantic_config
 from rr.context import ORDERS, RankedDoc, order_indices
 from rr.data.base import Corpus, DataError, Dataset, FilteringDataset
 from rr.errors import ConfigError, require_positive
-from rr.generation.base import CountingBackend, Generator, PrefixCacheReporting
+from rr.generation.base import (
+    ChecksStrategies,
+    CountingBackend,
+    Generator,
+    PlantsValues,
+    PrefixCacheReporting,
+)
 from rr.generation.cache import GenerationCache
 from rr.generation.client import LLM
 from rr.judges.base import Judge, JudgeItem
@@ -203,8 +209,14 @@ def run_job(
         scores = pd.DataFrame(rows)
         count_backend_events(rt)
         _warn_over_window(scores, rt)
+        planted = None
+        if isinstance(parts.generator, PlantsValues) and rt.llm.calls_model and len(scores):
+            with watch.stage("planted"):  # the simulated reader: true values beside the measured
+                planted = parts.generator.planted(scores, examples, corpus, summary_groups(scores))
         with watch.stage("write"):
-            summary = write_outputs(scores, examples, corpus, retrieval, parts, plan, rt, watch, t_start)
+            summary = write_outputs(
+                scores, examples, corpus, retrieval, parts, plan, rt, watch, t_start, planted
+            )
         if logger is not None:
             logger.log_job(plan.job_id, semantic_config(cfg), summary, scores, str(plan.output_dir))
         return JobResult(scores, summary, plan.output_dir)
@@ -270,6 +282,8 @@ def build_components(cfg: DictConfig, plan: JobPlan) -> Components:
         judge=instantiate_as(cfg.judge, Judge, "judge"),
     )
     check_grid(strategies, plan.ks, plan.orders, plan.closed_book)
+    if isinstance(components.generator, ChecksStrategies):  # the simulated reader: readable prompts only
+        components.generator.check_strategies(strategies)
     return components
 
 
@@ -431,9 +445,11 @@ def write_outputs(
     rt: Runtime,
     watch: Stopwatch,
     t_start: float,
+    planted: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Write ``scores.parquet``, ``retrieval.csv``, the TREC runs and qrels and ``summary.json``
-    (last: a job is done when it exists); return the summary."""
+    (last: a job is done when it exists); return the summary. ``planted``: a simulated reader's
+    planted values (``summary.json`` ``planted``)."""
     out = plan.output_dir
     write_scores(scores, out)
     recall_table = pd.DataFrame(
@@ -461,6 +477,8 @@ def write_outputs(
         r.name: r.index_info for r in retrievers if isinstance(r, ApproximateSearch) and r.index_info
     }:
         summary["approximate_indexes"] = approx
+    if planted is not None:
+        summary["planted"] = planted
     with atomic_write(out / "summary.json") as f:
         f.write(json.dumps(summary, indent=1, default=str))
     return summary

@@ -216,6 +216,9 @@ class PlanningLLM(LLM):
             ``estimate_only``) and reports them (:meth:`note_prompt_tokens`).
     """
 
+    #: No model is called: the pipeline skips what only a real run's outputs are for (planted values).
+    calls_model = False
+
     def __init__(
         self,
         generator: Generator,

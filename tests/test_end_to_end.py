@@ -96,6 +96,9 @@ def test_cli_multirun_with_basic_launcher(tmp_path: Path) -> None:
     args = [
         "-m",
         "strategy=vanilla,closed_book",
+        "generator=simulated",  # Hydra's basic launcher is checked; the demo's real model: tiny_run
+        "dataset=synthetic",
+        "corpus=synthetic",
         "retriever=bm25",
         "progress=false",
         f"paths.output_root={tmp_path / 'out'}",

@@ -516,6 +516,9 @@ def test_job_over_damaged_caches_gives_the_same_table_and_reports_the_repairs(tm
 
     cfg = compose_config(
         [
+            "generator=simulated",  # the caches' repairs are checked, not a model's answers
+            "dataset=synthetic",
+            "corpus=synthetic",
             "dataset.n=2",
             "retriever=bm25",
             "grid.k=[1]",

@@ -14,9 +14,13 @@ from rr.resume import expected_jobs, status
 
 from .test_resume import rr_cli
 
-#: Two closed-book jobs (seed 0 and 1) on 2 questions, 4 new tokens: no corpus, no retrieval.
+#: Two closed-book jobs (seed 0 and 1) on 2 questions: no corpus, no retrieval. The simulated
+#: reader on the synthetic task: launchers and status are plumbing, no model's answers matter
+#: (a real model's jobs through the launchers: tests/test_end_to_end.py, tests/test_vllm_cpu.py).
 SWEEP = [
     "-m",
+    "generator=simulated",
+    "dataset=synthetic",
     "strategy=closed_book",
     "grid.k=[0]",
     "dataset.n=2",

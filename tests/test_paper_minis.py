@@ -35,11 +35,16 @@ def rendered(root: Path, out: Path, sections: list[str]) -> dict[str, pd.DataFra
     return {p.stem: pd.read_csv(p) for p in (out / "tables").glob("*.csv")}
 
 
-@pytest.mark.slow  # 2 jobs x 2 questions x (closed book + 1 cell) on the real model
+@pytest.mark.slow  # 2 jobs x 2 questions x (closed book + 1 cell)
 def test_rgb_mini_sweep_reported(tmp_path: Path) -> None:
+    # the simulated reader on the synthetic task (its RGB pools): the sweep and its report sections
+    # are checked here; RGB with the real model: tests/test_rgb_end_to_end.py
     tables = run_sweep(
         [
             "sweep=rgb2024",
+            "generator=simulated",
+            "dataset=synthetic",
+            "corpus=synthetic",
             "perturbation.doc.ratio=0.0,1.0",
             "dataset.n=2",
             "corpus.max_passages=300",
@@ -52,8 +57,7 @@ def test_rgb_mini_sweep_reported(tmp_path: Path) -> None:
         ["noise_ratio@0", "none"],
         ["noise_ratio@1", "none"],
     ]
-    # the answerable filter guarantees positives: at ratio 0 every document holds the answer,
-    # at ratio 1.0 none does
+    # the synthetic pools hold positives: at ratio 0 every document holds the answer, at ratio 1.0 none does
     zero, one = (t[t["k"] > 0] for t in tables)
     assert (zero["n_positive_docs"] > 0).all() and (one["n_positive_docs"] == 0).all()
     out = rendered(tmp_path / "jobs", tmp_path / "report", ["accuracy_vs_noise_ratio", "rgb_rejection"])

@@ -34,6 +34,16 @@ SMALL = [
     "progress=false",
 ]
 
+#: :data:`SMALL` on the simulated reader and the synthetic task, slowed to 0.5 s per prompt so that a
+#: kill lands mid-generation: what is checked is the pipeline's and the cache's, not a model's answers.
+SIMULATED = [
+    "generator=simulated",
+    "dataset=synthetic",
+    "corpus=synthetic",
+    "generator.latency_s=0.5",
+    *SMALL,
+]
+
 
 def rr_env() -> dict[str, str]:
     """Environment for ``python -m rr`` subprocesses that import *this* checkout's ``rr``."""
@@ -58,7 +68,7 @@ def _job_dir(root: Path) -> Path:
 
 
 def test_sigkill_mid_generation_then_rerun_gives_identical_table(tmp_path: Path) -> None:
-    full = rr_cli([*SMALL, f"paths.output_root={tmp_path / 'full'}"], tmp_path)
+    full = rr_cli([*SIMULATED, f"paths.output_root={tmp_path / 'full'}"], tmp_path)
     assert full.returncode == 0, full.stderr[-3000:]
     full_dir = _job_dir(tmp_path / "full")
     full_summary = json.loads((full_dir / "summary.json").read_text())
@@ -66,7 +76,7 @@ def test_sigkill_mid_generation_then_rerun_gives_identical_table(tmp_path: Path)
 
     out = tmp_path / "killed"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "rr", *SMALL, f"paths.output_root={out}"],
+        [sys.executable, "-m", "rr", *SIMULATED, f"paths.output_root={out}"],
         cwd=tmp_path,
         env=rr_env(),
         stdout=subprocess.DEVNULL,
@@ -89,7 +99,7 @@ def test_sigkill_mid_generation_then_rerun_gives_identical_table(tmp_path: Path)
     lines = sum(len(p.read_text().splitlines()) for p in shards.glob("*/*.jsonl"))
     assert 1 <= lines < 4
 
-    again = rr_cli([*SMALL, f"paths.output_root={out}"], tmp_path)
+    again = rr_cli([*SIMULATED, f"paths.output_root={out}"], tmp_path)
     assert again.returncode == 0, again.stderr[-3000:]
     resumed = json.loads((job / "summary.json").read_text())
     assert resumed["model_calls"] < full_summary["model_calls"]
@@ -101,13 +111,13 @@ def test_sigkill_mid_generation_then_rerun_gives_identical_table(tmp_path: Path)
 
     # A third run finds the job done and says where its results are; force=true re-runs it.
     mtime = (job / "summary.json").stat().st_mtime_ns
-    skip = rr_cli([*SMALL, f"paths.output_root={out}"], tmp_path)
+    skip = rr_cli([*SIMULATED, f"paths.output_root={out}"], tmp_path)
     assert skip.returncode == 0 and "already done" in skip.stdout and str(job) in skip.stdout
     said = " ".join(skip.stdout.split())  # rich wraps long lines
     assert "was already done: nothing re-run, model calls 0 (force=true re-runs it)" in said
     assert "Answer recall of the top-k documents" in said  # the job's tables again, from summary.json
     assert (job / "summary.json").stat().st_mtime_ns == mtime
-    forced = rr_cli([*SMALL, f"paths.output_root={out}", "force=true"], tmp_path)
+    forced = rr_cli([*SIMULATED, f"paths.output_root={out}", "force=true"], tmp_path)
     assert forced.returncode == 0, forced.stderr[-3000:]
     assert json.loads((job / "summary.json").read_text())["model_calls"] == 0
     status_out = rr_cli(["status", str(out)], tmp_path)

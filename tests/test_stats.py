@@ -138,7 +138,9 @@ def test_bootstrap_contains_point_narrows_and_is_seeded() -> None:
 def test_fast_bootstrap_equals_generic_cluster_bootstrap() -> None:
     """The per-example fast path resamples exactly like cluster_bootstrap of robustness_table."""
     df = _system(6)
-    fast = robustness_ci(df, by=[], n_resamples=15, seed=5).iloc[0]
+    # percentile: the two paths draw the same resamples; BCa's bias correction counts resamples
+    # below the point, which float summation order can tip on these small discrete tables
+    fast = robustness_ci(df, by=[], n_resamples=15, seed=5, method="percentile").iloc[0]
     cols = ["ndr", "rsr", "ror", "robustness", "accuracy"]
     generic = stats.cluster_bootstrap(
         df,
@@ -179,3 +181,33 @@ def test_bootstrap_degenerate_and_errors() -> None:
         stats.bootstrap_cluster_means(pd.DataFrame({"x": [1.0, float("nan"), 0.0]}))
     with pytest.raises(ValueError, match="cluster column"):
         stats.cluster_bootstrap(const, lambda d: 0.0)
+
+
+def test_bca_of_means_equals_scipys_bca_on_the_same_draws() -> None:
+    """bootstrap_cluster_means' BCa (closed-form jackknife of means, O(n)) is scipy's BCa, which
+    builds every leave-one-out resample (O(n^2)): same draws, same bounds, derived statistics too."""
+    import scipy.stats
+
+    rng = np.random.default_rng(0)
+    n = 60
+    cols = ["ndr", "rsr", "ror"]
+    v = pd.DataFrame({c: np.where(rng.random(n) < 0.7, 1.0, rng.random(n)) for c in cols})
+    derived = {"g": lambda m: np.cbrt(m["ndr"] * m["rsr"] * m["ror"])}
+    fast = stats.bootstrap_cluster_means(v, derived, n_resamples=500, seed=3, method="BCa")
+
+    def statistic(*s: np.ndarray, axis: int = -1) -> np.ndarray:
+        m = {c: x.mean(axis=axis) for c, x in zip(cols, s, strict=True)}
+        return np.stack([m[c] for c in cols] + [derived["g"](m)], 0)
+
+    ref = scipy.stats.bootstrap(
+        tuple(v[c].to_numpy() for c in cols),
+        statistic,
+        n_resamples=500,
+        paired=True,
+        vectorized=True,
+        method="BCa",
+        rng=np.random.default_rng(3),
+    ).confidence_interval
+    for i, name in enumerate([*cols, "g"]):
+        assert (fast[name].ci_low, fast[name].ci_high) == pytest.approx((ref.low[i], ref.high[i]), abs=1e-12)
+        assert fast[name].ci_low < fast[name].statistic < fast[name].ci_high

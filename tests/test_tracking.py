@@ -14,9 +14,12 @@ from rr.tracking import WandbLogger, flat_summary, scrub_secrets
 
 from .conftest import compose_config
 
-#: A real but tiny job: closed-book only (no retrieval), 2 questions, 4 new tokens.
+#: A real but tiny job: closed-book only (no retrieval), 2 questions; the simulated reader on the
+#: synthetic task (what is checked is the logger's, not a model's answers).
 TINY_CB = [
     "logger=wandb",
+    "generator=simulated",
+    "dataset=synthetic",
     "strategy=[closed_book]",
     "grid.k=[0]",
     "dataset.n=2",

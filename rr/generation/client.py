@@ -97,6 +97,8 @@ class LLM:
     TOKEN_MEMO_SIZE = 1 << 18
     #: Window fitting settles which documents fit with exact counts (a planner may estimate).
     fit_exactly = True
+    #: Whether it calls the model (``False`` for a planner: ``rr plan``).
+    calls_model = True
 
     def __init__(
         self,
