@@ -112,7 +112,7 @@ def test_multirun_with_cfg_is_one_line(tmp_path, monkeypatch, capsys):
 @pytest.mark.parametrize(
     ("override", "needles"),
     [
-        ("generator=hff", ["generator/hff", "hf llamacpp openai vllm"]),
+        ("generator=hff", ["generator/hff", "hf llamacpp openai simulated vllm"]),
         (
             "retriever=[bm2]",
             ["Could not load 'retriever/bm2'", "Available options in 'retriever': bge_base", " bm25 "],
