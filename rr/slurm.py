@@ -33,7 +33,10 @@ _REJECTIONS: tuple[tuple[str, str], ...] = (
     ("invalid partition", "hydra.launcher.partition"),
     ("more processors requested than permitted", "hydra.launcher.cpus_per_task (more than a node has)"),
     ("memory required by task is not available", "hydra.launcher.mem_gb (more than a node has)"),
-    ("requested node configuration is not available", "hydra.launcher.cpus_per_task / mem_gb / gpus_per_node"),
+    (
+        "requested node configuration is not available",
+        "hydra.launcher.cpus_per_task / mem_gb / gpus_per_node",
+    ),
     ("requested time limit is invalid", "hydra.launcher.timeout_min (above the partition's limit)"),
     ("invalid account", "hydra.launcher.account"),
     ("invalid qos", "hydra.launcher.qos"),

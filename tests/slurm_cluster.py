@@ -27,6 +27,7 @@ From a shell (what ``docs/scale-out.md`` "Tested on SLURM" runs)::
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -130,7 +131,9 @@ class SlurmCluster:
                     name = next(n for n, p in self.pids.items() if p == proc.pid)
                     raise RuntimeError(f"{name} exited ({proc.returncode}): {self.log_tail(name)}")
             time.sleep(0.2)
-        raise TimeoutError(f"SLURM cluster: {what} not ready after {timeout:.0f} s; logs in {self.root / 'log'}")
+        raise TimeoutError(
+            f"SLURM cluster: {what} not ready after {timeout:.0f} s; logs in {self.root / 'log'}"
+        )
 
     def log_tail(self, name: str, chars: int = 2000) -> str:
         """The end of daemon ``name``'s log."""
@@ -185,8 +188,7 @@ class SlurmCluster:
         auth = f"AuthType=auth/munge\nAuthInfo=socket={sock},cred_expire=10\n"
         dbd_conf = r / "etc" / "slurmdbd.conf"
         dbd_conf.write_text(
-            auth
-            + f"DbdHost=localhost\nDbdAddr=127.0.0.1\nDbdPort={dbd_port}\nSlurmUser=root\n"
+            auth + f"DbdHost=localhost\nDbdAddr=127.0.0.1\nDbdPort={dbd_port}\nSlurmUser=root\n"
             f"StorageType=accounting_storage/mysql\nStorageHost=127.0.0.1\nStoragePort={db_port}\n"
             f"StorageUser=root\nStorageLoc=slurm_acct_db\nPidFile={r / 'run' / 'slurmdbd.pid'}\n"
             f"LogFile={r / 'log' / 'slurmdbd.log'}\nDebugLevel=info\n"
@@ -196,8 +198,7 @@ class SlurmCluster:
         name = re.match(r"NodeName=(\S+)", node).group(1)  # type: ignore[union-attr]
         node = re.sub(r"\s*UpTime=\S+", "", node)
         self.conf.write_text(
-            auth
-            + f"ClusterName={CLUSTER}\nSlurmctldHost={name}(127.0.0.1)\n"
+            auth + f"ClusterName={CLUSTER}\nSlurmctldHost={name}(127.0.0.1)\n"
             f"SlurmctldPort={_free_port()}\nSlurmdPort={_free_port()}\n"
             "SlurmUser=root\nSlurmdUser=root\nCredType=cred/munge\n"
             "ProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\nJobAcctGatherType=jobacct_gather/none\n"
@@ -227,10 +228,8 @@ class SlurmCluster:
         if not self.pids and (self.root / "pids.json").exists():
             self.pids = json.loads((self.root / "pids.json").read_text())
         if "slurmctld" in self.pids:
-            try:
+            with contextlib.suppress(OSError, subprocess.SubprocessError):
                 self._run("scancel", "--full", "--user=root")
-            except (OSError, subprocess.SubprocessError):
-                pass
         for name in ("slurmd", "slurmctld", "slurmdbd", "mariadbd", "munged"):
             pid = self.pids.get(name)
             if pid is None:

@@ -250,7 +250,11 @@ class BM25Retriever:
         query_tokens = self._tokenize(list(queries), return_ids=False, show_progress=False)
         n_docs = len(ids)
         out: list[list[Hit]] = []
-        for toks in tqdm(query_tokens, desc="bm25 search", disable=len(queries) < _PROGRESS_MIN_QUERIES or not progress_enabled()):
+        for toks in tqdm(
+            query_tokens,
+            desc="bm25 search",
+            disable=len(queries) < _PROGRESS_MIN_QUERIES or not progress_enabled(),
+        ):
             token_ids = [vocab[t] for t in toks if t and t in vocab]
             if token_ids:
                 scores = np.asarray(self._bm25.get_scores_from_ids(token_ids), dtype=np.float32)
