@@ -117,6 +117,9 @@ def encode_main(argv: list[str]) -> int:
     register_configs()
 
     def app(cfg: DictConfig) -> None:
+        from rr.job_env import prepare_job
+
+        prepare_job(bool(cfg.progress))
         run_encode(cfg, HydraConfig.get().runtime.output_dir)
 
     sys.argv = [f"{sys.argv[0]} encode", *argv]

@@ -8,7 +8,8 @@
   its result forever. :func:`wait_for_jobs` instead asks ``squeue`` (which every cluster
   answers) every ``poll_s`` seconds: a job that has left the queue without writing its result
   for ``grace_s`` seconds is dead. Its final state comes from ``sacct`` when there is
-  accounting, else from ``scontrol show job`` (kept ``MinJobAge`` seconds), else ``UNKNOWN``.
+  accounting, else from ``scontrol show job`` (kept ``MinJobAge`` seconds), else ``UNKNOWN`` (an
+  array task cancelled while pending leaves no record of its own).
   A requeued job (preempted, timed out, ``scontrol requeue``) stays in the queue, so it is
   waited for.
 * **Name the setting behind an sbatch rejection** (:func:`rejection_message`).
@@ -98,7 +99,7 @@ def final_state(job_id: str) -> str:
     out = _run(["scontrol", "show", "job", job_id])
     if out and "JobState=" in out:
         return out.split("JobState=")[1].split()[0]
-    return "UNKNOWN"
+    return "UNKNOWN (no record in sacct or scontrol: cancelled before it started?)"
 
 
 def wait_for_jobs(

@@ -73,9 +73,12 @@ def rows_from_returns(returns: list[Any]) -> list[JobRow]:
     from hydra.core.utils import JobStatus
 
     rows = []
-    for ret in returns:
+    lists = [list(ret.overrides or []) for ret in returns]
+    common = set.intersection(*(set(o) for o in lists)) if len(lists) > 1 else set()
+    for ret, job_overrides in zip(returns, lists, strict=True):
         value = ret._return_value  # the public property re-raises a failure; we report it instead
-        overrides = " ".join(ret.overrides or [])
+        # a job without a record is named by what sets it apart from the sweep's other jobs
+        overrides = " ".join(o for o in job_overrides if o not in common) or " ".join(job_overrides)
         folder = str(getattr(ret, "working_dir", "") or "")
         if ret.status == JobStatus.COMPLETED:
             rec = value if isinstance(value, dict) and "outcome" in value else {}

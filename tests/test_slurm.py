@@ -131,7 +131,10 @@ def test_sweep_runs_as_an_array_status_reports_it_and_a_rerun_skips(
     array = tasks[0].split("_")[0]
     assert tasks == [f"{array}_0", f"{array}_1"]  # one array, two tasks
     completed = [f"{array}_0|COMPLETED", f"{array}_1|COMPLETED"]  # the tasks exit just after their results
-    acct = lambda: sorted(slurm_cmd(slurm, "sacct", "-n", "-P", "-X", "-o", "JobID,State", "-j", array).split())  # noqa: E731
+    def acct():
+        return sorted(
+            slurm_cmd(slurm, "sacct", "-n", "-P", "-X", "-o", "JobID,State", "-j", array).split()
+        )  # noqa: E731
     wait_for("both tasks COMPLETED in sacct", lambda: acct() == completed, timeout=30)
     # each task's threads followed its one CPU
     logs = "".join(p.read_text() for p in (sweep_dir / ".submitit").rglob("*_log.*"))
@@ -223,6 +226,8 @@ def test_cancelled_job_fails_the_sweep_with_one_line(slurm: SlurmCluster, tmp_pa
         tasks = wait_for(
             "SLURM array", lambda: (sweep_dir / ".submitit").is_dir() and array_tasks(sweep_dir), proc=proc
         )
+        running = lambda: tasks[1] in slurm_cmd(slurm, "squeue", "-h", "-r", "-t", "R", "-o", "%i").split()  # noqa: E731
+        wait_for(f"{tasks[1]} running", running, proc=proc)
         slurm_cmd(slurm, "scancel", tasks[1])
         cancelled = time.monotonic()
         proc.wait(timeout=120)
@@ -232,7 +237,7 @@ def test_cancelled_job_fails_the_sweep_with_one_line(slurm: SlurmCluster, tmp_pa
     log = (tmp_path / "rr.log").read_text()
     assert proc.returncode == 2, log[-3000:]
     last = log.strip().splitlines()[-1]
-    assert last.startswith("rr: 1 of 2 jobs failed: "), last
+    assert last.startswith("rr: 1 of 2 jobs failed: seed=1: "), last
     assert f"SLURM job {tasks[1]} ended CANCELLED without a result; its log: " in last
     assert last.endswith(f"{tasks[1]}_0_log.err") and "Traceback" not in log
     assert "1 done, 0 skipped, 0 resumed, 1 failed" in log
@@ -241,7 +246,27 @@ def test_cancelled_job_fails_the_sweep_with_one_line(slurm: SlurmCluster, tmp_pa
 
 
 def test_encode_array_writes_one_process_store(slurm: SlurmCluster, tmp_path: Path) -> None:
-    base = ["retriever=[dense]", "corpus.max_passages=44", "retriever.dense.block_size=64", "progress=false"]
+    corpus = tmp_path / "corpus.jsonl"  # 40 short passages in 5 blocks of 8
+    corpus.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "id": f"p{i}",
+                    "title": f"Page {i % 7}",
+                    "text": f"Passage {i} is about topic {i * 13 % 17}.",
+                }
+            )
+            + "\n"
+            for i in range(40)
+        )
+    )
+    base = [
+        "retriever=[dense]",
+        "corpus=jsonl",
+        f"corpus.path={corpus}",
+        "retriever.dense.block_size=8",
+        "progress=false",
+    ]
     one = rr(slurm, ["encode", *base, f"paths.output_root={tmp_path / 'one'}"], tmp_path)
     assert one.returncode == 0, one.stderr[-3000:]
     arr = rr(
@@ -259,8 +284,10 @@ def test_encode_array_writes_one_process_store(slurm: SlurmCluster, tmp_path: Pa
     )
     assert arr.returncode == 0, arr.stderr[-3000:]
     assert "2 done, 0 skipped, 0 resumed, 0 failed" in arr.stdout
-    sweep = tmp_path / "array" / "encode" / "wiki_offline" / "multirun"
+    sweep = tmp_path / "array" / "encode" / "jsonl" / "multirun"
     assert len(array_tasks(sweep)) == 2
+    shards = [json.loads((sweep / f"shard-{i}-of-2" / "encode.json").read_text()) for i in range(2)]
+    assert [s["retrievers"]["dense"][0]["encoded"] for s in shards] == [2, 3]  # blocks 0-1 and 2-4
 
     def blocks(root: Path) -> dict[str, bytes]:
         (store,) = (root / "cache" / "dense").glob("*.blocks")
