@@ -15,8 +15,11 @@ SmolLM2 on 2-3 questions); :data:`GENERATOR` is the one line to swap for a faste
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
+import socket
 import subprocess
 import sys
 import time
@@ -48,16 +51,14 @@ SWEEP = [
     "hydra/launcher=slurm_cpu",
 ]
 
-#: One job long enough to interrupt mid-generation: 3 questions, BM25, k in {1, 2} in two orders
-#: plus closed book = 12 distinct prompts, cached one at a time (flush_every=1).
+#: One job to interrupt mid-generation: 6 closed-book questions, each its own chunk
+#: (flush_every=1), so an interrupted attempt leaves finished calls in the cache.
 LONG_JOB = [
     *GENERATOR,
-    "dataset.n=3",
-    "retriever=bm25",
-    "grid.k=[1,2]",
-    "grid.orders=[original,reversed]",
-    "corpus.max_passages=300",
-    "generator.max_new_tokens=16",
+    "strategy=closed_book",
+    "grid.k=[0]",
+    "dataset.n=6",
+    "generator.max_new_tokens=8",
     "generator.batch_size=1",
     "flush_every=1",
     "progress=false",
@@ -120,7 +121,9 @@ def cached_calls(root: Path) -> int:
 
 def array_tasks(sweep_dir: Path) -> list[str]:
     """SLURM ids of the sweep's array tasks (submitit's folders below ``.submitit``)."""
-    return sorted(p.name for p in (sweep_dir / ".submitit").iterdir() if p.is_dir() and "_" in p.name)
+    # "12_0", "12_1", ... for an array; a sweep of one job is submitted as a plain job: "12"
+    jobs = sorted(p.name for p in (sweep_dir / ".submitit").iterdir() if p.is_dir() and p.name[0].isdigit())
+    return [j for j in jobs if "_" in j] or jobs
 
 
 def test_sweep_runs_as_an_array_status_reports_it_and_a_rerun_skips(
@@ -135,10 +138,10 @@ def test_sweep_runs_as_an_array_status_reports_it_and_a_rerun_skips(
     array = tasks[0].split("_")[0]
     assert tasks == [f"{array}_0", f"{array}_1"]  # one array, two tasks
     completed = [f"{array}_0|COMPLETED", f"{array}_1|COMPLETED"]  # the tasks exit just after their results
+
     def acct():
-        return sorted(
-            slurm_cmd(slurm, "sacct", "-n", "-P", "-X", "-o", "JobID,State", "-j", array).split()
-        )  # noqa: E731
+        return sorted(slurm_cmd(slurm, "sacct", "-n", "-P", "-X", "-o", "JobID,State", "-j", array).split())  # noqa: E731
+
     wait_for("both tasks COMPLETED in sacct", lambda: acct() == completed, timeout=30)
     # each task's threads followed its one CPU
     logs = "".join(p.read_text() for p in (sweep_dir / ".submitit").rglob("*_log.*"))
@@ -157,11 +160,12 @@ def test_sweep_runs_as_an_array_status_reports_it_and_a_rerun_skips(
 
 @pytest.fixture(scope="module")
 def uninterrupted(tmp_path_factory: pytest.TempPathFactory) -> tuple[pd.DataFrame, dict]:
-    """LONG_JOB run once, uninterrupted, as a plain local job: its score table and summary."""
+    """LONG_JOB run once, uninterrupted, as a plain local job on one thread like the SLURM tasks
+    (greedy CPU outputs may depend on the thread count): its score table and summary."""
     root = tmp_path_factory.mktemp("uninterrupted")
     proc = subprocess.run(
         [sys.executable, "-m", "rr", *LONG_JOB, f"paths.output_root={root}"],
-        cwd=root, env=rr_env(), capture_output=True, text=True, timeout=240,
+        cwd=root, env={**rr_env(), "OMP_NUM_THREADS": "1"}, capture_output=True, text=True, timeout=240,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     (job,) = (root / "runs" / "cao2025_mini").iterdir()
@@ -176,9 +180,9 @@ def test_interrupted_job_is_requeued_and_ends_with_the_uninterrupted_table(
     out = tmp_path / "out"
     launcher = ["hydra/launcher=slurm_cpu", "hydra.launcher.max_num_timeout=10"]
     if how == "time_limit":
-        # a 1-minute limit, warned 45 s before it (slurmctld checks limits every 30 s): every
-        # attempt is signalled 15-45 s after it starts until one finishes within that.
-        launcher += ["hydra.launcher.timeout_min=1", "hydra.launcher.signal_delay_s=45"]
+        # a 2-minute limit, warned 40 s before it: slurmctld checks limits every 30 s and warns
+        # up to 30 s early, so the warning (USR2) comes 50-80 s after an attempt starts
+        launcher += ["hydra.launcher.timeout_min=2", "hydra.launcher.signal_delay_s=40"]
     started = time.monotonic()
     proc = rr_background(
         slurm, ["-m", *LONG_JOB, *launcher, f"paths.output_root={out}"], tmp_path, tmp_path / "rr.log"
@@ -188,12 +192,23 @@ def test_interrupted_job_is_requeued_and_ends_with_the_uninterrupted_table(
         (task,) = wait_for(
             "SLURM job", lambda: (sweep_dir / ".submitit").is_dir() and array_tasks(sweep_dir), proc=proc
         )
-        if how != "time_limit":
-            before = wait_for("first cached model call", lambda: cached_calls(out), proc=proc)
-            if how == "usr2":
-                slurm_cmd(slurm, "scancel", "--signal=USR2", task)
-            else:
-                slurm_cmd(slurm, "scontrol", "requeue", task)
+        before = wait_for("first cached model call", lambda: cached_calls(out), proc=proc)
+        if how == "usr2":
+            slurm_cmd(slurm, "scancel", "--signal=USR2", task)
+        elif how == "requeue":
+            slurm_cmd(slurm, "scontrol", "requeue", task)
+        else:
+            # Hold the job mid-generation (SIGSTOP: SLURM's clock keeps running) until SLURM's
+            # time-limit warning comes: it then handles it in the middle of its work however fast
+            # this machine generates.
+            pid = job_python_pid(slurm, task)
+            os.kill(pid, signal.SIGSTOP)
+            try:
+                # slurmstepd sends SIGCONT before the warning signal, so the job resumes by itself
+                wait_for("the time-limit signal", lambda: not stopped(pid), timeout=120)
+            finally:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGCONT)
         proc.wait(timeout=280)
     finally:
         proc.kill()
@@ -209,17 +224,47 @@ def test_interrupted_job_is_requeued_and_ends_with_the_uninterrupted_table(
     # cached was redone, so the only extra calls are the chunk in flight (flush_every=1)
     assert resumed["cache_hits"] >= 1 and resumed["model_calls"] < full["model_calls"]
     assert resumed["model_calls"] + resumed["cache_hits"] == full["model_calls"]
-    if how != "time_limit":
-        assert resumed["cache_hits"] >= before
+    assert resumed["cache_hits"] >= before
     restarts = slurm_cmd(slurm, "scontrol", "show", "job", task).split("Restarts=")[1].split()[0]
     assert int(restarts) >= 1
     submitit_log = "".join(p.read_text() for p in (sweep_dir / ".submitit").rglob("*_log.err"))
-    if how in ("usr2", "time_limit"):  # submitit's handler ran checkpoint() and requeued the job
-        assert "Requeued job" in submitit_log or "requeue" in submitit_log.lower()
+    assert "DUE TO JOB REQUEUE" in submitit_log
+    if how == "usr2":  # submitit's handler ran checkpoint() and requeued the job
+        assert f"Caught signal SIGUSR2 on {socket.gethostname()}: this job is preempted" in submitit_log
+    elif how == "time_limit":  # the same, counted against max_num_timeout
+        assert f"Caught signal SIGUSR2 on {socket.gethostname()}: this job is timed-out" in submitit_log
+    else:  # scontrol requeue: submitit ignored SLURM's SIGTERM; SLURM killed and requeued the job
+        assert "Bypassing signal SIGTERM" in submitit_log and "Caught signal SIGUSR2" not in submitit_log
     print(
         f"\n{how}: {took:.0f} s, {restarts} restart(s), last attempt: {resumed['model_calls']} model calls, "
         f"{resumed['cache_hits']} from the cache (uninterrupted: {full['model_calls']})"
     )
+
+
+def job_python_pid(cluster: SlurmCluster, task: str) -> int:
+    """The PID of the job's Python process (submitit's ``_submit``), from ``scontrol listpids``."""
+    out = slurm_cmd(cluster, "scontrol", "listpids", task)
+    for line in out.splitlines()[1:]:
+        pid = line.split()[0]
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        argv = cmdline.split(b"\0")
+        if b"submitit.core._submit" in argv and not argv[0].endswith(b"srun"):  # python, not srun
+            return int(pid)
+    raise AssertionError(f"no submitit process among the job's PIDs:\n{out}")
+
+
+def stopped(pid: int) -> bool:
+    """Whether process ``pid`` exists and is stopped (``T`` in ``/proc/<pid>/status``)."""
+    try:
+        state = next(
+            line for line in Path(f"/proc/{pid}/status").read_text().splitlines() if line.startswith("State:")
+        )
+    except (OSError, StopIteration):
+        return False
+    return state.split()[1] == "T"
 
 
 def test_cancelled_job_fails_the_sweep_with_one_line(slurm: SlurmCluster, tmp_path: Path) -> None:
