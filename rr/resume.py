@@ -70,9 +70,12 @@ def folder_state(folder: Path) -> JobState:
         return JobState(folder.name, "partial", folder, f"config.yaml unreadable: {e}")
     summary = finished(folder, jid)
     if summary is not None:
-        acc = summary.get("accuracy")
-        detail = f"{summary.get('rows', '?')} rows" + (
-            f", accuracy {acc:.3f}" if isinstance(acc, float) else ""
+        acc, calls, wall = summary.get("accuracy"), summary.get("model_calls"), summary.get("wall_s")
+        detail = (
+            f"{summary.get('rows', '?')} rows"
+            + (f", accuracy {acc:.3f}" if isinstance(acc, float) else "")
+            + (f", {calls} model calls" if isinstance(calls, int) else "")
+            + (f", wall {wall:.1f} s" if isinstance(wall, (int, float)) else "")
         )
         return JobState(jid, "done", folder, detail)
     if (folder / SUMMARY).exists():

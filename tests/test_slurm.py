@@ -149,6 +149,7 @@ def test_sweep_runs_as_an_array_status_reports_it_and_a_rerun_skips(
     assert sorted(s.state for s in status(sweep_dir)) == ["done", "done"]
     shown = rr(slurm, ["status", str(sweep_dir)], tmp_path)
     assert shown.returncode == 0 and "2 done, 0 partial, 0 missing" in shown.stdout
+    assert shown.stdout.count("2 rows, accuracy 0.000, 2 model calls, wall ") == 2
 
     again = rr(slurm, ["-m", *SWEEP, f"paths.output_root={out}"], tmp_path)
     assert again.returncode == 0, again.stderr[-3000:]
