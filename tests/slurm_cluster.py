@@ -204,7 +204,7 @@ class SlurmCluster:
             "ProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\nJobAcctGatherType=jobacct_gather/none\n"
             "SelectType=select/cons_tres\nSelectTypeParameters=CR_Core_Memory\n"
             "EnforcePartLimits=ALL\nReturnToService=2\nMpiDefault=none\n"
-            "SchedulerParameters=sched_interval=2\nMessageTimeout=20\nKillWait=5\n"
+            "SchedulerParameters=sched_interval=2\nMessageTimeout=20\nKillWait=2\n"
             f"AccountingStorageType=accounting_storage/slurmdbd\nAccountingStorageHost=127.0.0.1\n"
             f"AccountingStoragePort={dbd_port}\nAccountingStoragePass={sock}\nMailProg=/bin/true\n"
             f"StateSaveLocation={r / 'state'}\nSlurmdSpoolDir={r / 'spool'}\n"

@@ -51,13 +51,13 @@ SWEEP = [
     "hydra/launcher=slurm_cpu",
 ]
 
-#: One job to interrupt mid-generation: 6 closed-book questions, each its own chunk
+#: One job to interrupt mid-generation: 12 closed-book questions, each its own chunk
 #: (flush_every=1), so an interrupted attempt leaves finished calls in the cache.
 LONG_JOB = [
     *GENERATOR,
     "strategy=closed_book",
     "grid.k=[0]",
-    "dataset.n=6",
+    "dataset.n=12",
     "generator.max_new_tokens=8",
     "generator.batch_size=1",
     "flush_every=1",
@@ -193,23 +193,29 @@ def test_interrupted_job_is_requeued_and_ends_with_the_uninterrupted_table(
         (task,) = wait_for(
             "SLURM job", lambda: (sweep_dir / ".submitit").is_dir() and array_tasks(sweep_dir), proc=proc
         )
-        before = wait_for("first cached model call", lambda: cached_calls(out), proc=proc)
-        if how == "usr2":
-            slurm_cmd(slurm, "scancel", "--signal=USR2", task)
-        elif how == "requeue":
-            slurm_cmd(slurm, "scontrol", "requeue", task)
-        else:
-            # Hold the job mid-generation (SIGSTOP: SLURM's clock keeps running) until SLURM's
-            # time-limit warning comes: it then handles it in the middle of its work however fast
-            # this machine generates.
-            pid = job_python_pid(slurm, task)
-            os.kill(pid, signal.SIGSTOP)
-            try:
-                # slurmstepd sends SIGCONT before the warning signal, so the job resumes by itself
-                wait_for("the time-limit signal", lambda: not stopped(pid), timeout=120)
-            finally:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGCONT)
+        wait_for("first cached model call", lambda: cached_calls(out), proc=proc)
+        # Hold the job mid-generation (SIGSTOP; SLURM's clock keeps running) while it is
+        # interrupted, so it is interrupted in the middle of its work however fast this machine
+        # generates.
+        pid = job_python_pid(slurm, task)
+        os.kill(pid, signal.SIGSTOP)
+        wait_for("the job to stop", lambda: stopped(pid), timeout=10)
+        before = cached_calls(out)
+        try:
+            if how == "usr2":
+                slurm_cmd(slurm, "scancel", "--signal=USR2", task)
+            elif how == "requeue":
+                slurm_cmd(slurm, "scontrol", "requeue", task)
+            # time_limit: SLURM's warning comes 50-80 s after the job started
+            # (scancel --signal leaves USR2 pending on the stopped job; the others resume it)
+            wait_for(
+                "the interruption to reach the job",
+                lambda: not stopped(pid) or usr2_pending(pid),
+                timeout=120 if how == "time_limit" else 20,
+            )
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
         proc.wait(timeout=280)
     finally:
         proc.kill()
@@ -266,6 +272,16 @@ def stopped(pid: int) -> bool:
     except (OSError, StopIteration):
         return False
     return state.split()[1] == "T"
+
+
+def usr2_pending(pid: int) -> bool:
+    """Whether SIGUSR2 is pending on process ``pid`` (stopped, it cannot handle it yet)."""
+    try:
+        lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    except OSError:
+        return False
+    masks = [int(line.split()[1], 16) for line in lines if line.startswith(("ShdPnd:", "SigPnd:"))]
+    return any(mask & (1 << (signal.SIGUSR2 - 1)) for mask in masks)
 
 
 def test_cancelled_job_fails_the_sweep_with_one_line(slurm: SlurmCluster, tmp_path: Path) -> None:
