@@ -68,7 +68,7 @@ def install() -> tuple[str | None, float]:
         return "SLURM is not installed and there is no apt-get (not Debian/Ubuntu)", 0.0
     start = time.monotonic()
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    cmd = ["apt-get", "install", "-y", "--no-install-recommends", *PACKAGES]
+    cmd = ["apt-get", "-o", "DPkg::Lock::Timeout=300", "install", "-y", "--no-install-recommends", *PACKAGES]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if proc.returncode != 0:  # a stale package list: update once, then try again
         subprocess.run(["apt-get", "update"], env=env, capture_output=True)
