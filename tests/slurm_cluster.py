@@ -96,10 +96,13 @@ class SlurmCluster:
 
     Args:
         root: The cluster's folder (created; state, spool, logs, database and configs).
+        accounting: Run MariaDB + slurmdbd (``sacct`` answers); ``False``: a cluster without
+            job accounting (``AccountingStorageType=accounting_storage/none``), as some are.
     """
 
-    def __init__(self, root: str | Path) -> None:
+    def __init__(self, root: str | Path, accounting: bool = True) -> None:
         self.root = Path(root).resolve()
+        self.accounting = accounting
         self.conf = self.root / "etc" / "slurm.conf"
         self.pids: dict[str, int] = {}
         self._procs: list[subprocess.Popen] = []
@@ -166,9 +169,44 @@ class SlurmCluster:
              f"--seed-file={r / 'munge' / 'munged.seed'}"],
         )  # fmt: skip
         self._wait("munged", sock.exists)
-        # MariaDB for slurmdbd: bound to 127.0.0.1 on a free port, no grant tables (a throwaway
-        # database that only this cluster's slurmdbd talks to).
         db_port, dbd_port = _free_port(), _free_port()
+        auth = f"AuthType=auth/munge\nAuthInfo=socket={sock},cred_expire=10\n"
+        if self.accounting:
+            self._start_accounting(db_port, dbd_port, auth, sock)
+            accounting = (
+                "AccountingStorageType=accounting_storage/slurmdbd\nAccountingStorageHost=127.0.0.1\n"
+                f"AccountingStoragePort={dbd_port}\nAccountingStoragePass={sock}\n"
+            )
+        else:
+            accounting = "AccountingStorageType=accounting_storage/none\n"
+        node = node_line()
+        name = re.match(r"NodeName=(\S+)", node).group(1)  # type: ignore[union-attr]
+        node = re.sub(r"\s*UpTime=\S+", "", node)
+        self.conf.write_text(
+            auth + f"ClusterName={CLUSTER}\nSlurmctldHost={name}(127.0.0.1)\n"
+            f"SlurmctldPort={_free_port()}\nSlurmdPort={_free_port()}\n"
+            "SlurmUser=root\nSlurmdUser=root\nCredType=cred/munge\n"
+            "ProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\nJobAcctGatherType=jobacct_gather/none\n"
+            "SelectType=select/cons_tres\nSelectTypeParameters=CR_Core_Memory\n"
+            "EnforcePartLimits=ALL\nReturnToService=2\nMpiDefault=none\n"
+            "SchedulerParameters=sched_interval=2\nMessageTimeout=20\nKillWait=2\n"
+            f"{accounting}MailProg=/bin/true\n"
+            f"StateSaveLocation={r / 'state'}\nSlurmdSpoolDir={r / 'spool'}\n"
+            f"SlurmctldPidFile={r / 'run' / 'slurmctld.pid'}\nSlurmdPidFile={r / 'run' / 'slurmd.pid'}\n"
+            f"SlurmctldLogFile={r / 'log' / 'slurmctld.log'}\nSlurmdLogFile={r / 'log' / 'slurmd.log'}\n"
+            f"{node} NodeAddr=127.0.0.1 State=UNKNOWN\n"
+            f"PartitionName={PARTITION} Nodes=ALL Default=YES MaxTime=INFINITE State=UP\n"
+        )
+        self._spawn("slurmctld", ["slurmctld", "-D", "-i"])
+        self._wait("slurmctld", lambda: self._run("scontrol", "ping").stdout.count("UP") > 0)
+        self._spawn("slurmd", ["slurmd", "-D"])
+        self._wait("slurmd", lambda: self._run("sinfo", "-h", "-o", "%T").stdout.strip() == "idle")
+        return time.monotonic() - begin
+
+    def _start_accounting(self, db_port: int, dbd_port: int, auth: str, sock: Path) -> None:
+        """MariaDB (bound to 127.0.0.1 on a free port, no grant tables: a throwaway database only
+        this cluster's slurmdbd talks to) and slurmdbd."""
+        r = self.root
         if not (r / "db" / "mysql").exists():
             proc = subprocess.run(
                 ["mariadb-install-db", f"--datadir={r / 'db'}", "--user=root", "--skip-test-db",
@@ -185,7 +223,6 @@ class SlurmCluster:
              "--innodb-buffer-pool-size=16M", "--skip-log-bin"],
         )  # fmt: skip
         self._wait("mariadbd", lambda: _port_open(db_port))
-        auth = f"AuthType=auth/munge\nAuthInfo=socket={sock},cred_expire=10\n"
         dbd_conf = r / "etc" / "slurmdbd.conf"
         dbd_conf.write_text(
             auth + f"DbdHost=localhost\nDbdAddr=127.0.0.1\nDbdPort={dbd_port}\nSlurmUser=root\n"
@@ -194,32 +231,8 @@ class SlurmCluster:
             f"LogFile={r / 'log' / 'slurmdbd.log'}\nDebugLevel=info\n"
         )
         dbd_conf.chmod(0o600)
-        node = node_line()
-        name = re.match(r"NodeName=(\S+)", node).group(1)  # type: ignore[union-attr]
-        node = re.sub(r"\s*UpTime=\S+", "", node)
-        self.conf.write_text(
-            auth + f"ClusterName={CLUSTER}\nSlurmctldHost={name}(127.0.0.1)\n"
-            f"SlurmctldPort={_free_port()}\nSlurmdPort={_free_port()}\n"
-            "SlurmUser=root\nSlurmdUser=root\nCredType=cred/munge\n"
-            "ProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\nJobAcctGatherType=jobacct_gather/none\n"
-            "SelectType=select/cons_tres\nSelectTypeParameters=CR_Core_Memory\n"
-            "EnforcePartLimits=ALL\nReturnToService=2\nMpiDefault=none\n"
-            "SchedulerParameters=sched_interval=2\nMessageTimeout=20\nKillWait=2\n"
-            f"AccountingStorageType=accounting_storage/slurmdbd\nAccountingStorageHost=127.0.0.1\n"
-            f"AccountingStoragePort={dbd_port}\nAccountingStoragePass={sock}\nMailProg=/bin/true\n"
-            f"StateSaveLocation={r / 'state'}\nSlurmdSpoolDir={r / 'spool'}\n"
-            f"SlurmctldPidFile={r / 'run' / 'slurmctld.pid'}\nSlurmdPidFile={r / 'run' / 'slurmd.pid'}\n"
-            f"SlurmctldLogFile={r / 'log' / 'slurmctld.log'}\nSlurmdLogFile={r / 'log' / 'slurmd.log'}\n"
-            f"{node} NodeAddr=127.0.0.1 State=UNKNOWN\n"
-            f"PartitionName={PARTITION} Nodes=ALL Default=YES MaxTime=INFINITE State=UP\n"
-        )
         self._spawn("slurmdbd", ["slurmdbd", "-D"])
         self._wait("slurmdbd", lambda: _port_open(dbd_port))
-        self._spawn("slurmctld", ["slurmctld", "-D", "-i"])
-        self._wait("slurmctld", lambda: self._run("scontrol", "ping").stdout.count("UP") > 0)
-        self._spawn("slurmd", ["slurmd", "-D"])
-        self._wait("slurmd", lambda: self._run("sinfo", "-h", "-o", "%T").stdout.strip() == "idle")
-        return time.monotonic() - begin
 
     # -- stop ----------------------------------------------------------------------------
 

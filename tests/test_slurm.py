@@ -284,7 +284,8 @@ def usr2_pending(pid: int) -> bool:
     return any(mask & (1 << (signal.SIGUSR2 - 1)) for mask in masks)
 
 
-def test_cancelled_job_fails_the_sweep_with_one_line(slurm: SlurmCluster, tmp_path: Path) -> None:
+def cancel_one_task(slurm: SlurmCluster, tmp_path: Path) -> tuple[str, float]:
+    """Run SWEEP, scancel its second task once it runs; ``rr -m``'s last line and seconds to notice."""
     out = tmp_path / "out"
     proc = rr_background(slurm, ["-m", *SWEEP, f"paths.output_root={out}"], tmp_path, tmp_path / "rr.log")
     try:
@@ -302,13 +303,36 @@ def test_cancelled_job_fails_the_sweep_with_one_line(slurm: SlurmCluster, tmp_pa
     noticed = time.monotonic() - cancelled
     log = (tmp_path / "rr.log").read_text()
     assert proc.returncode == 2, log[-3000:]
+    assert "1 done, 0 skipped, 0 resumed, 1 failed" in log and "Traceback" not in log
     last = log.strip().splitlines()[-1]
-    assert last.startswith("rr: 1 of 2 jobs failed: seed=1: "), last
-    assert f"SLURM job {tasks[1]} ended CANCELLED without a result; its log: " in last
-    assert last.endswith(f"{tasks[1]}_0_log.err") and "Traceback" not in log
-    assert "1 done, 0 skipped, 0 resumed, 1 failed" in log
+    assert last.startswith(f"rr: 1 of 2 jobs failed: seed=1: SLURM job {tasks[1]} ended "), last
+    assert last.endswith(
+        f"without a result; its log: {sweep_dir / '.submitit' / tasks[1] / tasks[1]}_0_log.err"
+    )
+    return last, noticed
+
+
+def test_cancelled_job_fails_the_sweep_with_one_line(slurm: SlurmCluster, tmp_path: Path) -> None:
+    last, noticed = cancel_one_task(slurm, tmp_path)
+    assert " ended CANCELLED without a result" in last  # the state, from sacct
     assert noticed < 60, f"the cancelled job was noticed {noticed:.0f} s after scancel"
     print(f"\ncancel noticed after {noticed:.1f} s")
+
+
+def test_cancelled_job_is_noticed_without_job_accounting(
+    slurm: SlurmCluster, tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+) -> None:
+    """The same on a cluster without slurmdbd, where submitit's sacct query fails (the module's
+    cluster is idle meanwhile: two slurmd share the node's CPUs)."""
+    bare = SlurmCluster(tmp_path_factory.mktemp("slurm-no-accounting"), accounting=False)
+    try:
+        bare.start()
+        last, noticed = cancel_one_task(bare, tmp_path)
+    finally:
+        bare.stop()
+    assert " ended CANCELLED without a result" in last  # the state, from scontrol
+    assert noticed < 60, f"the cancelled job was noticed {noticed:.0f} s after scancel"
+    print(f"\ncancel without accounting noticed after {noticed:.1f} s")
 
 
 def test_encode_array_writes_one_process_store(slurm: SlurmCluster, tmp_path: Path) -> None:
