@@ -140,7 +140,7 @@ def test_sweep_runs_as_an_array_status_reports_it_and_a_rerun_skips(
     completed = [f"{array}_0|COMPLETED", f"{array}_1|COMPLETED"]  # the tasks exit just after their results
 
     def acct():
-        return sorted(slurm_cmd(slurm, "sacct", "-n", "-P", "-X", "-o", "JobID,State", "-j", array).split())  # noqa: E731
+        return sorted(slurm_cmd(slurm, "sacct", "-n", "-P", "-X", "-o", "JobID,State", "-j", array).split())
 
     wait_for("both tasks COMPLETED in sacct", lambda: acct() == completed, timeout=30)
     # each task's threads followed its one CPU
@@ -151,12 +151,14 @@ def test_sweep_runs_as_an_array_status_reports_it_and_a_rerun_skips(
     assert shown.returncode == 0 and "2 done, 0 partial, 0 missing" in shown.stdout
     assert shown.stdout.count("2 rows, accuracy 0.000, 2 model calls, wall ") == 2
 
+    summaries = {p: p.stat().st_mtime_ns for p in sweep_dir.glob("*/summary.json")}
     again = rr(slurm, ["-m", *SWEEP, f"paths.output_root={out}"], tmp_path)
     assert again.returncode == 0, again.stderr[-3000:]
     assert "0 done, 2 skipped, 0 resumed, 0 failed" in again.stdout
-    assert again.stdout.count("already done") == 0  # the jobs' own lines are in their logs
-    for jid in {s.job_id for s in status(sweep_dir)}:
-        assert (sweep_dir / jid / "summary.json").is_file()
+    (rerun,) = {t.split("_")[0] for t in array_tasks(sweep_dir)} - {array}  # a second array
+    rerun_logs = "".join(p.read_text() for p in (sweep_dir / ".submitit").glob(f"{rerun}_*/*_log.out"))
+    assert rerun_logs.count("is already done; its results are in") == 2
+    assert {p: p.stat().st_mtime_ns for p in sweep_dir.glob("*/summary.json")} == summaries
 
 
 @pytest.fixture(scope="module")
