@@ -6,6 +6,7 @@ import importlib
 import logging
 import os
 import sys
+import time
 import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -41,12 +42,20 @@ VERBOSE_FLAG = "--verbose"
 USER_ERROR_EXIT = 2
 
 
-def _app(cfg: DictConfig) -> float | None:
+def _app(cfg: DictConfig) -> dict[str, Any]:
+    """One job: skip it when done, else run it (resuming a cut-off run from the cache).
+
+    Returns:
+        Its :func:`rr.sweep_report.job_record` (what ``rr -m``'s sweep table shows).
+    """
     from rr.config import job_id
+    from rr.job_env import prepare_job
     from rr.pipeline import run_job
     from rr.reporting.job import print_job_report, print_summary
-    from rr.resume import SUMMARY, finished
+    from rr.resume import CONFIG, SUMMARY, finished
+    from rr.sweep_report import job_record
 
+    start = time.monotonic()
     hc = HydraConfig.get()
     if hc.mode == RunMode.RUN and hc.sweeper.get("params"):  # sweep=... without -m: not one job
         name = hc.runtime.choices.get("sweep") or "..."
@@ -60,11 +69,19 @@ def _app(cfg: DictConfig) -> float | None:
     done = finished(output_dir, jid)
     if done is not None and not cfg.get("force", False):
         print_summary(done, output_dir, already_done=True)  # its tables again, from summary.json
-        return done.get("accuracy")
+        return job_record(
+            "skipped", jid, output_dir, {"accuracy": done.get("accuracy"), "model_calls": 0}, 0.0
+        )
+    prepare_job(bool(cfg.get("progress", True)))
+    outcome = "resumed" if Path(output_dir, CONFIG).exists() and done is None else "done"
     Path(output_dir, SUMMARY).unlink(missing_ok=True)  # a forced re-run is not done until it ends
-    result = run_job(cfg, output_dir)
+    try:
+        result = run_job(cfg, output_dir)
+    except Exception as e:  # the sweep table names the failed job and its folder
+        e.rr_record = job_record("failed", jid, output_dir, None, time.monotonic() - start)  # type: ignore[attr-defined]
+        raise
     print_job_report(result)
-    return result.summary.get("accuracy")
+    return job_record(outcome, jid, output_dir, result.summary, time.monotonic() - start)
 
 
 @contextmanager

@@ -225,6 +225,9 @@ def config_groups_help() -> str:
         options = sorted(o for o in loader.get_group_options(group) if not o.endswith("_schema"))
         if options:
             lines.append(f"{group}: {', '.join(options)}")
+    # Launchers (where -m runs its jobs): rr's own profiles and the installed Hydra plugins'.
+    launchers = sorted(o for o in loader.get_group_options("hydra/launcher") if not o.endswith("_schema"))
+    lines.append(f"hydra/launcher (rr -m): {', '.join(launchers)}")
     _GROUPS_HELP[id(loader)] = "\n".join(lines)
     return _GROUPS_HELP[id(loader)]
 

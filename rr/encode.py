@@ -119,6 +119,9 @@ def encode_main(argv: list[str]) -> int:
     register_configs()
 
     def app(cfg: DictConfig) -> None:
+        from rr.job_env import prepare_job
+
+        prepare_job(bool(cfg.progress))
         run_encode(cfg, HydraConfig.get().runtime.output_dir)
 
     from rr.cli import single_run_one_line

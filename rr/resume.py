@@ -81,6 +81,10 @@ def folder_state(folder: Path) -> JobState:
         for key, label in labels:
             if isinstance(value := summary.get(key), float):
                 detail += f", {label} {value:.3f}"
+        calls, wall = summary.get("model_calls"), summary.get("wall_s")
+        detail += (f", {calls} model calls" if isinstance(calls, int) else "") + (
+            f", wall {wall:.1f} s" if isinstance(wall, (int, float)) else ""
+        )
         return JobState(jid, "done", folder, detail)
     if (folder / SUMMARY).exists():
         return JobState(jid, "partial", folder, "summary.json does not match this job (or is torn)")

@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -33,6 +35,7 @@ SWEEP = [
 def _run_sweep(tmp_path: Path, launcher: list[str]) -> Path:
     proc = rr_cli([*SWEEP, *launcher, f"paths.output_root={tmp_path / 'out'}"], tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "2 done, 0 skipped, 0 resumed, 0 failed" in proc.stdout  # the sweep table (rr.sweep_report)
     sweep_dir = tmp_path / "out" / "multirun" / "cao2025_mini"
     jobs = sorted(p.parent for p in sweep_dir.glob("*/scores.parquet"))
     assert len(jobs) == 2
@@ -78,3 +81,20 @@ def test_slurm_launcher_composes_with_requeue_settings() -> None:
     assert launcher.partition == "gpu" and launcher.gpus_per_node == 1
     assert launcher.max_num_timeout == 3 and launcher.array_parallelism == 16
     assert launcher.timeout_min == 240 and launcher.mem_gb == 64 and launcher.cpus_per_task == 8
+    assert launcher._target_ == "hydra_plugins.rr_launchers.RRSlurmLauncher"
+    cpu = compose(["hydra/launcher=slurm_cpu"], return_hydra_config=True).hydra.launcher
+    assert cpu._target_ == launcher._target_ and cpu.gpus_per_node == 0
+    assert (cpu.cpus_per_task, cpu.mem_gb, cpu.timeout_min, cpu.max_num_timeout) == (1, 4, 60, 3)
+
+
+def test_help_lists_the_launcher_profiles() -> None:
+    from .test_resume import rr_env
+
+    out = subprocess.run(
+        [sys.executable, "-m", "rr", "--help"], env=rr_env(), capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0
+    line = next(line for line in out.stdout.splitlines() if line.startswith("hydra/launcher (rr -m): "))
+    assert {"basic", "parallel", "slurm", "slurm_cpu", "submitit_local"} <= set(
+        line.split(": ")[1].split(", ")
+    )

@@ -30,6 +30,7 @@ import numpy as np
 from rr.atomic import atomic_dir, discard
 from rr.data.base import Corpus
 from rr.hashing import content_hash
+from rr.job_env import progress_enabled
 from rr.records import Hit, Passage
 from rr.registry import component
 
@@ -210,9 +211,10 @@ class BM25Retriever:
                 log.info("bm25: loaded index of %s (%d passages) from %s", corpus.name, len(corpus), path)
                 return
         log.info("bm25: indexing %s (%d passages)", corpus.name, len(corpus))
-        tokens = self._tokenize([index_text(p) for p in corpus.passages], return_ids=True, show_progress=True)
+        bars = progress_enabled()
+        tokens = self._tokenize([index_text(p) for p in corpus.passages], return_ids=True, show_progress=bars)
         model = bm25s.BM25(k1=self.k1, b=self.b, method=self.method)
-        model.index(tokens, show_progress=True)
+        model.index(tokens, show_progress=bars)
         self._bm25 = model
         if path is None:
             return
@@ -248,7 +250,11 @@ class BM25Retriever:
         query_tokens = self._tokenize(list(queries), return_ids=False, show_progress=False)
         n_docs = len(ids)
         out: list[list[Hit]] = []
-        for toks in tqdm(query_tokens, desc="bm25 search", disable=len(queries) < _PROGRESS_MIN_QUERIES):
+        for toks in tqdm(
+            query_tokens,
+            desc="bm25 search",
+            disable=len(queries) < _PROGRESS_MIN_QUERIES or not progress_enabled(),
+        ):
             token_ids = [vocab[t] for t in toks if t and t in vocab]
             if token_ids:
                 scores = np.asarray(self._bm25.get_scores_from_ids(token_ids), dtype=np.float32)

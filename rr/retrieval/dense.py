@@ -37,6 +37,7 @@ from rr.atomic import atomic_write
 from rr.data.base import Corpus
 from rr.errors import ConfigError, require_non_negative, require_positive
 from rr.hashing import content_hash
+from rr.job_env import progress_enabled
 from rr.records import Hit
 from rr.registry import component
 from rr.retrieval.bm25 import index_text
@@ -333,7 +334,7 @@ class DenseRetriever:
         emb = None if path is None else self._load_cached(path, len(corpus))
         if emb is None:
             log.info("dense: encoding %s (%d passages) with %s", corpus.name, len(corpus), self.model_name)
-            emb = self.encode(self.passage_texts(corpus), show_progress=True)
+            emb = self.encode(self.passage_texts(corpus), show_progress=progress_enabled())
             if path is not None:
                 with atomic_write(path, mode="wb") as f:
                     np.save(f, emb)

@@ -1,0 +1,116 @@
+"""rr's Hydra sweeper and SLURM launcher: a sweep that reports its jobs and fails loudly.
+
+* :class:`RRSweeper` (``hydra/sweeper=rr``, rr's default) expands and launches jobs exactly as
+  Hydra's basic sweeper does, then prints one table of the sweep's jobs (done / skipped /
+  resumed / failed, wall time, model calls, accuracy, folder; :mod:`rr.sweep_report`) whatever
+  the launcher, and ends the command with exit status 2 and one line per failed job. Hydra's
+  own sweeper stops at the first failed job's traceback and exits 1.
+* :class:`RRSlurmLauncher` (``hydra/launcher=slurm`` and ``slurm_cpu``) is hydra-submitit-launcher's
+  ``SlurmLauncher`` that waits on its jobs with :func:`rr.slurm.wait_for_jobs` (a dead job is
+  noticed within seconds, with or without job accounting) and turns an sbatch rejection into
+  one line naming the setting to change.
+
+Hydra instantiates sweepers and launchers only from the ``hydra_plugins`` package, hence here.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.core.utils import JobReturn
+from omegaconf import OmegaConf
+
+log = logging.getLogger(__name__)
+
+
+class RRSweeper(BasicSweeper):
+    """Hydra's basic sweeper (same jobs, same order, same ``multirun.yaml``) that reports."""
+
+    def sweep(self, arguments: list[str]) -> Any:
+        from rr.sweep_report import SweepFailed, print_sweep_table, rows_from_returns
+
+        assert self.config is not None and self.launcher is not None and self.hydra_context is not None
+        params_conf = self._parse_config()
+        params_conf.extend(arguments)
+        parser = OverridesParser.create(config_loader=self.hydra_context.config_loader)
+        self.overrides = self.split_arguments(parser.parse_overrides(params_conf), self.max_batch_size)
+        sweep_dir = Path(self.config.hydra.sweep.dir)
+        sweep_dir.mkdir(parents=True, exist_ok=True)
+        OmegaConf.save(self.config, sweep_dir / "multirun.yaml")
+        returns: list[Sequence[JobReturn]] = []
+        initial_job_idx = 0
+        while not self.is_done():
+            batch = self.get_job_batch()
+            self.validate_batch_is_legal(batch)
+            returns.append(self.launcher.launch(batch, initial_job_idx=initial_job_idx))
+            initial_job_idx += len(batch)
+        rows = rows_from_returns([r for batch in returns for r in batch])
+        print_sweep_table(rows, f"rr -m: {len(rows)} jobs in {sweep_dir}")
+        if any(r.outcome == "failed" for r in rows):
+            raise SweepFailed(rows, len(rows))
+        return returns
+
+
+try:
+    from hydra_plugins.hydra_submitit_launcher.submitit_launcher import SlurmLauncher
+except ImportError:  # the submitit extra is not installed: hydra/launcher=slurm is unavailable
+    SlurmLauncher = None
+
+
+if SlurmLauncher is not None:
+
+    class RRSlurmLauncher(SlurmLauncher):  # type: ignore[misc,valid-type]
+        """hydra-submitit-launcher's ``SlurmLauncher`` with bounded waiting and one-line rejections."""
+
+        def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
+            # hydra-submitit-launcher 1.2's BaseSubmititLauncher.launch, except how it submits
+            # (an sbatch rejection becomes SlurmRejected) and how it waits (rr.slurm.wait_for_jobs
+            # instead of job.results(), which waits forever on a dead job without accounting).
+            import submitit
+            from hydra.core.singleton import Singleton
+            from hydra.core.utils import filter_overrides
+            from hydra_plugins.hydra_submitit_launcher.config import BaseQueueConf
+            from submitit.core.utils import FailedJobError
+
+            from rr.slurm import SlurmRejected, rejection_message, wait_for_jobs
+
+            assert self.config is not None
+            params = self.params
+            init_params = {"folder": params["submitit_folder"]}
+            specific_init_keys = {"max_num_timeout"}
+            init_params.update(
+                **{f"{self._EXECUTOR}_{x}": y for x, y in params.items() if x in specific_init_keys}
+            )
+            init_keys = specific_init_keys | {"submitit_folder"}
+            executor = submitit.AutoExecutor(cluster=self._EXECUTOR, **init_params)
+            baseparams = set(OmegaConf.structured(BaseQueueConf).keys())
+            executor.update_parameters(
+                **{
+                    x if x in baseparams else f"{self._EXECUTOR}_{x}": y
+                    for x, y in params.items()
+                    if x not in init_keys
+                }
+            )
+            log.info(f"Submitit '{self._EXECUTOR}' sweep output dir : {self.config.hydra.sweep.dir}")
+            sweep_dir = Path(str(self.config.hydra.sweep.dir))
+            sweep_dir.mkdir(parents=True, exist_ok=True)
+            if "mode" in self.config.hydra.sweep:
+                os.chmod(sweep_dir, mode=int(str(self.config.hydra.sweep.mode), 8))
+            job_params: list[Any] = []
+            for idx, overrides in enumerate(job_overrides, start=initial_job_idx):
+                log.info(f"\t#{idx} : {' '.join(filter_overrides(overrides))}")
+                job_params.append(
+                    (list(overrides), "hydra.sweep.dir", idx, f"job_id_for_{idx}", Singleton.get_state())
+                )
+            try:
+                jobs = executor.map_array(self, *zip(*job_params, strict=True))
+            except FailedJobError as e:
+                raise SlurmRejected(rejection_message(str(e))) from e
+            log.info(f"SLURM jobs: {', '.join(str(j.job_id) for j in jobs)}")
+            return wait_for_jobs(jobs, job_overrides)

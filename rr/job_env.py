@@ -1,0 +1,90 @@
+"""What a job process sets from its config and its allocation before it runs: progress bars
+and thread counts.
+
+* ``progress=false`` silences every progress bar the job's libraries draw (bm25s, transformers,
+  huggingface_hub, sentence-transformers), so job logs on a cluster hold log lines only;
+  components that draw their own bars ask :func:`progress_enabled`.
+* On SLURM (or any scheduler that sets ``SLURM_CPUS_PER_TASK``) torch, OpenMP, MKL, OpenBLAS
+  and the tokenizers' rayon pool use the task's CPUs, not every core of the node: without
+  cgroups nothing else stops a 1-CPU job from running one thread per core. A variable the
+  user set (``OMP_NUM_THREADS=4 rr ...``) is left alone, and so is torch then.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import MutableMapping
+
+log = logging.getLogger(__name__)
+
+#: Thread-count variables set from the allocation (each only when the environment lacks it).
+THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "RAYON_NUM_THREADS")
+
+_progress = {"enabled": True}
+
+
+def progress_enabled() -> bool:
+    """Whether this process may draw progress bars (``False`` after ``set_progress(False)``)."""
+    return _progress["enabled"]
+
+
+def set_progress(enabled: bool) -> None:
+    """Turn the progress bars of this process (rr's and its libraries') on or off."""
+    _progress["enabled"] = enabled
+    if enabled:
+        return
+    os.environ["TQDM_DISABLE"] = "1"  # tqdm bars created without an explicit `disable`
+    os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
+    try:
+        from huggingface_hub.utils import disable_progress_bars
+
+        disable_progress_bars()
+    except ImportError:
+        pass
+    try:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+    except ImportError:
+        pass
+
+
+def allocated_cpus(env: MutableMapping[str, str] | None = None) -> int | None:
+    """The CPUs the scheduler gave this task (``SLURM_CPUS_PER_TASK``), or ``None`` outside one."""
+    env = os.environ if env is None else env
+    value = env.get("SLURM_CPUS_PER_TASK", "")
+    return int(value) if value.isdigit() and int(value) > 0 else None
+
+
+def limit_threads(env: MutableMapping[str, str] | None = None) -> dict[str, str]:
+    """Make the thread pools follow the allocation; returns the variables it set.
+
+    Sets each of :data:`THREAD_VARS` the environment lacks to the allocated CPU count and calls
+    ``torch.set_num_threads`` with it, unless the user set ``OMP_NUM_THREADS`` (torch reads that
+    itself). Outside an allocation it does nothing.
+    """
+    env = os.environ if env is None else env
+    cpus = allocated_cpus(env)
+    if cpus is None:
+        return {}
+    user_omp = "OMP_NUM_THREADS" in env
+    changed = {var: str(cpus) for var in THREAD_VARS if var not in env}
+    env.update(changed)
+    if not user_omp:
+        import torch
+
+        torch.set_num_threads(cpus)
+    log.info(
+        "threads follow SLURM_CPUS_PER_TASK=%d: %s%s",
+        cpus,
+        ", ".join(f"{k}={v}" for k, v in changed.items()) or "all thread variables already set",
+        "" if user_omp else f", torch {cpus}",
+    )
+    return changed
+
+
+def prepare_job(progress: bool) -> None:
+    """Everything a job process sets before its work: progress bars and thread counts."""
+    set_progress(progress)
+    limit_threads()

@@ -1,0 +1,151 @@
+"""What a sweep (``rr -m``) reports when it ends: one table of its jobs and an exit status.
+
+Each job of a multirun returns a :func:`job_record` (or, when it fails, carries one on its
+exception as ``rr_record``); Hydra hands the launcher's ``JobReturn`` objects back to the
+sweeper (:class:`hydra_plugins.rr_launchers.RRSweeper`), whatever the launcher: basic, joblib,
+submitit local or SLURM. :func:`rows_from_returns` turns them into :class:`JobRow` objects,
+:func:`print_sweep_table` prints them, and :class:`SweepFailed` ends the command with one line
+per failed job and exit status 2.
+
+Outcomes: ``done`` (ran to the end), ``skipped`` (already done before; nothing run),
+``resumed`` (its folder held a cut-off run, e.g. a preempted SLURM job requeued: finished model
+calls came from the cache), ``failed`` (raised, or its SLURM job ended without a result).
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+from rr.errors import UserError, user_message
+
+OUTCOMES = ("done", "skipped", "resumed", "failed")
+
+
+def job_record(
+    outcome: str, job_id: str, folder: str, summary: dict[str, Any] | None, wall_s: float
+) -> dict[str, Any]:
+    """What one job returns to the sweep: its outcome, wall time, model calls, accuracy, folder."""
+    summary = summary or {}
+    return {
+        "outcome": outcome,
+        "job_id": job_id,
+        "folder": str(folder),
+        "wall_s": round(wall_s, 2),
+        "model_calls": summary.get("model_calls"),
+        "accuracy": summary.get("accuracy"),
+    }
+
+
+@dataclass(frozen=True)
+class JobRow:
+    """One line of the sweep table.
+
+    Attributes:
+        outcome: One of :data:`OUTCOMES`.
+        job: The job id, or its overrides when it failed before it had one.
+        wall_s: Seconds the job ran (this attempt), ``None`` when unknown.
+        model_calls: Model calls this attempt made (cache hits excluded), ``None`` when unknown.
+        accuracy: The job's headline metric, ``None`` when it has none.
+        folder: Its result folder (or, for a SLURM job that died, its log).
+        error: Why it failed (one line), empty otherwise.
+    """
+
+    outcome: str
+    job: str
+    wall_s: float | None
+    model_calls: int | None
+    accuracy: float | None
+    folder: str
+    error: str = ""
+
+
+def _error_line(error: BaseException) -> str:
+    message = user_message(error) if isinstance(error, Exception) else None
+    if message is None:
+        message = f"{type(error).__name__}: {error}"
+    return " ".join(message.split())
+
+
+def rows_from_returns(returns: list[Any]) -> list[JobRow]:
+    """One :class:`JobRow` per Hydra ``JobReturn`` (in launch order)."""
+    from hydra.core.utils import JobStatus
+
+    rows = []
+    lists = [list(ret.overrides or []) for ret in returns]
+    common = set.intersection(*(set(o) for o in lists)) if len(lists) > 1 else set()
+    for ret, job_overrides in zip(returns, lists, strict=True):
+        value = ret._return_value  # the public property re-raises a failure; we report it instead
+        # a job without a record is named by what sets it apart from the sweep's other jobs
+        overrides = " ".join(o for o in job_overrides if o not in common) or " ".join(job_overrides)
+        folder = str(getattr(ret, "working_dir", "") or "")
+        if ret.status == JobStatus.COMPLETED:
+            rec = value if isinstance(value, dict) and "outcome" in value else {}
+            rows.append(
+                JobRow(
+                    rec.get("outcome", "done"),
+                    rec.get("job_id") or overrides,
+                    rec.get("wall_s"),
+                    rec.get("model_calls"),
+                    rec.get("accuracy"),
+                    rec.get("folder") or folder,
+                )
+            )
+            continue
+        rec = getattr(value, "rr_record", None) or {}
+        rows.append(
+            JobRow(
+                "failed",
+                rec.get("job_id") or overrides,
+                rec.get("wall_s"),
+                rec.get("model_calls"),
+                None,
+                rec.get("folder") or getattr(value, "log", None) or folder,
+                _error_line(value) if isinstance(value, BaseException) else str(value),
+            )
+        )
+    return rows
+
+
+def print_sweep_table(rows: list[JobRow], title: str, file: TextIO | None = None) -> None:
+    """Print the sweep table and a count per outcome (``2 done, 1 skipped, 0 resumed, 1 failed``)."""
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    file = file or sys.stdout
+    table = Table(title=escape(title))
+    for col in ("job", "outcome", "wall s", "model calls", "accuracy", "folder"):
+        table.add_column(col, overflow="fold")
+
+    def fmt(value: Any, spec: str) -> str:
+        return "-" if value is None else format(value, spec)
+
+    for r in rows:
+        table.add_row(
+            *(
+                escape(c)
+                for c in (
+                    r.job,
+                    r.outcome,
+                    fmt(r.wall_s, ".1f"),
+                    fmt(r.model_calls, "d"),
+                    fmt(r.accuracy, ".3f"),
+                    r.folder,
+                )
+            )
+        )
+    console = Console(file=file, width=None if file.isatty() else 200)
+    console.print(table)
+    console.print(", ".join(f"{sum(r.outcome == o for r in rows)} {o}" for o in OUTCOMES))
+
+
+class SweepFailed(UserError):
+    """Some jobs of a sweep failed: one line naming each (job, what happened, where to look)."""
+
+    def __init__(self, rows: list[JobRow], total: int) -> None:
+        failed = [r for r in rows if r.outcome == "failed"]
+        parts = [f"{r.job}: {r.error}" for r in failed]
+        super().__init__(f"{len(failed)} of {total} jobs failed: " + "; ".join(parts))
+        self.rows = failed

@@ -1,0 +1,418 @@
+"""Sweeps on a real single-node SLURM cluster (tests/slurm_cluster.py: Debian's SLURM 22.05,
+MariaDB + slurmdbd for accounting, plain daemons started by this module and stopped after it).
+
+A sweep runs as one job array and ``rr status`` reports it; a re-run skips the finished jobs;
+a job interrupted by USR2, by ``scontrol requeue`` and by its time limit is requeued and ends
+with the uninterrupted run's score table, redoing no cached model call; a cancelled job makes
+``rr -m`` exit 2 within a bounded time with one line naming the job, its state and its log;
+``rr encode -m ... shards=2`` runs as an array and writes one process's store byte for byte;
+an sbatch rejection is one line naming the setting.
+
+Where SLURM cannot be installed (not root, no apt-get) these tests skip with the reason; under
+``CI=true`` they fail instead. The jobs are the smallest that show each property (the packaged
+simulated reader on 2-12 synthetic questions, slowed to 0.5 s per prompt so that an interruption
+lands mid-generation): what is checked is SLURM's and the cache's behaviour, not a model's answers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from rr.resume import status
+
+from .slurm_cluster import SlurmCluster, install
+from .test_resume import rr_env
+
+pytestmark = [pytest.mark.slurm, pytest.mark.timeout(300)]
+
+#: The reader of every job here: the simulated reader on the synthetic task (microseconds per
+#: answer, slowed to 0.5 s per prompt so that signals land while the job generates).
+GENERATOR: list[str] = [
+    "generator=simulated",
+    "dataset=synthetic",
+    "corpus=synthetic",
+    "corpus.max_passages=300",
+    "generator.latency_s=0.5",
+]
+
+#: Two closed-book jobs (seed 0 and 1) on 2 questions: one array of 2 tasks, 1 CPU each.
+SWEEP = [
+    *GENERATOR,
+    "strategy=closed_book",
+    "grid.k=[0]",
+    "dataset.n=2",
+    "generator.max_new_tokens=4",
+    "progress=false",
+    "seed=0,1",
+    "hydra/launcher=slurm_cpu",
+]
+
+#: One job to interrupt mid-generation: 12 closed-book questions, each its own chunk
+#: (flush_every=1), so an interrupted attempt leaves finished calls in the cache.
+LONG_JOB = [
+    *GENERATOR,
+    "strategy=closed_book",
+    "grid.k=[0]",
+    "dataset.n=12",
+    "generator.max_new_tokens=8",
+    "generator.batch_size=1",
+    "flush_every=1",
+    "progress=false",
+]
+
+
+@pytest.fixture(scope="module")
+def slurm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmCluster]:
+    """A running single-node cluster (installed with apt-get when missing), stopped afterwards."""
+    reason, installed_s = install()
+    if reason is not None:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"SLURM tests must run in CI: {reason}")
+        pytest.skip(reason)
+    cluster = SlurmCluster(tmp_path_factory.mktemp("slurm"))
+    try:
+        started_s = cluster.start()
+        print(f"\nSLURM: apt-get install {installed_s:.1f} s, cluster start {started_s:.1f} s")
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+def rr(
+    cluster: SlurmCluster, args: list[str], cwd: Path, timeout: int = 240, threads: int | None = None
+) -> subprocess.CompletedProcess:
+    env = {**rr_env(), "SLURM_CONF": cluster.env["SLURM_CONF"]}
+    if threads is not None:
+        env["OMP_NUM_THREADS"] = str(threads)
+    return subprocess.run(
+        [sys.executable, "-m", "rr", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
+    )
+
+
+def rr_background(cluster: SlurmCluster, args: list[str], cwd: Path, log: Path) -> subprocess.Popen:
+    env = {**rr_env(), "SLURM_CONF": cluster.env["SLURM_CONF"]}
+    with open(log, "w") as out:
+        return subprocess.Popen([sys.executable, "-m", "rr", *args], cwd=cwd, env=env, stdout=out, stderr=out)
+
+
+def slurm_cmd(cluster: SlurmCluster, *cmd: str) -> str:
+    proc = subprocess.run(cmd, env=cluster.env, capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 0, f"{' '.join(cmd)}: {proc.stderr}"
+    return proc.stdout
+
+
+def wait_for(what: str, ready, timeout: float = 180.0, proc: subprocess.Popen | None = None):  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if value := ready():
+            return value
+        assert proc is None or proc.poll() is None, f"rr -m ended (exit {proc.returncode}) before {what}"
+        time.sleep(0.2)
+    raise AssertionError(f"no {what} after {timeout:.0f} s")
+
+
+def cached_calls(root: Path) -> int:
+    return sum(len(p.read_text().splitlines()) for p in (root / "cache" / "generations").glob("*/*.jsonl"))
+
+
+def array_tasks(sweep_dir: Path) -> list[str]:
+    """SLURM ids of the sweep's array tasks (submitit's folders below ``.submitit``)."""
+    # "12_0", "12_1", ... for an array; a sweep of one job is submitted as a plain job: "12"
+    jobs = sorted(p.name for p in (sweep_dir / ".submitit").iterdir() if p.is_dir() and p.name[0].isdigit())
+    return [j for j in jobs if "_" in j] or jobs
+
+
+def test_sweep_runs_as_an_array_status_reports_it_and_a_rerun_skips(
+    slurm: SlurmCluster, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    first = rr(slurm, ["-m", *SWEEP, f"paths.output_root={out}"], tmp_path)
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert "2 done, 0 skipped, 0 resumed, 0 failed" in first.stdout
+    sweep_dir = out / "multirun" / "cao2025_mini"
+    tasks = array_tasks(sweep_dir)
+    array = tasks[0].split("_")[0]
+    assert tasks == [f"{array}_0", f"{array}_1"]  # one array, two tasks
+    completed = [f"{array}_0|COMPLETED", f"{array}_1|COMPLETED"]  # the tasks exit just after their results
+
+    def acct():
+        return sorted(slurm_cmd(slurm, "sacct", "-n", "-P", "-X", "-o", "JobID,State", "-j", array).split())
+
+    wait_for("both tasks COMPLETED in sacct", lambda: acct() == completed, timeout=30)
+    # each task's threads followed its one CPU
+    logs = "".join(p.read_text() for p in (sweep_dir / ".submitit").rglob("*_log.*"))
+    assert logs.count("threads follow SLURM_CPUS_PER_TASK=1") == 2 and "torch 1" in logs
+    assert sorted(s.state for s in status(sweep_dir)) == ["done", "done"]
+    shown = rr(slurm, ["status", str(sweep_dir)], tmp_path)
+    assert shown.returncode == 0 and "2 done, 0 partial, 0 missing" in shown.stdout
+    assert shown.stdout.count("2 rows, accuracy 0.000, 2 model calls, wall ") == 2
+
+    summaries = {p: p.stat().st_mtime_ns for p in sweep_dir.glob("*/summary.json")}
+    again = rr(slurm, ["-m", *SWEEP, f"paths.output_root={out}"], tmp_path)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "0 done, 2 skipped, 0 resumed, 0 failed" in again.stdout
+    (rerun,) = {t.split("_")[0] for t in array_tasks(sweep_dir)} - {array}  # a second array
+    rerun_logs = "".join(p.read_text() for p in (sweep_dir / ".submitit").glob(f"{rerun}_*/*_log.out"))
+    assert rerun_logs.count("was already done: nothing re-run, model calls 0") == 2
+    assert {p: p.stat().st_mtime_ns for p in sweep_dir.glob("*/summary.json")} == summaries
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory: pytest.TempPathFactory) -> tuple[pd.DataFrame, dict]:
+    """LONG_JOB run once, uninterrupted, as a plain local job on one thread like the SLURM tasks
+    (greedy CPU outputs may depend on the thread count): its score table and summary."""
+    root = tmp_path_factory.mktemp("uninterrupted")
+    proc = subprocess.run(
+        [sys.executable, "-m", "rr", *LONG_JOB, f"paths.output_root={root}"],
+        cwd=root, env={**rr_env(), "OMP_NUM_THREADS": "1"}, capture_output=True, text=True, timeout=240,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (job,) = (root / "runs" / "cao2025_mini").iterdir()
+    return pd.read_parquet(job / "scores.parquet"), json.loads((job / "summary.json").read_text())
+
+
+@pytest.mark.parametrize("how", ["usr2", "requeue", "time_limit"])
+def test_interrupted_job_is_requeued_and_ends_with_the_uninterrupted_table(
+    slurm: SlurmCluster, tmp_path: Path, uninterrupted: tuple[pd.DataFrame, dict], how: str
+) -> None:
+    full_scores, full = uninterrupted
+    out = tmp_path / "out"
+    launcher = ["hydra/launcher=slurm_cpu", "hydra.launcher.max_num_timeout=10"]
+    if how == "time_limit":
+        # a 2-minute limit, warned 40 s before it: slurmctld checks limits every 30 s and warns
+        # up to 30 s early, so the warning (USR2) comes 50-80 s after an attempt starts
+        launcher += ["hydra.launcher.timeout_min=2", "hydra.launcher.signal_delay_s=40"]
+    started = time.monotonic()
+    proc = rr_background(
+        slurm, ["-m", *LONG_JOB, *launcher, f"paths.output_root={out}"], tmp_path, tmp_path / "rr.log"
+    )
+    try:
+        sweep_dir = out / "multirun" / "cao2025_mini"
+        (task,) = wait_for(
+            "SLURM job", lambda: (sweep_dir / ".submitit").is_dir() and array_tasks(sweep_dir), proc=proc
+        )
+        wait_for("first cached model call", lambda: cached_calls(out), proc=proc)
+        # Hold the job mid-generation (SIGSTOP; SLURM's clock keeps running) while it is
+        # interrupted, so it is interrupted in the middle of its work however fast this machine
+        # generates.
+        pid = job_python_pid(slurm, task)
+        os.kill(pid, signal.SIGSTOP)
+        wait_for("the job to stop", lambda: stopped(pid), timeout=10)
+        before = cached_calls(out)
+        try:
+            if how == "usr2":
+                slurm_cmd(slurm, "scancel", "--signal=USR2", task)
+            elif how == "requeue":
+                slurm_cmd(slurm, "scontrol", "requeue", task)
+            # time_limit: SLURM's warning comes 50-80 s after the job started
+            # (scancel --signal leaves USR2 pending on the stopped job; the others resume it)
+            wait_for(
+                "the interruption to reach the job",
+                lambda: not stopped(pid) or usr2_pending(pid),
+                timeout=120 if how == "time_limit" else 20,
+            )
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
+        proc.wait(timeout=280)
+    finally:
+        proc.kill()
+    took = time.monotonic() - started
+    log = (tmp_path / "rr.log").read_text()
+    assert proc.returncode == 0, log[-3000:]
+    assert "0 done, 0 skipped, 1 resumed, 0 failed" in log, log[-3000:]
+    (job,) = [s.path for s in status(sweep_dir)]
+    assert job is not None
+    pd.testing.assert_frame_equal(pd.read_parquet(job / "scores.parquet"), full_scores)
+    resumed = json.loads((job / "summary.json").read_text())
+    # the last attempt served every call an earlier attempt finished from the cache: nothing
+    # cached was redone, so the only extra calls are the chunk in flight (flush_every=1)
+    assert resumed["cache_hits"] >= 1 and resumed["model_calls"] < full["model_calls"]
+    assert resumed["model_calls"] + resumed["cache_hits"] == full["model_calls"]
+    assert resumed["cache_hits"] >= before
+    restarts = slurm_cmd(slurm, "scontrol", "show", "job", task).split("Restarts=")[1].split()[0]
+    assert int(restarts) >= 1
+    submitit_log = "".join(p.read_text() for p in (sweep_dir / ".submitit").rglob("*_log.err"))
+    assert "DUE TO JOB REQUEUE" in submitit_log
+    if how == "usr2":  # submitit's handler ran checkpoint() and requeued the job
+        assert f"Caught signal SIGUSR2 on {socket.gethostname()}: this job is preempted" in submitit_log
+    elif how == "time_limit":  # the same, counted against max_num_timeout
+        assert f"Caught signal SIGUSR2 on {socket.gethostname()}: this job is timed-out" in submitit_log
+    else:  # scontrol requeue: submitit ignored SLURM's SIGTERM; SLURM killed and requeued the job
+        assert "Bypassing signal SIGTERM" in submitit_log and "Caught signal SIGUSR2" not in submitit_log
+    print(
+        f"\n{how}: {took:.0f} s, {restarts} restart(s), last attempt: {resumed['model_calls']} model calls, "
+        f"{resumed['cache_hits']} from the cache (uninterrupted: {full['model_calls']})"
+    )
+
+
+def job_python_pid(cluster: SlurmCluster, task: str) -> int:
+    """The PID of the job's Python process (submitit's ``_submit``), from ``scontrol listpids``."""
+    out = slurm_cmd(cluster, "scontrol", "listpids", task)
+    for line in out.splitlines()[1:]:
+        pid = line.split()[0]
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        argv = cmdline.split(b"\0")
+        if b"submitit.core._submit" in argv and not argv[0].endswith(b"srun"):  # python, not srun
+            return int(pid)
+    raise AssertionError(f"no submitit process among the job's PIDs:\n{out}")
+
+
+def stopped(pid: int) -> bool:
+    """Whether process ``pid`` exists and is stopped (``T`` in ``/proc/<pid>/status``)."""
+    try:
+        state = next(
+            line for line in Path(f"/proc/{pid}/status").read_text().splitlines() if line.startswith("State:")
+        )
+    except (OSError, StopIteration):
+        return False
+    return state.split()[1] == "T"
+
+
+def usr2_pending(pid: int) -> bool:
+    """Whether SIGUSR2 is pending on process ``pid`` (stopped, it cannot handle it yet)."""
+    try:
+        lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    except OSError:
+        return False
+    masks = [int(line.split()[1], 16) for line in lines if line.startswith(("ShdPnd:", "SigPnd:"))]
+    return any(mask & (1 << (signal.SIGUSR2 - 1)) for mask in masks)
+
+
+def cancel_one_task(slurm: SlurmCluster, tmp_path: Path) -> tuple[str, float]:
+    """Run SWEEP, scancel its second task once it runs; ``rr -m``'s last line and seconds to notice."""
+    out = tmp_path / "out"
+    proc = rr_background(slurm, ["-m", *SWEEP, f"paths.output_root={out}"], tmp_path, tmp_path / "rr.log")
+    try:
+        sweep_dir = out / "multirun" / "cao2025_mini"
+        tasks = wait_for(
+            "SLURM array", lambda: (sweep_dir / ".submitit").is_dir() and array_tasks(sweep_dir), proc=proc
+        )
+        running = lambda: tasks[1] in slurm_cmd(slurm, "squeue", "-h", "-r", "-t", "R", "-o", "%i").split()  # noqa: E731
+        wait_for(f"{tasks[1]} running", running, proc=proc)
+        slurm_cmd(slurm, "scancel", tasks[1])
+        cancelled = time.monotonic()
+        proc.wait(timeout=120)
+    finally:
+        proc.kill()
+    noticed = time.monotonic() - cancelled
+    log = (tmp_path / "rr.log").read_text()
+    assert proc.returncode == 2, log[-3000:]
+    assert "1 done, 0 skipped, 0 resumed, 1 failed" in log and "Traceback" not in log
+    last = log.strip().splitlines()[-1]
+    assert last.startswith(f"rr: 1 of 2 jobs failed: seed=1: SLURM job {tasks[1]} ended "), last
+    assert last.endswith(
+        f"without a result; its log: {sweep_dir / '.submitit' / tasks[1] / tasks[1]}_0_log.err"
+    )
+    return last, noticed
+
+
+def test_cancelled_job_fails_the_sweep_with_one_line(slurm: SlurmCluster, tmp_path: Path) -> None:
+    last, noticed = cancel_one_task(slurm, tmp_path)
+    assert " ended CANCELLED without a result" in last  # the state, from sacct
+    assert noticed < 60, f"the cancelled job was noticed {noticed:.0f} s after scancel"
+    print(f"\ncancel noticed after {noticed:.1f} s")
+
+
+def test_cancelled_job_is_noticed_without_job_accounting(
+    slurm: SlurmCluster, tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+) -> None:
+    """The same on a cluster without slurmdbd, where submitit's sacct query fails (the module's
+    cluster is idle meanwhile: two slurmd share the node's CPUs)."""
+    bare = SlurmCluster(tmp_path_factory.mktemp("slurm-no-accounting"), accounting=False)
+    try:
+        bare.start()
+        last, noticed = cancel_one_task(bare, tmp_path)
+    finally:
+        bare.stop()
+    assert " ended CANCELLED without a result" in last  # the state, from scontrol
+    assert noticed < 60, f"the cancelled job was noticed {noticed:.0f} s after scancel"
+    print(f"\ncancel without accounting noticed after {noticed:.1f} s")
+
+
+def test_encode_array_writes_one_process_store(slurm: SlurmCluster, tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus.jsonl"  # 40 short passages in 5 blocks of 8
+    corpus.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "id": f"p{i}",
+                    "title": f"Page {i % 7}",
+                    "text": f"Passage {i} is about topic {i * 13 % 17}.",
+                }
+            )
+            + "\n"
+            for i in range(40)
+        )
+    )
+    base = [
+        "retriever=[dense]",
+        "corpus=jsonl",
+        f"corpus.path={corpus}",
+        "retriever.dense.block_size=8",
+        "progress=false",
+    ]
+    # one process with the threads of one array task (1 CPU): CPU matmuls sum in a different order
+    # on 2 threads, which changes the last bits of some embeddings
+    one = rr(slurm, ["encode", *base, f"paths.output_root={tmp_path / 'one'}"], tmp_path, threads=1)
+    assert one.returncode == 0, one.stderr[-3000:]
+    arr = rr(
+        slurm,
+        [
+            "encode",
+            "-m",
+            *base,
+            "shards=2",
+            "shard=range(2)",
+            "hydra/launcher=slurm_cpu",
+            f"paths.output_root={tmp_path / 'array'}",
+        ],
+        tmp_path,
+    )
+    assert arr.returncode == 0, arr.stderr[-3000:]
+    assert "2 done, 0 skipped, 0 resumed, 0 failed" in arr.stdout
+    sweep = tmp_path / "array" / "encode" / "jsonl" / "multirun"
+    assert len(array_tasks(sweep)) == 2
+    shards = [json.loads((sweep / f"shard-{i}-of-2" / "encode.json").read_text()) for i in range(2)]
+    assert [s["retrievers"]["dense"][0]["encoded"] for s in shards] == [2, 3]  # blocks 0-1 and 2-4
+
+    def blocks(root: Path) -> dict[str, bytes]:
+        (store,) = (root / "cache" / "dense").glob("*.blocks")
+        return {p.name: p.read_bytes() for p in sorted(store.iterdir())}
+
+    mine, theirs = blocks(tmp_path / "one"), blocks(tmp_path / "array")
+    assert len([n for n in mine if n.startswith("block-")]) == 5
+    assert mine == theirs
+
+
+def test_sbatch_rejection_is_one_line_naming_the_setting(slurm: SlurmCluster, tmp_path: Path) -> None:
+    args = ["-m", *SWEEP, f"paths.output_root={tmp_path}"]
+    gpu = rr(slurm, [*args, "hydra/launcher=slurm"], tmp_path)  # the GPU default on a CPU node
+    assert gpu.returncode == 2 and "Traceback" not in gpu.stderr
+    assert gpu.stderr.strip().splitlines()[-1] == (
+        "rr: sbatch rejected the sweep's jobs: Invalid generic resource (gres) specification; change "
+        "hydra.launcher.gpus_per_node (or gres): this cluster has no such GPUs; use hydra/launcher=slurm_cpu "
+        "or hydra.launcher.gpus_per_node=0"
+    )
+    cpus = rr(slurm, [*args, "hydra.launcher.cpus_per_task=512"], tmp_path)
+    assert cpus.returncode == 2 and "Traceback" not in cpus.stderr
+    assert (
+        cpus.stderr.strip()
+        .splitlines()[-1]
+        .endswith("change hydra.launcher.cpus_per_task (more than a node has)")
+    )

@@ -1,0 +1,119 @@
+"""What ``rr -m`` reports whatever the launcher: one table of its jobs (done / skipped / resumed /
+failed) and exit status 2 with one line per failed job; the pieces SLURM jobs rely on
+(sbatch rejections named by setting, threads that follow the allocation, progress=false)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rr.job_env import THREAD_VARS, limit_threads, progress_enabled, set_progress
+from rr.slurm import SlurmJobDied, rejection_message
+
+from .test_resume import rr_cli
+
+#: Two closed-book jobs on 2 questions; the second has an invalid max_new_tokens and fails
+#: when its generator is built, before any model loads.
+SWEEP = [
+    "-m",
+    "strategy=closed_book",
+    "grid.k=[0]",
+    "dataset.n=2",
+    "progress=false",
+    "generator.max_new_tokens=4,-5",
+]
+
+
+def test_basic_launcher_sweep_prints_its_table_and_fails_with_one_line(tmp_path: Path) -> None:
+    args = [*SWEEP, f"paths.output_root={tmp_path / 'out'}"]
+    first = rr_cli(args, tmp_path)
+    assert first.returncode == 2, first.stderr[-3000:]
+    assert "1 done, 0 skipped, 0 resumed, 1 failed" in first.stdout
+    sweep_dir = tmp_path / "out" / "multirun" / "cao2025_mini"
+    assert f"rr -m: 2 jobs in {sweep_dir}" in first.stdout.replace("\n", "")
+    last = first.stderr.strip().splitlines()[-1]
+    assert last.startswith("rr: 1 of 2 jobs failed: ") and "max_new_tokens" in last and "-5" in last, last
+    assert "Traceback" not in first.stderr
+
+    again = rr_cli(args, tmp_path)  # the done job is skipped, the bad one fails again
+    assert again.returncode == 2
+    assert "0 done, 1 skipped, 0 resumed, 1 failed" in again.stdout
+
+
+@pytest.mark.parametrize(
+    ("sbatch_error", "setting"),
+    [
+        (
+            "sbatch: error: Invalid generic resource (gres) specification\n",
+            "hydra.launcher.gpus_per_node (or gres)",
+        ),
+        (
+            "sbatch: error: Batch job submission failed: More processors requested than permitted",
+            "cpus_per_task",
+        ),
+        ("sbatch: error: Memory required by task is not available", "hydra.launcher.mem_gb"),
+        (
+            "sbatch: error: Batch job submission failed: Invalid partition name specified",
+            "hydra.launcher.partition",
+        ),
+        (
+            "sbatch: error: Batch job submission failed: Requested time limit is invalid (missing or exceeds some limit)",
+            "hydra.launcher.timeout_min",
+        ),
+        ("sbatch: error: something new", "the hydra.launcher.* settings"),
+    ],
+)
+def test_rejection_names_sbatch_reason_and_setting(sbatch_error: str, setting: str) -> None:
+    line = rejection_message(sbatch_error)
+    reason = sbatch_error.strip().splitlines()[-1].removeprefix("sbatch: error: ")
+    assert line.startswith(f"sbatch rejected the sweep's jobs: {reason}; change ") and setting in line
+    assert "\n" not in line
+
+
+def test_dead_job_error_survives_pickling() -> None:
+    import pickle
+
+    died = pickle.loads(pickle.dumps(SlurmJobDied("7_1", "CANCELLED", "/x/7_1_0_log.err")))
+    assert (died.job_id, died.state, died.log) == ("7_1", "CANCELLED", "/x/7_1_0_log.err")
+    assert str(died) == "SLURM job 7_1 ended CANCELLED without a result; its log: /x/7_1_0_log.err"
+
+
+def test_threads_follow_the_allocation_unless_set() -> None:
+    import torch
+
+    before = torch.get_num_threads()
+    try:
+        assert limit_threads({}) == {}  # outside SLURM: nothing
+        env = {"SLURM_CPUS_PER_TASK": "1", "MKL_NUM_THREADS": "4"}
+        assert limit_threads(env) == {v: "1" for v in THREAD_VARS if v != "MKL_NUM_THREADS"}
+        assert env["MKL_NUM_THREADS"] == "4" and torch.get_num_threads() == 1
+        torch.set_num_threads(2)
+        user = {"SLURM_CPUS_PER_TASK": "1", "OMP_NUM_THREADS": "2"}  # the user's choice wins
+        assert "OMP_NUM_THREADS" not in limit_threads(user) and torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_progress_false_silences_library_bars(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd) -> None:
+    from transformers.utils import logging as hf_logging
+
+    from rr.data.corpus import WikiOfflineCorpus
+    from rr.retrieval.bm25 import BM25Retriever
+
+    monkeypatch.setenv("TQDM_DISABLE", "0")
+    monkeypatch.setenv("HF_HUB_DISABLE_PROGRESS_BARS", "0")
+    corpus = WikiOfflineCorpus(max_passages=20).load()
+    try:
+        BM25Retriever().index(corpus)
+        assert "Split strings" in capfd.readouterr().err  # bm25s draws its bars by default
+        set_progress(False)
+        assert not progress_enabled() and not hf_logging.is_progress_bar_enabled()
+        BM25Retriever().index(corpus)
+        assert "%|" not in capfd.readouterr().err
+    finally:
+        set_progress(True)
+        hf_logging.enable_progress_bar()
+        from huggingface_hub.utils import enable_progress_bars
+
+        enable_progress_bars()
