@@ -249,6 +249,7 @@ class LLM:
         """One :class:`Generation` per request, same order; identical requests are sent once."""
         t0 = time.perf_counter()
         prepared = self.prepare(requests, step)
+        self.cache.prefetch(prepared.fitting())  # one bulk lookup: the shard indexes are searched once
         hits = {k for k in prepared.fitting() if self.cache.get(k) is not None}
         misses = sorted((k for k in prepared.fitting() if k not in hits), key=prepared.prompt)
         # Same params within a chunk: group misses by their decoding parameters.
