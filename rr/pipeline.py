@@ -27,7 +27,13 @@ from rr.config import instantiate, instantiate_as, job_id, semantic_config
 from rr.context import ORDERS, RankedDoc, order_indices
 from rr.data.base import Corpus, DataError, Dataset, FilteringDataset
 from rr.errors import ConfigError, require_positive
-from rr.generation.base import CountingBackend, Generator, PrefixCacheReporting
+from rr.generation.base import (
+    ChecksStrategies,
+    CountingBackend,
+    Generator,
+    PlantsValues,
+    PrefixCacheReporting,
+)
 from rr.generation.cache import GenerationCache
 from rr.generation.client import LLM
 from rr.judges.base import Judge, JudgeItem
@@ -267,6 +273,8 @@ def build_components(cfg: DictConfig, plan: JobPlan) -> Components:
         judge=instantiate_as(cfg.judge, Judge, "judge"),
     )
     check_grid(strategies, plan.ks, plan.orders, plan.closed_book)
+    if isinstance(components.generator, ChecksStrategies):  # the simulated reader: readable prompts only
+        components.generator.check_strategies(strategies)
     return components
 
 
@@ -458,6 +466,9 @@ def write_outputs(
         r.name: r.index_info for r in retrievers if isinstance(r, ApproximateSearch) and r.index_info
     }:
         summary["approximate_indexes"] = approx
+    if isinstance(parts.generator, PlantsValues) and rt.llm.generator is parts.generator and len(scores):
+        # the simulated reader: the true values of the metrics beside the measured ones
+        summary["planted"] = parts.generator.planted(scores, examples, corpus, summary_groups(scores))
     with atomic_write(out / "summary.json") as f:
         f.write(json.dumps(summary, indent=1, default=str))
     return summary

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -86,6 +87,25 @@ class PrefixCacheReporting(Protocol):
 
     def prefix_cache_stats(self) -> dict[str, int] | None:
         """Prompt tokens looked up in / found in the prefix cache so far (``None``: not available)."""
+        ...
+
+
+@runtime_checkable
+class ChecksStrategies(Protocol):
+    """A backend that reads only some strategies' prompts (the simulated reader) and says so early."""
+
+    def check_strategies(self, strategies: Sequence[Any]) -> None:
+        """Raise :class:`~rr.errors.ConfigError` (one line) for a strategy it cannot serve; called
+        when the job builds its components, before any data or model loads."""
+        ...
+
+
+@runtime_checkable
+class PlantsValues(Protocol):
+    """A backend whose answers follow planted parameters, so a job's metrics have known true values."""
+
+    def planted(self, scores: Any, examples: Sequence[Any], corpus: Any, by: Sequence[str]) -> dict:
+        """The planted values of a finished job, for ``summary.json`` ``planted``."""
         ...
 
 
