@@ -41,7 +41,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from rr.atomic import atomic_write
+from rr.atomic import atomic_write, temp_name
 from rr.generation.base import Completion
 from rr.hashing import content_hash
 
@@ -236,14 +236,17 @@ class GenerationCache:
             "fingerprint": fingerprint,
         }
         table = pa.table({"hash": s.hashes, "offset": s.offsets}).replace_schema_metadata(meta)
+        path = self._index_path(s.path)
+        tmp = temp_name(path)
         try:
-            with (
-                atomic_write(self._index_path(s.path), mode=None) as tmp,
-                pa.OSFile(str(tmp), "wb") as sink,
-                pa.ipc.new_file(sink, table.schema) as w,
-            ):
+            # An index is derived data: no fsync (a thousand shards would cost seconds). A crash
+            # can leave it empty or torn, which the next reader finds unreadable and rebuilds.
+            path.parent.mkdir(exist_ok=True)
+            with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_file(sink, table.schema) as w:
                 w.write_table(table)
+            os.replace(tmp, path)
         except OSError as e:
+            tmp.unlink(missing_ok=True)
             self._index_writable = False
             log.warning(
                 "generation cache: cannot write shard indexes in %s (%s); keeping them in memory",
@@ -296,12 +299,18 @@ class GenerationCache:
         offset = np.zeros(len(todo), dtype=np.uint64)  # ... and the offset of its line there
         in_fragment = np.full(len(todo), -1, dtype=np.int64)  # last shard whose unterminated line it is
         position = {k: i for i, k in enumerate(todo)} if any(s.fragment for s in self._shards) else {}
+        distinct = not (sorted_h[1:] == sorted_h[:-1]).any()
         for si, s in enumerate(self._shards):
-            if len(s.hashes):
+            if len(s.hashes) and (len(s.hashes) >= len(todo) or not distinct):
                 pos = np.minimum(np.searchsorted(s.hashes, sorted_h), len(s.hashes) - 1)
                 hit = s.hashes[pos] == sorted_h
                 where[order[hit]] = si
                 offset[order[hit]] = s.offsets[pos[hit]]
+            elif len(s.hashes):  # a small shard: search its hashes among the keys' instead
+                pos = np.minimum(np.searchsorted(sorted_h, s.hashes), len(sorted_h) - 1)
+                hit = sorted_h[pos] == s.hashes
+                where[order[pos[hit]]] = si
+                offset[order[pos[hit]]] = s.offsets[hit]
             for k in s.fragment:
                 if k in position:
                     in_fragment[position[k]] = si
