@@ -418,6 +418,175 @@ def stage_bm25(sizes: list[int]) -> list[dict]:
     return rows
 
 
+# ----------------------------------------------------------------------------- end to end
+
+
+def _timed(cls: type, name: str, clock: dict) -> None:
+    """Wrap ``cls.name`` so that the seconds spent in it add up in ``clock[name]``."""
+    inner = getattr(cls, name)
+
+    def wrapper(self, *a, **kw):  # type: ignore[no-untyped-def]
+        t0, c0 = time.perf_counter(), time.process_time()
+        try:
+            return inner(self, *a, **kw)
+        finally:
+            clock[name] = clock.get(name, 0.0) + time.perf_counter() - t0
+            clock[name + "_cpu"] = clock.get(name + "_cpu", 0.0) + time.process_time() - c0
+
+    setattr(cls, name, wrapper)
+
+
+#: Monte-Carlo draws per prompt for the simulator's planted values (its default 400 costs ~7 ms a
+#: request: the simulator's work, timed apart and not rr's, but it would dominate the wall time).
+PLANTED_REPS = 20
+
+
+def e2e_overrides(n: int, passages: int, strategies: str, extra: list[str] | None = None) -> list[str]:
+    return [
+        "experiment=cao2025",
+        "generator=simulated",
+        "dataset=synthetic",
+        "corpus=synthetic",
+        "retriever=[bm25]",
+        f"strategy=[{strategies}]",
+        "judge=match",
+        f"dataset.n={n}",
+        f"corpus.max_passages={passages}",
+        f"generator.planted_reps={PLANTED_REPS}",
+        "progress=false",
+        *(extra or []),
+    ]
+
+
+def task_job(args: dict) -> dict:
+    """One job in process; the reader's time (generate, count_tokens) and the planted-value Monte
+    Carlo (the simulator's, not rr's) are timed apart."""
+    import logging
+
+    from omegaconf import open_dict
+
+    from rr.config import compose, register_configs
+    from rr.generation.simulated import SimulatedGenerator
+    from rr.pipeline import run_job
+
+    logging.disable(logging.INFO)
+    register_configs()
+    cfg = compose(args["overrides"])
+    with open_dict(cfg):
+        cfg.paths.output_root = args["out"]
+        cfg.paths.cache_dir = args["cache"]
+    clock: dict[str, float] = {}
+    for name in ("generate", "count_tokens", "planted"):
+        _timed(SimulatedGenerator, name, clock)
+    prof = None
+    if args.get("profile"):
+        import cProfile
+
+        prof = cProfile.Profile()
+        prof.enable()
+    t0, c0 = time.perf_counter(), time.process_time()
+    result = run_job(cfg, Path(args["out"]) / "job")
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    if prof is not None:
+        prof.disable()
+        prof.dump_stats(args["profile"])
+    summary = result.summary
+    reader = clock.get("generate", 0.0) + clock.get("count_tokens", 0.0)
+    own = wall - reader - clock.get("planted", 0.0)
+    retrieve = summary["timings_s"].get("retrieve", 0.0)
+    n_req = summary["requests"]
+    own_cpu = cpu - sum(clock.get(f"{k}_cpu", 0.0) for k in ("generate", "count_tokens", "planted"))
+    return {
+        "wall_s": round(wall, 2),
+        "requests": summary["requests"],
+        "rows": len(result.scores),
+        "reader_s": round(reader, 2),
+        "planted_s": round(clock.get("planted", 0.0), 2),
+        "retrieve_s": retrieve,
+        "own_ms_per_request": round(1000 * own / summary["requests"], 3),
+        "own_ms_per_request_no_retrieval": round(1000 * (own - retrieve) / summary["requests"], 3),
+        "own_cpu_ms_per_request": round(1000 * own_cpu / n_req, 3),
+        "rows_per_s": round(len(result.scores) / wall, 1),
+        "timings_s": summary["timings_s"],
+    }
+
+
+def stage_e2e(sizes: list[int], passages: int, strategies: str, work: Path, profile: bool) -> list[dict]:
+    """The Cao grid on the simulated reader, one job per size, all beside one cache folder."""
+    rows = []
+    cache = work / "e2e-cache"
+    for n in sizes:
+        out = work / f"e2e-{n}"
+        args = {"overrides": e2e_overrides(n, passages, strategies), "out": str(out), "cache": str(cache)}
+        if profile:
+            args["profile"] = str(work.parent / f"paper_scale_e2e_{n}.prof")
+        r = {"questions": n, "passages": passages} | measure("job", **args)
+        r["cache_mib"] = round(du(cache / "generations") / MIB, 1)
+        rows.append(r)
+        print(json.dumps(r), flush=True)
+    cols = ["questions", "requests", "wall_s", "peak_extra_mib", "reader_s", "planted_s", "retrieve_s"]
+    table(
+        f"Cao grid on the simulated reader (BM25 over {passages} passages; {strategies} + closed-book)",
+        rows,
+        [
+            *cols,
+            "own_ms_per_request",
+            "own_ms_per_request_no_retrieval",
+            "own_cpu_ms_per_request",
+            "rows_per_s",
+            "cache_mib",
+        ],
+    )
+    ns = [r["requests"] for r in rows]
+    for c in ("wall_s", "peak_extra_mib", "own_ms_per_request"):
+        print(f"exponent {c}: {exponent(ns, [r[c] for r in rows])}")
+    return rows
+
+
+def task_sweep(args: dict) -> dict:
+    """``rr -m`` over ``jobs`` reader seeds (one model each) sharing one cache folder."""
+    rr_bin = str(Path(sys.executable).with_name("rr"))
+    over = e2e_overrides(args["n"], args["passages"], args["strategies"])
+    cmd = [
+        rr_bin,
+        "-m",
+        *over,
+        f"generator.reader_seed=range(0,{args['jobs']})",
+        f"paths.output_root={args['out']}",
+        f"paths.cache_dir={args['cache']}",
+    ]
+    return run_cli(cmd)
+
+
+def stage_sweep(jobs: int, n: int, passages: int, strategies: str, work: Path, report: bool) -> dict:
+    out, cache = work / "sweep", work / "sweep-cache"
+    r: dict = {"jobs": jobs, "questions": n, "passages": passages}
+    r |= measure(
+        "sweep", jobs=jobs, n=n, passages=passages, strategies=strategies, out=str(out), cache=str(cache)
+    )
+    summaries = [json.loads(p.read_text()) for p in out.rglob("summary.json")]
+    walls = sorted(s["wall_s"] for s in summaries)
+    r |= {
+        "jobs_done": len(summaries),
+        "requests": sum(s["requests"] for s in summaries),
+        "job_wall_s_median": walls[len(walls) // 2],
+        "job_wall_s_first_last": [summaries and min(walls), summaries and max(walls)],
+        "cache_mib": round(du(cache / "generations") / MIB, 1),
+        "cache_models": len(list((cache / "generations").iterdir())),
+    }
+    rr_bin = str(Path(sys.executable).with_name("rr"))
+    st = measure("cli", cmd=[rr_bin, "status", str(out)])
+    rep = measure("cli", cmd=[rr_bin, "report", str(out), "--resamples", "200"]) if report else {}
+    r |= {
+        "status_s": st["wall_s"],
+        "status_mib": st["peak_mib"],
+        "report_s": rep["wall_s"],
+        "report_mib": rep["peak_mib"],
+    }
+    print(json.dumps(r), flush=True)
+    return r
+
+
 TASKS = {
     "cache_former": task_cache_former,
     "cache_open": task_cache_open,
@@ -425,6 +594,8 @@ TASKS = {
     "robustness": task_robustness,
     "cli": task_cli,
     "bm25": task_bm25,
+    "job": task_job,
+    "sweep": task_sweep,
 }
 
 
@@ -435,7 +606,7 @@ def main() -> None:
         return
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true", help="small sizes (about a minute)")
-    p.add_argument("--stages", nargs="*", default=["cache", "results", "bm25"])
+    p.add_argument("--stages", nargs="*", default=["cache", "results", "bm25", "e2e", "sweep"])
     p.add_argument("--cache-sizes", type=int, nargs="*", default=[100_000, 1_000_000, 10_000_000])
     p.add_argument("--shards", type=int, default=1000, help="cache shards (default 1000)")
     p.add_argument("--job-keys", type=int, default=55_000, help="keys a job looks up (a Cao job: ~55,000)")
@@ -445,13 +616,22 @@ def main() -> None:
         "--report-sizes", type=int, nargs="*", default=None, help="run rr report at these (default all)"
     )
     p.add_argument("--bm25-sizes", type=int, nargs="*", default=[100_000, 1_000_000])
+    p.add_argument("--questions", type=int, nargs="*", default=[50, 500, 3610], help="e2e job sizes")
+    p.add_argument("--passages", type=int, default=1_000_000, help="e2e corpus size (BM25)")
+    p.add_argument("--strategies", default="vanilla,ownknow,rgb", help="e2e strategies (+ closed-book)")
+    p.add_argument("--profile", action="store_true", help="cProfile each e2e job (next to --work)")
+    p.add_argument("--sweep-jobs", type=int, default=104)
+    p.add_argument("--sweep-questions", type=int, default=20)
+    p.add_argument("--sweep-passages", type=int, default=100_000)
     p.add_argument("--work", type=Path, default=None, help="scratch folder (default: a temporary one)")
     p.add_argument("--out", type=Path, default=None, help="write every measurement here (JSON)")
     a = p.parse_args()
     if a.quick:
         a.cache_sizes, a.shards, a.job_keys = [10_000, 100_000], 100, 5_000
         a.rows, a.resamples, a.bm25_sizes = [10_000, 100_000], 100, [2_000, 20_000]
-        a.report_sizes = a.rows[-1:]
+        a.report_sizes = []  # rr report alone takes ~50 s at any size (plots); the full run times it
+        a.questions, a.passages = [10, 50], 20_000
+        a.sweep_jobs, a.sweep_questions, a.sweep_passages = 4, 5, 5_000
     info = machine()
     print(json.dumps(info))
     results: dict = {"machine": info, "args": {k: str(v) for k, v in vars(a).items()}}
@@ -463,6 +643,12 @@ def main() -> None:
             results["results"] = stage_results(a.rows, a.resamples, work, a.report_sizes)
         if "bm25" in a.stages:
             results["bm25"] = stage_bm25(a.bm25_sizes)
+        if "e2e" in a.stages:
+            results["e2e"] = stage_e2e(a.questions, a.passages, a.strategies, work, a.profile)
+        if "sweep" in a.stages:
+            results["sweep"] = stage_sweep(
+                a.sweep_jobs, a.sweep_questions, a.sweep_passages, a.strategies, work
+            )
     results["load_avg_end"] = [round(x, 2) for x in os.getloadavg()]
     print(json.dumps({"load_avg_end": results["load_avg_end"]}))
     if a.out:
