@@ -105,7 +105,12 @@ def run_cli(cmd: list[str], env_extra: dict | None = None) -> dict:
     wall = time.perf_counter() - t0
     if out.returncode:
         raise RuntimeError(f"{' '.join(cmd)} failed ({out.returncode}): {out.stderr[-3000:]}")
-    return {"wall_s": round(wall, 3), "peak_mib": round(_maxrss_bytes(resource.RUSAGE_CHILDREN) / MIB, 1)}
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return {
+        "wall_s": round(wall, 3),
+        "cpu_s": round(ru.ru_utime + ru.ru_stime, 2),
+        "peak_mib": round(ru.ru_maxrss * 1024 / MIB, 1),
+    }
 
 
 def exponent(sizes: list[int], values: list[float | None]) -> float | None:
@@ -345,7 +350,7 @@ def stage_results(sizes: list[int], resamples: int, work: Path, report_sizes: li
         if report_sizes is None or n in report_sizes:
             rep = measure("cli", cmd=[rr_bin, "report", str(root), "--resamples", str(resamples)])
         else:
-            rep = {"wall_s": None, "peak_mib": None}
+            rep = {"wall_s": None, "cpu_s": None, "peak_mib": None}
         st = measure("cli", cmd=[rr_bin, "status", str(root)])
         row |= {
             "load_s": ld["wall_s"],
@@ -353,6 +358,7 @@ def stage_results(sizes: list[int], resamples: int, work: Path, report_sizes: li
             "robustness_ci_s": rb["table_s"],
             "robustness_mib": rb["peak_extra_mib"],
             "report_s": rep["wall_s"],
+            "report_cpu_s": rep["cpu_s"],
             "report_mib": rep["peak_mib"],
             "status_s": st["wall_s"],
             "status_mib": st["peak_mib"],
@@ -365,7 +371,7 @@ def stage_results(sizes: list[int], resamples: int, work: Path, report_sizes: li
         "score tables over a 24-job sweep", rows, [*cols, "report_s", "report_mib", "status_s", "status_mib"]
     )
     ns = [r["rows"] for r in rows]
-    for c in ("load_s", "robustness_ci_s", "report_s", "report_mib", "status_s"):
+    for c in ("load_s", "robustness_ci_s", "report_s", "report_cpu_s", "report_mib", "status_s"):
         print(f"exponent {c}: {exponent(ns, [r[c] for r in rows])}")
     return rows
 
