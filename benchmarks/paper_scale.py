@@ -627,18 +627,21 @@ def stage_sweep(jobs: int, n: int, passages: int, strategies: str, work: Path, r
         "jobs_done": len(summaries),
         "requests": sum(s["requests"] for s in summaries),
         "job_wall_s_median": walls[len(walls) // 2],
-        "job_wall_s_first_last": [summaries and min(walls), summaries and max(walls)],
+        "job_wall_s_min_max": [min(walls), max(walls)] if walls else None,
+        "rows": sum(s["rows"] for s in summaries),
         "cache_mib": round(du(cache / "generations") / MIB, 1),
         "cache_models": len(list((cache / "generations").iterdir())),
     }
+    print(json.dumps(r), flush=True)
     rr_bin = str(Path(sys.executable).with_name("rr"))
     st = measure("cli", cmd=[rr_bin, "status", str(out)])
     rep = measure("cli", cmd=[rr_bin, "report", str(out), "--resamples", "200"]) if report else {}
     r |= {
         "status_s": st["wall_s"],
+        "status_cpu_s": st["cpu_s"],
         "status_mib": st["peak_mib"],
-        "report_s": rep["wall_s"],
-        "report_mib": rep["peak_mib"],
+        "report_s": rep.get("wall_s"),
+        "report_mib": rep.get("peak_mib"),
     }
     print(json.dumps(r), flush=True)
     return r
@@ -677,9 +680,10 @@ def main() -> None:
     p.add_argument("--passages", type=int, default=1_000_000, help="e2e corpus size (BM25)")
     p.add_argument("--strategies", default="vanilla,ownknow,rgb", help="e2e strategies (+ closed-book)")
     p.add_argument("--profile", action="store_true", help="cProfile each e2e job (next to --work)")
-    p.add_argument("--sweep-jobs", type=int, default=104)
-    p.add_argument("--sweep-questions", type=int, default=20)
-    p.add_argument("--sweep-passages", type=int, default=100_000)
+    p.add_argument("--sweep-jobs", type=int, default=100)
+    p.add_argument("--sweep-questions", type=int, default=5)
+    p.add_argument("--sweep-passages", type=int, default=20_000)
+    p.add_argument("--sweep-report", action="store_true", help="also time rr report over the sweep")
     p.add_argument("--work", type=Path, default=None, help="scratch folder (default: a temporary one)")
     p.add_argument("--out", type=Path, default=None, help="write every measurement here (JSON)")
     a = p.parse_args()
@@ -704,7 +708,7 @@ def main() -> None:
             results["e2e"] = stage_e2e(a.questions, a.passages, a.strategies, work, a.profile)
         if "sweep" in a.stages:
             results["sweep"] = stage_sweep(
-                a.sweep_jobs, a.sweep_questions, a.sweep_passages, a.strategies, work
+                a.sweep_jobs, a.sweep_questions, a.sweep_passages, a.strategies, work, a.sweep_report
             )
     results["load_avg_end"] = [round(x, 2) for x in os.getloadavg()]
     print(json.dumps({"load_avg_end": results["load_avg_end"]}))
