@@ -465,7 +465,8 @@ def e2e_overrides(n: int, passages: int, strategies: str, extra: list[str] | Non
         "judge=match",
         f"dataset.n={n}",
         f"corpus.max_passages={passages}",
-        f"corpus.entities={ENTITIES}",  # the same corpus (one BM25 index) for every question count
+        # the same corpus (one BM25 index) for every question count, as large as the corpus allows
+        f"corpus.entities={max(n, min(ENTITIES, passages // 4))}",
         f"generator.planted_reps={PLANTED_REPS}",
         "progress=false",
         *(extra or []),
