@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 
@@ -113,7 +114,10 @@ class LLM:
         self.strict_window = strict_window
         self.identity = generator.identity()
         self.stats = LLMStats()
-        self._token_memo: dict[int, int] = {}  # hash(text) -> token count
+        # hash(text) -> token count, oldest first. An OrderedDict: evicting a plain dict's first
+        # key (del d[next(iter(d))]) scans every slot deleted before it, quadratic once the memo is
+        # full (a 3,610-question Cao job: 0.25 -> 0.83 ms of rr's CPU per request).
+        self._token_memo: OrderedDict[int, int] = OrderedDict()
         self._noted: dict[int, tuple[int, bool]] = {}  # hash(request) -> window fitting's (tokens, exact)
 
     def sibling(self, generator: Generator, cache: GenerationCache) -> LLM:
@@ -167,7 +171,7 @@ class LLM:
         memo = self._token_memo
         memo[h] = n
         while len(memo) > self.TOKEN_MEMO_SIZE:
-            del memo[next(iter(memo))]
+            memo.popitem(last=False)
 
     def note_prompt_tokens(self, request: Request, tokens: int, exact: bool) -> None:
         """Told by window fitting the token count of each request's prompt it built: exact, or
