@@ -260,6 +260,7 @@ class PlanningLLM(LLM):
         """Record the step (:class:`PlanStep`) and return cached texts, else :attr:`placeholder`."""
         t0 = time.perf_counter()
         prepared = self.prepare(requests, step)  # prompts that do not fit are never sent: no tokens counted
+        self.cache.prefetch(k for k in prepared.fitting() if k not in self.planned)
         cached = {k for k in prepared.fitting() if k in self.planned or self.cache.get(k) is not None}
         todo = [k for k in prepared.fitting() if k not in cached]
         self.planned.update(todo)

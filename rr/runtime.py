@@ -73,8 +73,10 @@ class Runtime:
         return self._llms[key]
 
     def close(self) -> None:
-        """Release what the job's backends hold beyond the job (data-parallel workers)."""
+        """Release what the job's backends hold beyond the job (data-parallel workers) and index
+        the cache shards the job wrote (:meth:`~rr.generation.cache.GenerationCache.close`)."""
         for llm in self.all_llms:
+            llm.cache.close()
             if isinstance(llm.generator, Closable):
                 llm.generator.close()
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 
@@ -115,7 +116,10 @@ class LLM:
         self.strict_window = strict_window
         self.identity = generator.identity()
         self.stats = LLMStats()
-        self._token_memo: dict[int, int] = {}  # hash(text) -> token count
+        # hash(text) -> token count, oldest first. An OrderedDict: evicting a plain dict's first
+        # key (del d[next(iter(d))]) scans every slot deleted before it, quadratic once the memo is
+        # full (a 3,610-question Cao job: 0.25 -> 0.83 ms of rr's CPU per request).
+        self._token_memo: OrderedDict[int, int] = OrderedDict()
         self._noted: dict[int, tuple[int, bool]] = {}  # hash(request) -> window fitting's (tokens, exact)
 
     def sibling(self, generator: Generator, cache: GenerationCache) -> LLM:
@@ -169,7 +173,7 @@ class LLM:
         memo = self._token_memo
         memo[h] = n
         while len(memo) > self.TOKEN_MEMO_SIZE:
-            del memo[next(iter(memo))]
+            memo.popitem(last=False)
 
     def note_prompt_tokens(self, request: Request, tokens: int, exact: bool) -> None:
         """Told by window fitting the token count of each request's prompt it built: exact, or
@@ -251,6 +255,7 @@ class LLM:
         """One :class:`Generation` per request, same order; identical requests are sent once."""
         t0 = time.perf_counter()
         prepared = self.prepare(requests, step)
+        self.cache.prefetch(prepared.fitting())  # one bulk lookup: the shard indexes are searched once
         hits = {k for k in prepared.fitting() if self.cache.get(k) is not None}
         misses = sorted((k for k in prepared.fitting() if k not in hits), key=prepared.prompt)
         # Same params within a chunk: group misses by their decoding parameters.
