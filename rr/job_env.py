@@ -22,6 +22,10 @@ log = logging.getLogger(__name__)
 THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "RAYON_NUM_THREADS")
 
 _progress = {"enabled": True}
+#: Variables read by tqdm (bars created without an explicit ``disable``) and huggingface_hub.
+_PROGRESS_VARS = ("TQDM_DISABLE", "HF_HUB_DISABLE_PROGRESS_BARS")
+#: The ones :func:`set_progress` set itself (and so removes again when bars are turned back on).
+_progress_vars_set: set[str] = set()
 
 
 def progress_enabled() -> bool:
@@ -30,22 +34,29 @@ def progress_enabled() -> bool:
 
 
 def set_progress(enabled: bool) -> None:
-    """Turn the progress bars of this process (rr's and its libraries') on or off."""
-    _progress["enabled"] = enabled
-    if enabled:
-        return
-    os.environ["TQDM_DISABLE"] = "1"  # tqdm bars created without an explicit `disable`
-    os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
-    try:
-        from huggingface_hub.utils import disable_progress_bars
+    """Turn the progress bars of this process (rr's and its libraries') on or off.
 
-        disable_progress_bars()
+    Symmetric, so that several jobs run in one process (tests, notebooks) each get their own
+    setting: turning bars back on removes the environment variables that turning them off set.
+    """
+    _progress["enabled"] = enabled
+    for var in _PROGRESS_VARS:
+        if not enabled and var not in os.environ:
+            os.environ[var] = "1"
+            _progress_vars_set.add(var)
+        elif enabled and var in _progress_vars_set:
+            os.environ.pop(var, None)
+            _progress_vars_set.discard(var)
+    try:
+        from huggingface_hub.utils import disable_progress_bars, enable_progress_bars
+
+        (enable_progress_bars if enabled else disable_progress_bars)()
     except ImportError:
         pass
     try:
         from transformers.utils import logging as hf_logging
 
-        hf_logging.disable_progress_bar()
+        (hf_logging.enable_progress_bar if enabled else hf_logging.disable_progress_bar)()
     except ImportError:
         pass
 

@@ -31,6 +31,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from rr.job_env import THREAD_VARS
 from rr.resume import status
 
 from .slurm_cluster import SlurmCluster, install
@@ -91,10 +92,20 @@ def slurm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmCluster]:
         cluster.stop()
 
 
+def slurm_env(cluster: SlurmCluster) -> dict[str, str]:
+    """The submitting command's environment (sbatch passes it on to the jobs) without thread-count
+    variables that another test or library may have left in this process, so that the jobs' thread
+    counts come from their allocation as on a user's shell."""
+    env = {**rr_env(), "SLURM_CONF": cluster.env["SLURM_CONF"]}
+    for var in THREAD_VARS:
+        env.pop(var, None)
+    return env
+
+
 def rr(
     cluster: SlurmCluster, args: list[str], cwd: Path, timeout: int = 240, threads: int | None = None
 ) -> subprocess.CompletedProcess:
-    env = {**rr_env(), "SLURM_CONF": cluster.env["SLURM_CONF"]}
+    env = slurm_env(cluster)
     if threads is not None:
         env["OMP_NUM_THREADS"] = str(threads)
     return subprocess.run(
@@ -103,7 +114,7 @@ def rr(
 
 
 def rr_background(cluster: SlurmCluster, args: list[str], cwd: Path, log: Path) -> subprocess.Popen:
-    env = {**rr_env(), "SLURM_CONF": cluster.env["SLURM_CONF"]}
+    env = slurm_env(cluster)
     with open(log, "w") as out:
         return subprocess.Popen([sys.executable, "-m", "rr", *args], cwd=cwd, env=env, stdout=out, stderr=out)
 
