@@ -69,9 +69,7 @@ def _app(cfg: DictConfig) -> dict[str, Any]:
     done = finished(output_dir, jid)
     if done is not None and not cfg.get("force", False):
         print_summary(done, output_dir, already_done=True)  # its tables again, from summary.json
-        return job_record(
-            "skipped", jid, output_dir, {"accuracy": done.get("accuracy"), "model_calls": 0}, 0.0
-        )
+        return job_record("skipped", jid, output_dir, {**done, "model_calls": 0}, 0.0)
     prepare_job(bool(cfg.get("progress", True)))
     outcome = "resumed" if Path(output_dir, CONFIG).exists() and done is None else "done"
     Path(output_dir, SUMMARY).unlink(missing_ok=True)  # a forced re-run is not done until it ends

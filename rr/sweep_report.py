@@ -26,7 +26,8 @@ OUTCOMES = ("done", "skipped", "resumed", "failed")
 def job_record(
     outcome: str, job_id: str, folder: str, summary: dict[str, Any] | None, wall_s: float
 ) -> dict[str, Any]:
-    """What one job returns to the sweep: its outcome, wall time, model calls, accuracy, folder."""
+    """What one job returns to the sweep: its outcome, wall time, model calls, its accuracy over
+    k > 0 and its closed-book (k = 0) accuracy as ``summary.json`` names them, folder."""
     summary = summary or {}
     return {
         "outcome": outcome,
@@ -35,6 +36,7 @@ def job_record(
         "wall_s": round(wall_s, 2),
         "model_calls": summary.get("model_calls"),
         "accuracy": summary.get("accuracy"),
+        "closed_book_accuracy": summary.get("closed_book_accuracy"),
     }
 
 
@@ -47,7 +49,8 @@ class JobRow:
         job: The job id, or its overrides when it failed before it had one.
         wall_s: Seconds the job ran (this attempt), ``None`` when unknown.
         model_calls: Model calls this attempt made (cache hits excluded), ``None`` when unknown.
-        accuracy: The job's headline metric, ``None`` when it has none.
+        accuracy: The job's mean score over k > 0, ``None`` when it has no such rows.
+        closed_book_accuracy: Its mean score at k = 0 (closed book), ``None`` when it has none.
         folder: Its result folder (or, for a SLURM job that died, its log).
         error: Why it failed (one line), empty otherwise.
     """
@@ -57,6 +60,7 @@ class JobRow:
     wall_s: float | None
     model_calls: int | None
     accuracy: float | None
+    closed_book_accuracy: float | None
     folder: str
     error: str = ""
 
@@ -89,6 +93,7 @@ def rows_from_returns(returns: list[Any]) -> list[JobRow]:
                     rec.get("wall_s"),
                     rec.get("model_calls"),
                     rec.get("accuracy"),
+                    rec.get("closed_book_accuracy"),
                     rec.get("folder") or folder,
                 )
             )
@@ -100,6 +105,7 @@ def rows_from_returns(returns: list[Any]) -> list[JobRow]:
                 rec.get("job_id") or overrides,
                 rec.get("wall_s"),
                 rec.get("model_calls"),
+                None,
                 None,
                 rec.get("folder") or getattr(value, "log", None) or folder,
                 _error_line(value) if isinstance(value, BaseException) else str(value),
@@ -116,7 +122,15 @@ def print_sweep_table(rows: list[JobRow], title: str, file: TextIO | None = None
 
     file = file or sys.stdout
     table = Table(title=escape(title))
-    for col in ("job", "outcome", "wall s", "model calls", "accuracy", "folder"):
+    for col in (
+        "job",
+        "outcome",
+        "wall s",
+        "model calls",
+        "accuracy (k > 0)",
+        "closed-book (k = 0)",
+        "folder",
+    ):
         table.add_column(col, overflow="fold")
 
     def fmt(value: Any, spec: str) -> str:
@@ -132,6 +146,7 @@ def print_sweep_table(rows: list[JobRow], title: str, file: TextIO | None = None
                     fmt(r.wall_s, ".1f"),
                     fmt(r.model_calls, "d"),
                     fmt(r.accuracy, ".3f"),
+                    fmt(r.closed_book_accuracy, ".3f"),
                     r.folder,
                 )
             )
