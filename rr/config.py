@@ -138,9 +138,24 @@ def import_components() -> None:
 _STORED: dict[tuple[str, str], type] = {}
 
 
+def _share_the_config_store() -> None:
+    """Let a copied config repository use the live ConfigStore instead of a deep copy of it.
+
+    hydra-core 1.3.2 deep-copies its config repository, and with it the whole ConfigStore (rr's
+    schemas, every plugin's), each time it builds a caching repository: once per config group
+    listed by ``rr --help`` (~150 copies, 4-5 s of its 6 s) and once per job of a sweep. Composition
+    only reads the store (``ConfigStore.load`` hands out a copy of the node), so the copies buy
+    nothing; Hydra's main branch stopped copying it the same way (facebookresearch/hydra#2928,
+    "Use latest configstore singleton instead of storing it"), not in a release yet.
+    """
+    if "__deepcopy__" not in vars(ConfigStore):
+        ConfigStore.__deepcopy__ = lambda self, memo: self  # type: ignore[attr-defined]
+
+
 def register_configs() -> None:
     """Store the root schema and one schema per registered component in Hydra's ConfigStore."""
     import_components()
+    _share_the_config_store()
     cs = ConfigStore.instance()
     if "rr_root_schema.yaml" not in cs.repo:
         cs.store(name="rr_root_schema", node=RootSchema)

@@ -119,3 +119,26 @@ def test_configs_live_in_the_top_level_conf_folder() -> None:
     assert (root / "rr" / "conf").resolve() == CONF  # package data in the wheel (a link in the checkout)
     assert (root / "sweeps").resolve() == CONF / "sweep"
     assert {p.name for p in (root / "sweeps").glob("*.yaml")} >= {"cao2025_mini.yaml", "rgb2024.yaml"}
+
+
+def test_copied_config_repositories_read_the_live_config_store() -> None:
+    """Hydra copies its config repository once per group that ``rr --help`` lists and once per sweep
+    job; rr makes the copies share the ConfigStore (``rr.config._share_the_config_store``) instead of
+    deep-copying every schema each time, so a copy still sees the store as it is, later entries too."""
+    import copy
+
+    from hydra._internal.config_repository import CachingConfigRepository, ConfigRepository
+    from hydra._internal.utils import create_config_search_path
+    from hydra.core.config_store import ConfigStore
+
+    from rr.config import config_dir, register_configs
+
+    register_configs()
+    store = ConfigStore.instance()
+    assert copy.deepcopy(store) is store
+    repo = CachingConfigRepository(ConfigRepository(create_config_search_path(config_dir())))
+    assert repo.config_exists("generator/simulated_schema.yaml")
+    store.store(group="rr_test_late_group", name="late", node={"a": 1})
+    assert repo.config_exists("rr_test_late_group/late.yaml")
+    loaded = repo.load_config("rr_test_late_group/late.yaml")
+    assert loaded is not None and loaded.config == {"a": 1}
