@@ -11,6 +11,16 @@ from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+from rr.job_env import THREAD_VARS
+
+# Under pytest-xdist (make test) each worker's processes, and the jobs they start, get an equal
+# share of the cores: torch's default of one thread per core in every worker oversubscribes them,
+# which made real-model tests 3x slower on 2 cores. Set before torch is imported; a variable the
+# user set wins; the SLURM tests' jobs drop them and follow their allocation.
+if workers := int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0")):
+    for _var in THREAD_VARS:
+        os.environ.setdefault(_var, str(max(1, (os.cpu_count() or 1) // workers)))
 from omegaconf import DictConfig, open_dict
 
 from rr.config import PACKAGE_CONFIG_DIR, compose, register_configs
