@@ -19,7 +19,7 @@ import torch
 from rr.generation.hf import HFGenerator
 from rr.generation.parallel import _run_shard, _Work, shard_batches
 from rr.records import GenerationParams, Request
-from tests.test_resume import SMALL, _job_dir, rr_cli
+from tests.test_resume import SMALL
 
 QUESTIONS = [
     "What is the capital of France?",
@@ -73,7 +73,7 @@ def test_a_rank_that_fails_to_start_is_reported_at_once() -> None:
 
 @pytest.mark.slow
 def test_two_cpu_ranks_give_the_single_process_completions() -> None:
-    params = GenerationParams(max_new_tokens=8)
+    params = GenerationParams(max_new_tokens=4)  # 5 prompts in batches of 2: padding matters, length not
     single = HFGenerator(batch_size=2)
     prompts = [single.render(Request.user(q, params)) for q in QUESTIONS]
     expected = single.generate(prompts, params)
@@ -119,14 +119,21 @@ def test_a_killed_rank_fails_the_call_at_once_naming_it() -> None:
 
 @pytest.mark.slow
 def test_a_data_parallel_job_writes_the_single_process_score_table(tmp_path: Path) -> None:
+    """Both jobs in this process (rank 0 of the data-parallel one too; rank 1 is spawned), each
+    with its own cache: 4 distinct prompts (2 closed-book, 2 with k=1; reversing one passage
+    changes nothing), so with batches of 2 each rank generates one batch."""
+    from rr.pipeline import run_job
+
+    from .conftest import compose_config
+
     tables, summaries = {}, {}
     for dp in (1, 2):
-        out = tmp_path / f"dp{dp}"
-        res = rr_cli([*SMALL, f"generator.data_parallel={dp}", f"paths.output_root={out}"], cwd=tmp_path)
-        assert res.returncode == 0, res.stderr[-3000:]
-        job = _job_dir(out)
+        cfg = compose_config([*SMALL, f"generator.data_parallel={dp}"], tmp_path / f"dp{dp}")
+        job = tmp_path / f"dp{dp}" / "job"
+        run_job(cfg, job)
         tables[dp] = pd.read_parquet(job / "scores.parquet")
         summaries[dp] = json.loads((job / "summary.json").read_text())
+    assert not torch.distributed.is_initialized()  # the job closed its pool
     # data_parallel is a throughput setting: same job id, same table, same model calls
     assert summaries[1]["job_id"] == summaries[2]["job_id"]
     pd.testing.assert_frame_equal(tables[1], tables[2])
