@@ -16,7 +16,7 @@ from rr.job_env import THREAD_VARS
 
 # Under pytest-xdist (make test) each worker's processes, and the jobs they start, get an equal
 # share of the cores: torch's default of one thread per core in every worker oversubscribes them,
-# which made real-model tests 3x slower on 2 cores. Set before torch is imported; a variable the
+# which made real-model and encoding tests 3-30x slower on 2 cores. Set before torch is imported; a variable the
 # user set wins; the SLURM tests' jobs drop them and follow their allocation.
 if workers := int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0")):
     for _var in THREAD_VARS:
@@ -97,7 +97,7 @@ MODULE_SECONDS = {
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under pytest-xdist (``make test`` runs ``-n 2 --dist loadgroup``): one module is one unit of
+    """Under pytest-xdist (``make test`` runs ``-n auto --dist loadgroup``): one module is one unit of
     work, so its module-scoped fixtures (a SLURM cluster, a vLLM engine, a finished job) are built
     once, on one worker; and the slowest modules go first, so no worker is left with a long module
     while the other idles at the end. A test marked ``xdist_group`` keeps its own group. Serial runs
