@@ -184,9 +184,11 @@ def run_job(
     ``make_llm`` replaces the :class:`LLM` built around the generator (``rr plan`` passes a
     planning stand-in that counts requests and calls no model).
     """
+    from rr.job_env import set_progress
     from rr.preflight import check_resources
 
     t_start = time.perf_counter()
+    set_progress(bool(cfg.get("progress", True)))  # in process too: progress=false draws no bar
     check_resources(cfg)  # a missing model, dataset or file: one line now, not after minutes of work
     plan = plan_job(cfg, output_dir)
     watch = Stopwatch()

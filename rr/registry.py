@@ -148,7 +148,7 @@ def init_parameters(cls: type) -> dict[str, tuple[Any, Any]]:
     those of the next class up the MRO that defines one. A name declared more than once takes
     the most derived annotation and default and stays where the uppermost class puts it (a
     subclass that changes a default does not move the field); names only a subclass declares
-    come first. A name a class ``drop``\ s is skipped in the classes above it. ``default`` is
+    come first. A name in a class's ``drop`` is skipped in the classes above it. ``default`` is
     ``inspect.Parameter.empty`` for a required parameter.
     """
     found: dict[str, tuple[Any, Any]] = {}

@@ -78,9 +78,11 @@ def test_two_cpu_ranks_give_the_single_process_completions() -> None:
     prompts = [single.render(Request.user(q, params)) for q in QUESTIONS]
     expected = single.generate(prompts, params)
 
+    host_threads = torch.get_num_threads()
     dp = HFGenerator(batch_size=2, data_parallel=2, dp_timeout_s=120)
     try:
         assert dp.generate(prompts, params) == expected
+        assert torch.get_num_threads() == max(1, (os.cpu_count() or 1) // 2)  # rank 0's share of the cores
         pool = dp._pool
         # 3 batches (2, 2, 1 prompts) dealt round-robin: rank 0 gets 2 + 1, rank 1 gets 2
         assert pool.prompts_per_rank == [3, 2]
@@ -94,6 +96,7 @@ def test_two_cpu_ranks_give_the_single_process_completions() -> None:
         dp.close()
     assert all(not p.is_alive() for p in processes)
     assert not torch.distributed.is_initialized()
+    assert torch.get_num_threads() == host_threads  # the host process gets its threads back
 
 
 @pytest.mark.slow

@@ -298,9 +298,12 @@ def test_encode_command_multirun_then_job_searches_the_blocks(
     assert set(result.scores["retriever"]) == {"dense"} and len(result.scores) == 2
 
 
-def test_job_with_an_approximate_index_reports_its_recall(tmp_path: Path) -> None:
+def test_job_with_an_approximate_index_reports_its_recall(
+    tmp_path: Path, capfd: pytest.CaptureFixture
+) -> None:
     """The simulated reader on the synthetic task (the index report is checked, not a model's
-    answers); 120 passages, more than 100 so that the stored recall@100 is measured."""
+    answers); 120 passages, more than 100 so that the stored recall@100 is measured. The job runs
+    with ``progress=false`` (compose_config), so encoding the blocks draws no bar either."""
     from rr.pipeline import run_job
 
     from .conftest import compose_config
@@ -321,6 +324,7 @@ def test_job_with_an_approximate_index_reports_its_recall(tmp_path: Path) -> Non
         tmp_path,
     )
     result = run_job(cfg, tmp_path / "job")
+    assert "encode blocks" not in capfd.readouterr().err
     info = json.loads((tmp_path / "job" / "summary.json").read_text())["approximate_indexes"]["dense"]
     assert info["spec"] == "HNSW16" and info["n"] == 120
     assert set(info["recall"]) == {"recall@10", "recall@100"}

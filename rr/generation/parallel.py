@@ -229,6 +229,7 @@ class FabricPool:
         self.prompts_per_rank = [0] * world_size
         self._processes: list[Any] = []
         self._fabric: Any = None
+        self._host_threads: int | None = None
 
     @property
     def started(self) -> bool:
@@ -277,6 +278,8 @@ class FabricPool:
         if threads:
             import torch
 
+            # rank 0 is this (host) process: its thread count is given back in close()
+            self._host_threads = torch.get_num_threads()
             torch.set_num_threads(threads)
         self._fabric = _make_fabric(0, self.world_size, port, self.accelerator, self.timeout_s)
         self.generator.device = str(self._fabric.device)
@@ -374,3 +377,8 @@ class FabricPool:
             self._processes = []
             self._fabric = None
             atexit.unregister(self.close)
+            if self._host_threads is not None:
+                import torch
+
+                torch.set_num_threads(self._host_threads)
+                self._host_threads = None

@@ -400,7 +400,7 @@ class DenseRetriever:
         store = self.store(corpus, cache_dir)
         self.embeddings_path = store.root
         report = store.encode(
-            lambda start, stop: self.passage_texts(corpus, start, stop), self.encode, None, True
+            lambda start, stop: self.passage_texts(corpus, start, stop), self.encode, None, progress_enabled()
         )
         if report.encoded:
             log.info(
