@@ -16,8 +16,9 @@ ends the daemons by their PIDs.
 
 Settings that matter, and why: ``ProctrackType=proctrack/linuxproc`` and ``TaskPlugin=task/none``
 (no cgroups in a container), ``EnforcePartLimits=ALL`` (an impossible request is rejected at
-``sbatch`` instead of pending forever), ``AuthInfo=...cred_expire=10`` (a requeued job restarts
-after 10 s instead of SLURM's default 120 s; read only when slurmctld starts).
+``sbatch`` instead of pending forever), ``AuthInfo=...cred_expire=5`` (a requeued job restarts
+after ~6 s, cred_expire + 1, instead of SLURM's default 121 s; 5 is the least SLURM accepts; read
+only when slurmctld starts).
 
 From a shell (what ``docs/scale-out.md`` "Tested on SLURM" runs)::
 
@@ -170,7 +171,7 @@ class SlurmCluster:
         )  # fmt: skip
         self._wait("munged", sock.exists)
         db_port, dbd_port = _free_port(), _free_port()
-        auth = f"AuthType=auth/munge\nAuthInfo=socket={sock},cred_expire=10\n"
+        auth = f"AuthType=auth/munge\nAuthInfo=socket={sock},cred_expire=5\n"
         if self.accounting:
             self._start_accounting(db_port, dbd_port, auth, sock)
             accounting = (

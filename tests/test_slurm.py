@@ -4,14 +4,18 @@ MariaDB + slurmdbd for accounting, plain daemons started by this module and stop
 A sweep runs as one job array and ``rr status`` reports it; a re-run skips the finished jobs;
 a job interrupted by USR2, by ``scontrol requeue`` and by its time limit is requeued and ends
 with the uninterrupted run's score table, redoing no cached model call; a cancelled job makes
-``rr -m`` exit 2 within a bounded time with one line naming the job, its state and its log;
-``rr encode -m ... shards=2`` runs as an array and writes one process's store byte for byte;
-an sbatch rejection is one line naming the setting.
+``rr -m`` exit 2 within a bounded time with one line naming the job, its state and its log
+(with job accounting, and without it on a second cluster); ``rr encode -m ... shards=2`` runs
+as an array and writes one process's store byte for byte; an sbatch rejection is one line naming
+the setting.
 
 Where SLURM cannot be installed (not root, no apt-get) these tests skip with the reason; under
 ``CI=true`` they fail instead. The jobs are the smallest that show each property (the packaged
 simulated reader on 2-12 synthetic questions, slowed to 0.5 s per prompt so that an interruption
 lands mid-generation): what is checked is SLURM's and the cache's behaviour, not a model's answers.
+Runs that do not depend on each other (the uninterrupted reference job and the interrupted ones,
+the one-process encode and the array, the two cancelled sweeps) run at the same time: most of
+these tests' time is waiting on SLURM.
 """
 
 from __future__ import annotations
@@ -25,8 +29,9 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -62,7 +67,8 @@ SWEEP = [
 ]
 
 #: One job to interrupt mid-generation: 12 closed-book questions, each its own chunk
-#: (flush_every=1), so an interrupted attempt leaves finished calls in the cache.
+#: (flush_every=1), so an interrupted attempt leaves finished calls in the cache (the test stops
+#: the job at its first cached call: 11 x 0.5 s left to stop it in, on a loaded machine too).
 LONG_JOB = [
     *GENERATOR,
     "strategy=closed_book",
@@ -102,19 +108,19 @@ def slurm_env(cluster: SlurmCluster) -> dict[str, str]:
     return env
 
 
-def rr(
-    cluster: SlurmCluster, args: list[str], cwd: Path, timeout: int = 240, threads: int | None = None
-) -> subprocess.CompletedProcess:
+def rr(cluster: SlurmCluster, args: list[str], cwd: Path, timeout: int = 240) -> subprocess.CompletedProcess:
     env = slurm_env(cluster)
-    if threads is not None:
-        env["OMP_NUM_THREADS"] = str(threads)
     return subprocess.run(
         [sys.executable, "-m", "rr", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
     )
 
 
-def rr_background(cluster: SlurmCluster, args: list[str], cwd: Path, log: Path) -> subprocess.Popen:
+def rr_background(
+    cluster: SlurmCluster, args: list[str], cwd: Path, log: Path, threads: int | None = None
+) -> subprocess.Popen:
     env = slurm_env(cluster)
+    if threads is not None:
+        env["OMP_NUM_THREADS"] = str(threads)
     with open(log, "w") as out:
         return subprocess.Popen([sys.executable, "-m", "rr", *args], cwd=cwd, env=env, stdout=out, stderr=out)
 
@@ -125,13 +131,19 @@ def slurm_cmd(cluster: SlurmCluster, *cmd: str) -> str:
     return proc.stdout
 
 
-def wait_for(what: str, ready, timeout: float = 180.0, proc: subprocess.Popen | None = None):  # type: ignore[no-untyped-def]
+def wait_for(
+    what: str,
+    ready: Callable[[], Any],
+    timeout: float = 180.0,
+    proc: subprocess.Popen | None = None,
+    poll: float = 0.2,
+) -> Any:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if value := ready():
             return value
         assert proc is None or proc.poll() is None, f"rr -m ended (exit {proc.returncode}) before {what}"
-        time.sleep(0.2)
+        time.sleep(poll)
     raise AssertionError(f"no {what} after {timeout:.0f} s")
 
 
@@ -185,30 +197,54 @@ def test_sweep_runs_as_an_array_status_reports_it_and_a_rerun_skips(
 
 
 @pytest.fixture(scope="module")
-def uninterrupted(tmp_path_factory: pytest.TempPathFactory) -> tuple[pd.DataFrame, dict]:
+def uninterrupted(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Callable[[], tuple[pd.DataFrame, dict]]]:
     """LONG_JOB run once, uninterrupted, as a plain local job on one thread like the SLURM tasks
-    (greedy CPU outputs may depend on the thread count): its score table and summary."""
+    (greedy CPU outputs may depend on the thread count). It starts in the background when the
+    first test asks for it (and runs while that test's SLURM job does); the fixture's value waits
+    for it and returns its score table and summary."""
     root = tmp_path_factory.mktemp("uninterrupted")
-    proc = subprocess.run(
-        [sys.executable, "-m", "rr", *LONG_JOB, f"paths.output_root={root}"],
-        cwd=root, env={**rr_env(), "OMP_NUM_THREADS": "1"}, capture_output=True, text=True, timeout=240,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    (job,) = (root / "runs" / "cao2025_mini").iterdir()
-    return pd.read_parquet(job / "scores.parquet"), json.loads((job / "summary.json").read_text())
+    log = root / "rr.log"
+    with open(log, "w") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "rr", *LONG_JOB, f"paths.output_root={root}"],
+            cwd=root, env={**rr_env(), "OMP_NUM_THREADS": "1"}, stdout=out, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    done: list[tuple[pd.DataFrame, dict]] = []
+
+    def result() -> tuple[pd.DataFrame, dict]:
+        if not done:
+            assert proc.wait(timeout=240) == 0, log.read_text()[-3000:]
+            (job,) = (root / "runs" / "cao2025_mini").iterdir()
+            done.append(
+                (pd.read_parquet(job / "scores.parquet"), json.loads((job / "summary.json").read_text()))
+            )
+        return done[0]
+
+    try:
+        yield result
+    finally:
+        proc.kill()
+        proc.wait()
 
 
 @pytest.mark.parametrize("how", ["usr2", "requeue", "time_limit"])
 def test_interrupted_job_is_requeued_and_ends_with_the_uninterrupted_table(
-    slurm: SlurmCluster, tmp_path: Path, uninterrupted: tuple[pd.DataFrame, dict], how: str
+    slurm: SlurmCluster,
+    tmp_path: Path,
+    uninterrupted: Callable[[], tuple[pd.DataFrame, dict]],
+    how: str,
 ) -> None:
-    full_scores, full = uninterrupted
     out = tmp_path / "out"
     launcher = ["hydra/launcher=slurm_cpu", "hydra.launcher.max_num_timeout=10"]
     if how == "time_limit":
-        # a 2-minute limit, warned 40 s before it: slurmctld checks limits every 30 s and warns
-        # up to 30 s early, so the warning (USR2) comes 50-80 s after an attempt starts
-        launcher += ["hydra.launcher.timeout_min=2", "hydra.launcher.signal_delay_s=40"]
+        # a 1-minute limit, warned 10 s before it: slurmctld checks limits every 30 s and warns
+        # up to 30 s early, so the warning (USR2) comes 20-50 s after an attempt starts, after
+        # its first cached call (~5 s, ~15 s on a loaded machine); a requeued attempt is warned
+        # again as late, and usually finishes before (if not, it is requeued once more:
+        # max_num_timeout=10)
+        launcher += ["hydra.launcher.timeout_min=1", "hydra.launcher.signal_delay_s=10"]
     started = time.monotonic()
     proc = rr_background(
         slurm, ["-m", *LONG_JOB, *launcher, f"paths.output_root={out}"], tmp_path, tmp_path / "rr.log"
@@ -218,11 +254,11 @@ def test_interrupted_job_is_requeued_and_ends_with_the_uninterrupted_table(
         (task,) = wait_for(
             "SLURM job", lambda: (sweep_dir / ".submitit").is_dir() and array_tasks(sweep_dir), proc=proc
         )
-        wait_for("first cached model call", lambda: cached_calls(out), proc=proc)
+        pid = wait_for("the job's Python process", lambda: job_python_pid(slurm, task), proc=proc)
+        wait_for("first cached model call", lambda: cached_calls(out), proc=proc, poll=0.05)
         # Hold the job mid-generation (SIGSTOP; SLURM's clock keeps running) while it is
         # interrupted, so it is interrupted in the middle of its work however fast this machine
         # generates.
-        pid = job_python_pid(slurm, task)
         os.kill(pid, signal.SIGSTOP)
         wait_for("the job to stop", lambda: stopped(pid), timeout=10)
         before = cached_calls(out)
@@ -231,12 +267,12 @@ def test_interrupted_job_is_requeued_and_ends_with_the_uninterrupted_table(
                 slurm_cmd(slurm, "scancel", "--signal=USR2", task)
             elif how == "requeue":
                 slurm_cmd(slurm, "scontrol", "requeue", task)
-            # time_limit: SLURM's warning comes 50-80 s after the job started
+            # time_limit: SLURM's warning comes 20-50 s after the job started
             # (scancel --signal leaves USR2 pending on the stopped job; the others resume it)
             wait_for(
                 "the interruption to reach the job",
                 lambda: not stopped(pid) or usr2_pending(pid),
-                timeout=120 if how == "time_limit" else 20,
+                timeout=90 if how == "time_limit" else 20,
             )
         finally:
             with contextlib.suppress(ProcessLookupError):
@@ -245,6 +281,7 @@ def test_interrupted_job_is_requeued_and_ends_with_the_uninterrupted_table(
     finally:
         proc.kill()
     took = time.monotonic() - started
+    full_scores, full = uninterrupted()
     log = (tmp_path / "rr.log").read_text()
     assert proc.returncode == 0, log[-3000:]
     assert "0 done, 0 skipped, 1 resumed, 0 failed" in log, log[-3000:]
@@ -273,10 +310,13 @@ def test_interrupted_job_is_requeued_and_ends_with_the_uninterrupted_table(
     )
 
 
-def job_python_pid(cluster: SlurmCluster, task: str) -> int:
-    """The PID of the job's Python process (submitit's ``_submit``), from ``scontrol listpids``."""
-    out = slurm_cmd(cluster, "scontrol", "listpids", task)
-    for line in out.splitlines()[1:]:
+def job_python_pid(cluster: SlurmCluster, task: str) -> int | None:
+    """The PID of the job's Python process (submitit's ``_submit``), from ``scontrol listpids``;
+    ``None`` while the job has none (not started yet)."""
+    proc = subprocess.run(
+        ["scontrol", "listpids", task], env=cluster.env, capture_output=True, text=True, timeout=30
+    )
+    for line in proc.stdout.splitlines()[1:]:
         pid = line.split()[0]
         try:
             cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
@@ -285,7 +325,7 @@ def job_python_pid(cluster: SlurmCluster, task: str) -> int:
         argv = cmdline.split(b"\0")
         if b"submitit.core._submit" in argv and not argv[0].endswith(b"srun"):  # python, not srun
             return int(pid)
-    raise AssertionError(f"no submitit process among the job's PIDs:\n{out}")
+    return None
 
 
 def stopped(pid: int) -> bool:
@@ -309,55 +349,68 @@ def usr2_pending(pid: int) -> bool:
     return any(mask & (1 << (signal.SIGUSR2 - 1)) for mask in masks)
 
 
-def cancel_one_task(slurm: SlurmCluster, tmp_path: Path) -> tuple[str, float]:
-    """Run SWEEP, scancel its second task once it runs; ``rr -m``'s last line and seconds to notice."""
-    out = tmp_path / "out"
-    proc = rr_background(slurm, ["-m", *SWEEP, f"paths.output_root={out}"], tmp_path, tmp_path / "rr.log")
-    try:
-        sweep_dir = out / "multirun" / "cao2025_mini"
-        tasks = wait_for(
-            "SLURM array", lambda: (sweep_dir / ".submitit").is_dir() and array_tasks(sweep_dir), proc=proc
+class CancelledSweep:
+    """SWEEP on ``cluster`` (started at once), whose second task is scancelled once it runs."""
+
+    def __init__(self, cluster: SlurmCluster, folder: Path) -> None:
+        folder.mkdir()
+        self.cluster, self.log = cluster, folder / "rr.log"
+        self.sweep_dir = folder / "out" / "multirun" / "cao2025_mini"
+        self.proc = rr_background(
+            cluster, ["-m", *SWEEP, f"paths.output_root={folder / 'out'}"], folder, self.log
         )
-        running = lambda: tasks[1] in slurm_cmd(slurm, "squeue", "-h", "-r", "-t", "R", "-o", "%i").split()  # noqa: E731
-        wait_for(f"{tasks[1]} running", running, proc=proc)
-        slurm_cmd(slurm, "scancel", tasks[1])
-        cancelled = time.monotonic()
-        proc.wait(timeout=120)
-    finally:
-        proc.kill()
-    noticed = time.monotonic() - cancelled
-    log = (tmp_path / "rr.log").read_text()
-    assert proc.returncode == 2, log[-3000:]
-    assert "1 done, 0 skipped, 0 resumed, 1 failed" in log and "Traceback" not in log
-    last = log.strip().splitlines()[-1]
-    assert last.startswith(f"rr: 1 of 2 jobs failed: seed=1: SLURM job {tasks[1]} ended "), last
-    assert last.endswith(
-        f"without a result; its log: {sweep_dir / '.submitit' / tasks[1] / tasks[1]}_0_log.err"
-    )
-    return last, noticed
+
+    def cancel(self) -> None:
+        """Wait until the second task runs, then scancel it."""
+        self.tasks = wait_for(
+            "SLURM array",
+            lambda: (self.sweep_dir / ".submitit").is_dir() and array_tasks(self.sweep_dir),
+            proc=self.proc,
+        )
+        queue = ("squeue", "-h", "-r", "-t", "R", "-o", "%i")
+        running = lambda: self.tasks[1] in slurm_cmd(self.cluster, *queue).split()  # noqa: E731
+        wait_for(f"{self.tasks[1]} running", running, proc=self.proc)
+        slurm_cmd(self.cluster, "scancel", self.tasks[1])
+        self.cancelled = time.monotonic()
+
+    def outcome(self) -> tuple[str, float]:
+        """``rr -m``'s last line and the seconds it took to notice the cancelled task."""
+        self.proc.wait(timeout=120)
+        noticed = time.monotonic() - self.cancelled
+        log = self.log.read_text()
+        assert self.proc.returncode == 2, log[-3000:]
+        assert "1 done, 0 skipped, 0 resumed, 1 failed" in log and "Traceback" not in log
+        last = log.strip().splitlines()[-1]
+        task = self.tasks[1]
+        assert last.startswith(f"rr: 1 of 2 jobs failed: seed=1: SLURM job {task} ended "), last
+        assert last.endswith(
+            f"without a result; its log: {self.sweep_dir / '.submitit' / task / task}_0_log.err"
+        )
+        return last, noticed
 
 
-def test_cancelled_job_fails_the_sweep_with_one_line(slurm: SlurmCluster, tmp_path: Path) -> None:
-    last, noticed = cancel_one_task(slurm, tmp_path)
-    assert " ended CANCELLED without a result" in last  # the state, from sacct
-    assert noticed < 60, f"the cancelled job was noticed {noticed:.0f} s after scancel"
-    print(f"\ncancel noticed after {noticed:.1f} s")
-
-
-def test_cancelled_job_is_noticed_without_job_accounting(
+def test_cancelled_job_fails_the_sweep_with_one_line_with_and_without_job_accounting(
     slurm: SlurmCluster, tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
 ) -> None:
-    """The same on a cluster without slurmdbd, where submitit's sacct query fails (the module's
-    cluster is idle meanwhile: two slurmd share the node's CPUs)."""
+    """A task scancelled on the module's cluster (the state comes from sacct) and, at the same
+    time, on a second cluster without slurmdbd, where submitit's sacct query fails (the state
+    comes from scontrol). The two sweeps run at once (two slurmd share the node's CPUs), so that
+    rr's wait for a job out of the queue (~15 s, rr.slurm.wait_for_jobs) is waited once."""
     bare = SlurmCluster(tmp_path_factory.mktemp("slurm-no-accounting"), accounting=False)
-    try:
+    with contextlib.ExitStack() as stack:
+        stack.callback(bare.stop)
         bare.start()
-        last, noticed = cancel_one_task(bare, tmp_path)
-    finally:
-        bare.stop()
-    assert " ended CANCELLED without a result" in last  # the state, from scontrol
-    assert noticed < 60, f"the cancelled job was noticed {noticed:.0f} s after scancel"
-    print(f"\ncancel without accounting noticed after {noticed:.1f} s")
+        sweeps = {}
+        for name, cluster in (("accounting", slurm), ("no accounting", bare)):
+            sweeps[name] = CancelledSweep(cluster, tmp_path / name.replace(" ", "-"))
+            stack.callback(sweeps[name].proc.kill)
+        for sweep in sweeps.values():
+            sweep.cancel()
+        for name, sweep in sweeps.items():
+            last, noticed = sweep.outcome()
+            assert " ended CANCELLED without a result" in last  # the state, from sacct / scontrol
+            assert noticed < 60, f"{name}: the cancelled job was noticed {noticed:.0f} s after scancel"
+            print(f"\ncancel with {name} noticed after {noticed:.1f} s")
 
 
 def test_encode_array_writes_one_process_store(slurm: SlurmCluster, tmp_path: Path) -> None:
@@ -383,22 +436,16 @@ def test_encode_array_writes_one_process_store(slurm: SlurmCluster, tmp_path: Pa
         "progress=false",
     ]
     # one process with the threads of one array task (1 CPU): CPU matmuls sum in a different order
-    # on 2 threads, which changes the last bits of some embeddings
-    one = rr(slurm, ["encode", *base, f"paths.output_root={tmp_path / 'one'}"], tmp_path, threads=1)
-    assert one.returncode == 0, one.stderr[-3000:]
-    arr = rr(
-        slurm,
-        [
-            "encode",
-            "-m",
-            *base,
-            "shards=2",
-            "shard=range(2)",
-            "hydra/launcher=slurm_cpu",
-            f"paths.output_root={tmp_path / 'array'}",
-        ],
-        tmp_path,
-    )
+    # on 2 threads, which changes the last bits of some embeddings. It runs while the array does.
+    one_args = ["encode", *base, f"paths.output_root={tmp_path / 'one'}"]
+    one = rr_background(slurm, one_args, tmp_path, tmp_path / "one.log", threads=1)
+    try:
+        array = ["encode", "-m", *base, "shards=2", "shard=range(2)", "hydra/launcher=slurm_cpu"]
+        arr = rr(slurm, [*array, f"paths.output_root={tmp_path / 'array'}"], tmp_path)
+        assert one.wait(timeout=240) == 0, (tmp_path / "one.log").read_text()[-3000:]
+    finally:
+        one.kill()
+        one.wait()
     assert arr.returncode == 0, arr.stderr[-3000:]
     assert "2 done, 0 skipped, 0 resumed, 0 failed" in arr.stdout
     sweep = tmp_path / "array" / "encode" / "jsonl" / "multirun"
@@ -416,18 +463,29 @@ def test_encode_array_writes_one_process_store(slurm: SlurmCluster, tmp_path: Pa
 
 
 def test_sbatch_rejection_is_one_line_naming_the_setting(slurm: SlurmCluster, tmp_path: Path) -> None:
-    args = ["-m", *SWEEP, f"paths.output_root={tmp_path}"]
-    gpu = rr(slurm, [*args, "hydra/launcher=slurm"], tmp_path)  # the GPU default on a CPU node
-    assert gpu.returncode == 2 and "Traceback" not in gpu.stderr
-    assert gpu.stderr.strip().splitlines()[-1] == (
+    # the GPU default on a CPU node, and more CPUs than the node has: both commands at once
+    settings = {"gpu": "hydra/launcher=slurm", "cpus": "hydra.launcher.cpus_per_task=512"}
+    procs: dict[str, subprocess.Popen] = {}
+    try:
+        for name, setting in settings.items():
+            with open(tmp_path / f"{name}.err", "w") as err:
+                procs[name] = subprocess.Popen(
+                    [sys.executable, "-m", "rr", "-m", *SWEEP, f"paths.output_root={tmp_path / name}", setting],
+                    cwd=tmp_path, env=slurm_env(slurm), stdout=subprocess.DEVNULL, stderr=err,
+                )  # fmt: skip
+        for proc in procs.values():
+            proc.wait(timeout=240)
+    finally:
+        for proc in procs.values():
+            proc.kill()
+    gpu, cpus = ((tmp_path / f"{name}.err").read_text() for name in settings)  # their stderr
+    assert procs["gpu"].returncode == 2 and "Traceback" not in gpu
+    assert gpu.strip().splitlines()[-1] == (
         "rr: sbatch rejected the sweep's jobs: Invalid generic resource (gres) specification; change "
         "hydra.launcher.gpus_per_node (or gres): this cluster has no such GPUs; use hydra/launcher=slurm_cpu "
         "or hydra.launcher.gpus_per_node=0"
     )
-    cpus = rr(slurm, [*args, "hydra.launcher.cpus_per_task=512"], tmp_path)
-    assert cpus.returncode == 2 and "Traceback" not in cpus.stderr
+    assert procs["cpus"].returncode == 2 and "Traceback" not in cpus
     assert (
-        cpus.stderr.strip()
-        .splitlines()[-1]
-        .endswith("change hydra.launcher.cpus_per_task (more than a node has)")
+        cpus.strip().splitlines()[-1].endswith("change hydra.launcher.cpus_per_task (more than a node has)")
     )

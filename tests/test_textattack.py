@@ -3,7 +3,11 @@
 These tests run the real TextAttack 0.3.11 in ``.venv-textattack`` (``make textattack``; ``make
 test`` creates it and sets ``RR_REQUIRE_TEXTATTACK=1``, so there they fail instead of skipping
 when it is missing). Each call of :func:`textattack_typos` is one child process (~10 s: TextAttack
-imports torch and transformers), so the tests batch every recipe into few calls.
+imports torch and transformers), so the module starts three: two that answer the query-level
+paper's and RARE's character-level recipes for both queries, in two orders (the second also RARE's
+word level, on stand-in embeddings), and one that is refused a download. The tests of
+``TypoPerturbation.perturb`` are served those children's answers for exactly the items they ask
+for (:func:`served`).
 """
 
 from __future__ import annotations
@@ -12,11 +16,14 @@ import os
 import pickle
 import subprocess
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
+from rr.perturbations import typo
 from rr.perturbations.typo import (
     TEXTATTACK_WORKER,
     WORD_RE,
@@ -26,6 +33,7 @@ from rr.perturbations.typo import (
     n_words_to_perturb,
     textattack_python,
     textattack_typos,
+    variant_seed,
 )
 from rr.records import Example
 
@@ -41,6 +49,11 @@ RECIPES = {
         rate=0.1, n=1, ops=["qwerty", "delete"], candidates=5, backend="textattack", name="char"
     ),
 }
+#: RARE's word-level recipe (WordSwapEmbedding) at 10 %, run on :func:`_fake_counterfitted`'s
+#: two-word embeddings ('film' <-> 'movie').
+WORD = TypoPerturbation(
+    rate=0.1, n=1, ops=["embedding"], backend="textattack", include_original=False, name="word"
+)
 
 #: TextAttack 0.3.11's outputs for seed 0, pinned (computed once; any change in TextAttack, in the
 #: seeding or in the recipe shows here).
@@ -107,17 +120,18 @@ def textattack_env() -> Path:
         pytest.skip(str(e))
 
 
-def _items(order: list[str]) -> list[tuple[str, float, tuple[str, ...], int]]:
-    """Every recipe's candidates for CANNES and TOLSTOY, as ``textattack_typos`` items, recipe by recipe."""
-    from rr.perturbations.typo import variant_seed
+Item = tuple[str, float, tuple[str, ...], int]
 
-    out = []
-    for key in order:
-        p = RECIPES[key]
-        for ex in (CANNES, TOLSTOY):
-            for i in range(p.candidates):
-                out.append((ex.question, p.rate, p.ops, variant_seed(0, p.name, p.rate, p.ops, ex.id, i)))
-    return out
+
+def _items(perts: Sequence[TypoPerturbation]) -> list[Item]:
+    """Every candidate of CANNES and TOLSTOY under each of ``perts``, as ``textattack_typos`` items
+    (what ``perturb`` asks for with seed 0), recipe by recipe."""
+    return [
+        (ex.question, p.rate, p.ops, variant_seed(0, p.name, p.rate, p.ops, ex.id, i))
+        for p in perts
+        for ex in (CANNES, TOLSTOY)
+        for i in range(p.candidates)
+    ]
 
 
 def _by_recipe(outputs: list[str | None], order: list[str]) -> dict[str, list[list[str | None]]]:
@@ -127,22 +141,74 @@ def _by_recipe(outputs: list[str | None], order: list[str]) -> dict[str, list[li
     }
 
 
-def test_recipes_pinned_reproducible_across_processes_and_isolated(
-    textattack_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Two child processes, the second with the items in reverse recipe order, give the pinned
-    outputs; the first runs with a fresh ``TA_CACHE_DIR`` (TextAttack then rewrites HF_HOME and
-    XDG_CACHE_HOME and sets TOKENIZERS_PARALLELISM, in the child only) and makes no NLTK download."""
+def _fake_counterfitted(cache: Path, vocab: list[str], neighbours: list[list[int]]) -> None:
+    """A tiny stand-in for TextAttack's counter-fitted embeddings (its real files are a 65k-word
+    download no package ships), in TextAttack's own layout and formats."""
+    folder = cache / "word_embeddings" / "paragramcf"
+    folder.mkdir(parents=True)
+    np.save(folder / "paragram.npy", np.eye(len(vocab), dtype=np.float32))
+    with open(folder / "wordlist.pickle", "wb") as f:
+        pickle.dump({w: i for i, w in enumerate(vocab)}, f)
+    np.save(folder / "nn.npy", np.array(neighbours))
+    for name in ("mse_dist.p", "cos_sim.p"):
+        with open(folder / name, "wb") as f:
+            pickle.dump({}, f)
+
+
+@pytest.fixture(scope="module")
+def children(textattack_env: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The module's two TextAttack children (``textattack_typos`` calls).
+
+    ``first``: every RECIPES item in order, with a fresh ``TA_CACHE_DIR`` (``first_cache``; this
+    process's environment is recorded before and after, ``env_before`` / ``env_after``).
+    ``second``: the items in reverse recipe order, then WORD's, with ``TA_CACHE_DIR`` holding the
+    fake counter-fitted embeddings ('film' <-> 'movie' only).
+    """
+    root = tmp_path_factory.mktemp("textattack")
+    first_cache, embeddings = root / "ta_cache", root / "embeddings"
+    _fake_counterfitted(embeddings, ["film", "movie"], [[0, 1], [1, 0]])
+    out: dict[str, Any] = {"first_cache": first_cache}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TA_CACHE_DIR", str(first_cache))
+        out["env_before"] = dict(os.environ)
+        out["first"] = textattack_typos(_items(list(RECIPES.values())))
+        out["env_after"] = dict(os.environ)
+        mp.setenv("TA_CACHE_DIR", str(embeddings))
+        second = _items([*list(RECIPES.values())[::-1], WORD])
+        out["second"] = textattack_typos(second)
+    out["answers"] = dict(zip(second, out["second"]["outputs"], strict=True))
+    return out
+
+
+def served(answers: dict[Item, str | None], calls: list[list[Item]]) -> Callable[..., dict[str, Any]]:
+    """A ``textattack_typos`` that answers from a real child's ``answers`` (failing on an item it
+    did not answer) and records each call's items."""
+
+    def textattack_typos(items: Sequence[tuple[str, float, Sequence[str], int]]) -> dict[str, Any]:
+        asked = [(t, float(r), tuple(o), int(s)) for t, r, o, s in items]
+        calls.append(asked)
+        missing = [item for item in asked if item not in answers]
+        assert not missing, f"items no TextAttack child answered: {missing}"
+        return {
+            "outputs": [answers[item] for item in asked],
+            "textattack": "0.3.11",
+            "nltk_download_attempts": 0,
+        }
+
+    return textattack_typos
+
+
+def test_recipes_pinned_reproducible_across_processes_and_isolated(children: dict[str, Any]) -> None:
+    """Two child processes, the second with the items in reverse recipe order (and WORD's after
+    them), give the pinned outputs; the first runs with a fresh ``TA_CACHE_DIR`` (TextAttack then
+    rewrites HF_HOME and XDG_CACHE_HOME and sets TOKENIZERS_PARALLELISM, in the child only) and
+    makes no NLTK download."""
     order = list(RECIPES)
-    monkeypatch.setenv("TA_CACHE_DIR", str(tmp_path / "ta_cache"))
-    before = dict(os.environ)
-    first = textattack_typos(_items(order))
-    assert dict(os.environ) == before  # nothing TextAttack did reached this process's environment
-    assert first["textattack"] == "0.3.11"
+    first, second = children["first"], children["second"]
+    assert children["env_after"] == children["env_before"]  # nothing TextAttack did reached this process
+    assert first["textattack"] == second["textattack"] == "0.3.11"
     assert first["nltk_download_attempts"] == 0
-    assert (tmp_path / "ta_cache" / "post_install_check_3").is_file()
-    monkeypatch.delenv("TA_CACHE_DIR")
-    second = textattack_typos(_items(order[::-1]))
+    assert (children["first_cache"] / "post_install_check_3").is_file()
     assert _by_recipe(first["outputs"], order) == PINNED
     assert _by_recipe(second["outputs"], order[::-1]) == PINNED
 
@@ -164,40 +230,30 @@ def test_pinned_outputs_follow_the_papers_rule() -> None:
                     assert all(len(b) in (len(a), len(a) - 1) for a, b in changed)
 
 
-def test_typo_perturbation_uses_textattack_in_one_batch(textattack_env: Path) -> None:
-    """Through TypoPerturbation.perturb: the tags and the texts are the pinned candidates."""
+def test_typo_perturbation_uses_textattack_in_one_batch(
+    children: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Through TypoPerturbation.perturb, one batch answered by TextAttack: the tags and the texts are
+    the pinned candidates."""
+    calls: list[list[Item]] = []
+    monkeypatch.setattr(typo, "textattack_typos", served(children["answers"], calls))
     variants = RECIPES["qwerty@0.25"].perturb([CANNES, TOLSTOY], 0)
+    assert calls == [_items([RECIPES["qwerty@0.25"]])]
     assert [v.tag for v in variants[:5]] == [f"typo@0.25#{i}" for i in range(1, 6)]
     assert [v.example.question for v in variants] == PINNED["qwerty@0.25"][0] + PINNED["qwerty@0.25"][1]
 
 
-def _fake_counterfitted(cache: Path, vocab: list[str], neighbours: list[list[int]]) -> None:
-    """A tiny stand-in for TextAttack's counter-fitted embeddings (its real files are a 65k-word
-    download no package ships), in TextAttack's own layout and formats."""
-    folder = cache / "word_embeddings" / "paragramcf"
-    folder.mkdir(parents=True)
-    np.save(folder / "paragram.npy", np.eye(len(vocab), dtype=np.float32))
-    with open(folder / "wordlist.pickle", "wb") as f:
-        pickle.dump({w: i for i, w in enumerate(vocab)}, f)
-    np.save(folder / "nn.npy", np.array(neighbours))
-    for name in ("mse_dist.p", "cos_sim.p"):
-        with open(folder / name, "wb") as f:
-            pickle.dump({}, f)
-
-
 def test_rare_word_level_recipe_runs_on_the_users_embeddings(
-    textattack_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    children: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """WordSwapEmbedding(max_candidates=50) reads $TA_CACHE_DIR/word_embeddings/paragramcf: with only
-    'film' -> 'movie' known, the 10 % recipe can swap only that word, and a query with no known
-    word is left unchanged (counted)."""
-    monkeypatch.setenv("TA_CACHE_DIR", str(tmp_path))
-    _fake_counterfitted(tmp_path, ["film", "movie"], [[0, 1], [1, 0]])
-    pert = TypoPerturbation(
-        rate=0.1, n=1, ops=["embedding"], backend="textattack", include_original=False, name="word"
-    )
+    'film' -> 'movie' known (the second child's cache), the 10 % recipe can swap only that word,
+    and a query with no known word is left unchanged (counted)."""
+    calls: list[list[Item]] = []
+    monkeypatch.setattr(typo, "textattack_typos", served(children["answers"], calls))
     counts: dict[str, int] = {}
-    variants = pert.perturb([CANNES, TOLSTOY], 0, lambda k, n=1: counts.__setitem__(k, counts.get(k, 0) + n))
+    variants = WORD.perturb([CANNES, TOLSTOY], 0, lambda k, n=1: counts.__setitem__(k, counts.get(k, 0) + n))
+    assert calls == [_items([WORD])]
     assert [(v.example.id, v.tag, v.example.question) for v in variants] == [
         ("q1", "word@0.1#1", "when does the cannes movie festival take place")
     ]

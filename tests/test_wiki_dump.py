@@ -98,7 +98,11 @@ def test_cli_writes_chunks(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
 
 # --- sharded, parallel, resumable chunking -------------------------------------------------------
 
-SHARD_KW = {"max_pages": 7, "block_pages": 2}  # 4 blocks: 2 + 2 + 2 + 1 articles
+#: 4 blocks of one article each: Anarchism, Autism, Albedo, A (~2 s of parsing; the next
+#: articles, Alabama and Abraham Lincoln, would add ~5 s each time). Blocks of several articles
+#: and a shorter last block: test_several_dumps_one_job_or_separate_jobs.
+PAGES = 4
+SHARD_KW = {"max_pages": PAGES, "block_pages": 1}
 
 
 def _files(folder: Path) -> dict[str, bytes]:
@@ -107,7 +111,7 @@ def _files(folder: Path) -> dict[str, bytes]:
 
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
-    """The shards of the first 7 articles in blocks of 2, written by one process."""
+    """The shards of the first 4 articles in blocks of 1, written by one process."""
     out = tmp_path_factory.mktemp("ref")
     summary = write_shards(DUMP, out, workers=1, **SHARD_KW)
     assert (summary.shards, summary.parsed, summary.reused) == (4, 4, 0)
@@ -128,18 +132,18 @@ def test_shards_layout_and_manifest(reference: dict[str, bytes]) -> None:
         "dump": DUMP.name,
         "dump_bytes": DUMP.stat().st_size,
         "min_chars": 1,
-        "max_pages": 7,
-        "block_pages": 2,
+        "max_pages": 4,
+        "block_pages": 1,
         "complete": True,
-        "pages": 7,
+        "pages": 4,
     }
-    assert [(s["block"], s["first_page"], s["pages"]) for s in m["shards"]] == [
-        (0, "12", 2),
-        (1, "39", 2),
-        (2, "303", 2),
-        (3, m["shards"][3]["first_page"], 1),
+    assert [(s["block"], s["first_page"], s["last_page"], s["pages"]) for s in m["shards"]] == [
+        (0, "12", "12", 1),  # Anarchism
+        (1, "25", "25", 1),  # Autism
+        (2, "39", "39", 1),  # Albedo
+        (3, "290", "290", 1),  # A
     ]
-    assert m["shards"][0]["passages"] == 188 and m["shards"][0]["last_page"] == "25"  # Anarchism + Autism
+    assert [s["passages"] for s in m["shards"][:2]] == [108, 80]
     for s in m["shards"]:
         data = reference[s["file"]]
         assert hashlib.sha256(data).hexdigest() == s["sha256"] and data.count(b"\n") == s["passages"]
@@ -152,7 +156,7 @@ def test_shards_identical_for_1_and_3_workers(tmp_path: Path, reference: dict[st
     assert _files(tmp_path) == reference  # every shard and the manifest, byte for byte
     # the single JSONL file is the shards' concatenation, whatever the worker count
     jsonl = tmp_path / "all.jsonl"
-    assert write_chunks(DUMP, jsonl, max_pages=7, workers=2) == _manifest(reference)["passages"]
+    assert write_chunks(DUMP, jsonl, max_pages=PAGES, workers=2) == _manifest(reference)["passages"]
     shards = [reference[s["file"]] for s in _manifest(reference)["shards"]]
     assert jsonl.read_bytes() == b"".join(shards)
 
@@ -176,9 +180,9 @@ def test_killed_run_resumes_at_missing_blocks(
     assert m["complete"] is False and [s["block"] for s in m["shards"]] == [0, 1]
     assert not any(p.name.startswith(".") for p in tmp_path.iterdir())  # no temporary left behind
     with pytest.raises(DataError, match="incomplete; re-run"):
-        read_shards(tmp_path, DUMP, max_pages=7)
+        read_shards(tmp_path, DUMP, max_pages=PAGES)
     with pytest.raises(DataError, match="dump not found"):  # the corpus would finish it, but needs the dump
-        WikiDumpCorpus("/elsewhere/" + DUMP.name, chunks_path=str(tmp_path), max_pages=7).load()
+        WikiDumpCorpus("/elsewhere/" + DUMP.name, chunks_path=str(tmp_path), max_pages=PAGES).load()
 
     monkeypatch.setattr(wiki_dump, "_write_shard", real)
     summary = write_shards(DUMP, tmp_path, workers=2, **SHARD_KW)  # resumed with another worker count
@@ -210,7 +214,7 @@ def test_deleted_and_corrupt_shards_are_redone(
     (tmp_path / shards[2]["file"]).write_bytes(reference[shards[2]["file"]][:100])
     (tmp_path / shards[3]["file"]).unlink()
     with pytest.raises(DataError, match="incomplete"):
-        read_shards(tmp_path, DUMP, max_pages=7)
+        read_shards(tmp_path, DUMP, max_pages=PAGES)
     with caplog.at_level(logging.WARNING, logger="rr.data.wiki_dump"):
         summary = write_shards(DUMP, tmp_path, workers=1, **SHARD_KW)
     assert (summary.parsed, summary.reused) == (3, 1)
@@ -221,7 +225,7 @@ def test_deleted_and_corrupt_shards_are_redone(
     # a complete manifest with a corrupt shard: reading refuses it, re-running redoes only that shard
     (tmp_path / shards[0]["file"]).write_bytes(b"{}\n")
     with pytest.raises(DataError, match=r"-00000\.jsonl: shard corrupt"):
-        read_shards(tmp_path, DUMP, max_pages=7)
+        read_shards(tmp_path, DUMP, max_pages=PAGES)
     assert write_shards(DUMP, tmp_path, workers=1, **SHARD_KW).parsed == 1
     assert _files(tmp_path) == reference
 
@@ -229,33 +233,38 @@ def test_deleted_and_corrupt_shards_are_redone(
 def test_other_settings_refused(tmp_path: Path, reference: dict[str, bytes]) -> None:
     for name, data in reference.items():
         (tmp_path / name).write_bytes(data)
-    with pytest.raises(DataError, match=r"other settings: block_pages=2 \(now 3\)"):
-        write_shards(DUMP, tmp_path, max_pages=7, block_pages=3)
+    with pytest.raises(DataError, match=r"other settings: block_pages=1 \(now 3\)"):
+        write_shards(DUMP, tmp_path, max_pages=PAGES, block_pages=3)
     with pytest.raises(DataError, match=r"min_chars=1 \(now 40\)"):
-        WikiDumpCorpus(str(DUMP), chunks_path=str(tmp_path), max_pages=7, min_chars=40, block_pages=2).load()
+        WikiDumpCorpus(
+            str(DUMP), chunks_path=str(tmp_path), max_pages=PAGES, min_chars=40, block_pages=1
+        ).load()
 
 
 def test_sharded_corpus_equals_jsonl_corpus(tmp_path: Path, reference: dict[str, bytes]) -> None:
-    jsonl = WikiDumpCorpus(str(DUMP), chunks_path=str(tmp_path / "c.jsonl"), max_pages=7).load()
+    jsonl = WikiDumpCorpus(str(DUMP), chunks_path=str(tmp_path / "c.jsonl"), max_pages=PAGES).load()
     folder = tmp_path / "shards"
-    sharded = WikiDumpCorpus(str(DUMP), chunks_path=str(folder), max_pages=7, workers=2, block_pages=2).load()
+    sharded = WikiDumpCorpus(
+        str(DUMP), chunks_path=str(folder), max_pages=PAGES, workers=2, block_pages=1
+    ).load()
     assert sharded.passages == jsonl.passages and sharded.fingerprint() == jsonl.fingerprint()
     assert _files(folder) == reference
-    # read back without the dump (only its name is used), and the first passages only
+    # read back without the dump (only its name is used), and the first passages only (all 108
+    # of the first shard, 2 of the second)
     again = WikiDumpCorpus(
-        "/elsewhere/" + DUMP.name, chunks_path=str(folder), max_pages=7, max_passages=190
+        "/elsewhere/" + DUMP.name, chunks_path=str(folder), max_pages=PAGES, max_passages=110
     ).load()
-    assert again.passages == jsonl.passages[:190]
+    assert again.passages == jsonl.passages[:110]
     # a malformed line is named by shard file and line
     shard = folder / _manifest(reference)["shards"][1]["file"]
     lines = shard.read_bytes().splitlines(keepends=True)
-    lines[2] = b'{"id": "39-2", "text": "x"}\n'
+    lines[2] = b'{"id": "25-2", "text": "x"}\n'
     shard.write_bytes(b"".join(lines))
     m = json.loads(manifest_path(folder, DUMP).read_text())
     m["shards"][1]["sha256"] = hashlib.sha256(shard.read_bytes()).hexdigest()
     manifest_path(folder, DUMP).write_text(json.dumps(m))
     with pytest.raises(DataError, match=rf"{shard.name}:3: not a chunk line"):
-        WikiDumpCorpus(str(DUMP), chunks_path=str(folder), max_pages=7).load()
+        WikiDumpCorpus(str(DUMP), chunks_path=str(folder), max_pages=PAGES).load()
 
 
 def _tiny_dump(path: Path) -> Path:
@@ -282,6 +291,15 @@ def test_several_dumps_one_job_or_separate_jobs(tmp_path: Path) -> None:
         write_shards(dump, separate, max_pages=3, block_pages=2)
     assert _files(together) == _files(separate)
     assert "xxwiki-pages-articles2-00000.jsonl" in _files(together)
+    # blocks of several articles, the last one shorter: Anarchism + Autism, then Albedo
+    m = json.loads(manifest_path(together, DUMP).read_text())
+    assert (m["pages"], m["complete"]) == (3, True)
+    assert [
+        (s["block"], s["first_page"], s["last_page"], s["pages"], s["passages"]) for s in m["shards"]
+    ] == [
+        (0, "12", "25", 2, 188),
+        (1, "39", "39", 1, 44),
+    ]
     corpus = WikiDumpCorpus([str(DUMP), str(tiny)], chunks_path=str(together), max_pages=3).load()
     ids = [p.id for p in corpus.passages]
     assert ids[-3:] == ["900001-0", "900001-1", "900003-0"] and ids[0] == "12-0"
@@ -296,7 +314,7 @@ def test_cli_sharded_folder(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], reference: dict[str, bytes]
 ) -> None:
     out = tmp_path / "shards"
-    args = [str(DUMP), str(out), "--max-pages", "7", "--block-pages", "2", "--no-progress"]
+    args = [str(DUMP), str(out), "--max-pages", str(PAGES), "--block-pages", "1", "--no-progress"]
     assert main([*args, "--processes", "2"]) == 0
     assert "in 4 shards (4 parsed now, 0 kept)" in capsys.readouterr().out
     assert _files(out) == reference
@@ -315,7 +333,7 @@ def test_failed_block_keeps_shards_other_workers_finished(
     later = [tmp_path / f"{wiki_dump.dump_stem(DUMP)}-{i:05d}.jsonl" for i in (2, 3)]
 
     def fails_on_block_1(pages: list, min_chars: int) -> tuple[bytes, int]:
-        if pages[0][2] == "39":  # block 1 fails once the other worker has written blocks 2 and 3
+        if pages[0][2] == "25":  # block 1 fails once the other worker has written blocks 2 and 3
             deadline = time.monotonic() + 60
             while not all(p.exists() for p in later) and time.monotonic() < deadline:
                 time.sleep(0.05)
