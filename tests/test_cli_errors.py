@@ -1,13 +1,15 @@
 """User errors print one line ``rr: ...`` on stderr and exit 2, with no traceback (issue 14).
 
-Each case runs the real ``rr`` entry point (:func:`rr.cli.main`, in-process for speed; two
-cases through ``python -m rr`` in a subprocess). Every config error here is raised before
-any model loads, so no test loads a model.
+Each case runs the real ``rr`` entry point (:func:`rr.cli.main`, in-process for speed; one
+case through ``python -m rr`` in a subprocess). Every config error here is raised before
+any model loads, so no test loads a model. :func:`rr_main` (``rr ARGS`` in-process, its exit
+status and output) serves the other modules' command-line tests too.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -24,10 +26,43 @@ REPO = Path(__file__).resolve().parent.parent
 SMALL = ["dataset.n=2", "grid.k=[1]", "retriever=[bm25]", "progress=false"]
 
 
+def rr_main(
+    args: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> tuple[int, str, str]:
+    """Run ``rr <args>`` in-process (:func:`rr.cli.main`, what the console script and ``python -m rr``
+    call); return (exit status, stdout, stderr). What a job sets for its process is undone afterwards:
+    Hydra's logging (handlers on the root logger, writing to this test's captured streams) and
+    ``progress=false`` (:func:`rr.job_env.set_progress`, environment variables included)."""
+    import huggingface_hub.constants  # noqa: F401 - reads HF_HUB_DISABLE_PROGRESS_BARS once, at import: before a job sets it
+
+    from rr.job_env import progress_enabled, set_progress
+
+    GlobalHydra.instance().clear()
+    monkeypatch.setattr(sys, "argv", ["rr", *args])
+    root = logging.getLogger()
+    handlers, level, progress = root.handlers[:], root.level, progress_enabled()
+    try:
+        rr.cli.main()
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
+    finally:
+        GlobalHydra.instance().clear()
+        for handler in root.handlers:
+            if handler not in handlers:
+                handler.close()
+        root.handlers[:] = handlers
+        root.setLevel(level)
+        set_progress(progress)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
 def run_main(
     args: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys, root: bool = True
 ) -> tuple[int, str]:
     """Run ``rr <args>`` in-process with outputs under ``tmp_path``; return (exit code, stderr).
+    The command must exit (a user error, a bug): a run that returns fails the test.
 
     ``root=False`` leaves ``paths.output_root`` out (a subcommand such as ``rr report`` comes first).
     """
@@ -184,23 +219,25 @@ def test_a_bug_keeps_its_traceback(tmp_path, monkeypatch, capsys):
     assert "rr: " not in err
 
 
-def _rr(args: list[str], tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
-    environ = {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"} | env
-    return subprocess.run(
-        [sys.executable, "-m", "rr", f"paths.output_root={tmp_path}", *args],
+def test_console_entry_prints_one_line(tmp_path):
+    """Through ``python -m rr`` (its own process): one line, exit status 2."""
+    environ = {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "rr", f"paths.output_root={tmp_path}", *SMALL, "generator.max_new_tokens=-5"],
         cwd=REPO,
         env=environ,
         capture_output=True,
         text=True,
         timeout=300,
     )
-
-
-def test_console_entry_prints_one_line_and_hydra_full_error_shows_the_traceback(tmp_path):
-    """Through ``python -m rr``: one line by default; ``HYDRA_FULL_ERROR=1`` adds the traceback."""
-    bad = [*SMALL, "generator.max_new_tokens=-5"]
-    proc = _rr(bad, tmp_path)
     assert_one_line(proc.returncode, proc.stderr, "generator.max_new_tokens")
-    full = _rr(bad, tmp_path, HYDRA_FULL_ERROR="1")
-    assert full.returncode == USER_ERROR_EXIT
-    assert "Traceback" in full.stderr and "rr: generator.max_new_tokens" in full.stderr
+
+
+def test_hydra_full_error_shows_the_traceback(tmp_path, monkeypatch, capsys):
+    """``HYDRA_FULL_ERROR=1`` (Hydra's own switch) shows a user error's traceback, like ``--verbose``."""
+    monkeypatch.setenv("HYDRA_FULL_ERROR", "1")
+    code, _, err = rr_main(
+        [f"paths.output_root={tmp_path}", *SMALL, "generator.max_new_tokens=-5"], monkeypatch, capsys
+    )
+    assert code == USER_ERROR_EXIT
+    assert "Traceback" in err and "rr: generator.max_new_tokens" in err

@@ -1,11 +1,13 @@
 """Real 2-job multiruns through joblib and submitit's local executor; the SLURM option composes;
-``rr status`` re-expands a sweep and finds its missing and partial jobs."""
+``rr status`` re-expands a sweep and finds its missing and partial jobs.
+
+``rr`` itself runs in-process (:func:`tests.test_cli_errors.rr_main`): the launchers' own processes
+(joblib's workers, submitit's jobs) are what is tested, not the command's.
+"""
 
 from __future__ import annotations
 
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,7 +16,7 @@ from rr.config import compose
 from rr.results import load
 from rr.resume import expected_jobs, status
 
-from .test_resume import rr_cli
+from .test_cli_errors import rr_main
 
 #: Two closed-book jobs (seed 0 and 1) on 2 questions: no corpus, no retrieval. The simulated
 #: reader on the synthetic task: launchers and status are plumbing, no model's answers matter
@@ -32,10 +34,12 @@ SWEEP = [
 ]
 
 
-def _run_sweep(tmp_path: Path, launcher: list[str]) -> Path:
-    proc = rr_cli([*SWEEP, *launcher, f"paths.output_root={tmp_path / 'out'}"], tmp_path)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "2 done, 0 skipped, 0 resumed, 0 failed" in proc.stdout  # the sweep table (rr.sweep_report)
+def _run_sweep(tmp_path: Path, launcher: list[str], monkeypatch, capsys) -> Path:
+    code, out, err = rr_main(
+        [*SWEEP, *launcher, f"paths.output_root={tmp_path / 'out'}"], monkeypatch, capsys
+    )
+    assert code == 0, err[-3000:]
+    assert "2 done, 0 skipped, 0 resumed, 0 failed" in out  # the sweep table (rr.sweep_report)
     sweep_dir = tmp_path / "out" / "multirun" / "cao2025_mini"
     jobs = sorted(p.parent for p in sweep_dir.glob("*/scores.parquet"))
     assert len(jobs) == 2
@@ -45,8 +49,8 @@ def _run_sweep(tmp_path: Path, launcher: list[str]) -> Path:
     return sweep_dir
 
 
-def test_joblib_multirun_and_status(tmp_path: Path) -> None:
-    sweep_dir = _run_sweep(tmp_path, ["hydra/launcher=parallel"])
+def test_joblib_multirun_and_status(tmp_path: Path, monkeypatch, capsys) -> None:
+    sweep_dir = _run_sweep(tmp_path, ["hydra/launcher=parallel"], monkeypatch, capsys)
     expected = expected_jobs(sweep_dir)
     assert len(expected) == 2
     seeds = {jid: next(o for o in overrides if o.startswith("seed=")) for jid, overrides in expected}
@@ -63,13 +67,13 @@ def test_joblib_multirun_and_status(tmp_path: Path) -> None:
     states = {s.job_id: s for s in status(sweep_dir)}
     assert states[gone].state == "missing" and "seed=0" in states[gone].detail.split()
     assert states[cut].state == "partial"
-    out = rr_cli(["status", str(sweep_dir)], tmp_path)
-    assert out.returncode == 0 and "0 done, 1 partial, 1 missing" in out.stdout
+    code, out, _ = rr_main(["status", str(sweep_dir)], monkeypatch, capsys)
+    assert code == 0 and "0 done, 1 partial, 1 missing" in out
 
 
-def test_submitit_local_multirun(tmp_path: Path) -> None:
+def test_submitit_local_multirun(tmp_path: Path, monkeypatch, capsys) -> None:
     pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
-    sweep_dir = _run_sweep(tmp_path, ["hydra/launcher=submitit_local"])
+    sweep_dir = _run_sweep(tmp_path, ["hydra/launcher=submitit_local"], monkeypatch, capsys)
     assert any((sweep_dir / ".submitit").rglob("*_log.out"))
 
 
@@ -87,14 +91,10 @@ def test_slurm_launcher_composes_with_requeue_settings() -> None:
     assert (cpu.cpus_per_task, cpu.mem_gb, cpu.timeout_min, cpu.max_num_timeout) == (1, 4, 60, 3)
 
 
-def test_help_lists_the_launcher_profiles() -> None:
-    from .test_resume import rr_env
-
-    out = subprocess.run(
-        [sys.executable, "-m", "rr", "--help"], env=rr_env(), capture_output=True, text=True, timeout=120
-    )
-    assert out.returncode == 0
-    line = next(line for line in out.stdout.splitlines() if line.startswith("hydra/launcher (rr -m): "))
+def test_help_lists_the_launcher_profiles(monkeypatch, capsys) -> None:
+    code, out, _ = rr_main(["--help"], monkeypatch, capsys)
+    assert code == 0
+    line = next(line for line in out.splitlines() if line.startswith("hydra/launcher (rr -m): "))
     assert {"basic", "parallel", "slurm", "slurm_cpu", "submitit_local"} <= set(
         line.split(": ")[1].split(", ")
     )

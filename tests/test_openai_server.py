@@ -1,12 +1,12 @@
 """The openai backend against a real OpenAI-compatible server on loopback (``transformers
 serve`` on the packaged SmolLM2), behind a proxy that fails some requests; the API key never
-reaches an output file."""
+reaches an output file. One server for the module; ``rr`` runs in-process
+(:func:`tests.test_cli_errors.rr_main`): the server is the other process that matters."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,7 +17,7 @@ from rr.generation.openai import OpenAIGenerator
 from rr.records import GenerationParams, Request
 
 from .openai_servers import FaultProxy, packaged_model_path, transformers_serve
-from .test_resume import rr_cli
+from .test_cli_errors import rr_main
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("fastapi") is None or importlib.util.find_spec("uvicorn") is None,
@@ -67,32 +67,35 @@ def test_chat_and_completions_with_retries(server: tuple[str, str], monkeypatch:
     assert "paris" in c.text.lower() and c.prompt_tokens == comp.count_tokens([comp.render(req)])[0]
 
 
-def test_cli_job_through_flaky_server_never_writes_the_key(server: tuple[str, str], tmp_path: Path) -> None:
+def test_cli_job_through_flaky_server_never_writes_the_key(
+    server: tuple[str, str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     url, model = server
-    os.environ["RR_TEST_OPENAI_KEY"] = KEY  # inherited by the rr subprocess
-    try:
-        with FaultProxy(url.removesuffix("/v1"), ["503"]) as proxy:
-            proc = rr_cli(
-                [
-                    "generator=openai",
-                    f"generator.model={model}",
-                    f"generator.base_url={proxy.base_url}",
-                    "generator.api_key_env=RR_TEST_OPENAI_KEY",
-                    "generator.tokenizer=packaged:smollm2-135m-instruct",
-                    "generator.backoff_s=0.01",
-                    "generator.max_new_tokens=4",
-                    "strategy=closed_book",
-                    "grid.k=[0]",
-                    "dataset.n=2",
-                    "progress=false",
-                    f"paths.output_root={tmp_path / 'out'}",
-                ],
-                tmp_path,
-            )
-            assert proc.returncode == 0, proc.stderr[-3000:]
-            assert set(proxy.auth) == {f"Bearer {KEY}"}
-    finally:
-        del os.environ["RR_TEST_OPENAI_KEY"]
+    monkeypatch.setenv("RR_TEST_OPENAI_KEY", KEY)
+    with FaultProxy(url.removesuffix("/v1"), ["503"]) as proxy:
+        code, out, err = rr_main(
+            [
+                "generator=openai",
+                f"generator.model={model}",
+                f"generator.base_url={proxy.base_url}",
+                "generator.api_key_env=RR_TEST_OPENAI_KEY",
+                "generator.tokenizer=packaged:smollm2-135m-instruct",
+                "generator.backoff_s=0.01",
+                "generator.max_new_tokens=4",
+                "strategy=closed_book",
+                "grid.k=[0]",
+                "dataset.n=2",
+                "progress=false",
+                f"paths.output_root={tmp_path / 'out'}",
+            ],
+            monkeypatch,
+            capsys,
+        )
+        assert code == 0, err[-3000:]
+        assert set(proxy.auth) == {f"Bearer {KEY}"}
     (summary_path,) = (tmp_path / "out").rglob("summary.json")
     summary = json.loads(summary_path.read_text())
     assert summary["model_calls"] == 2
@@ -100,5 +103,5 @@ def test_cli_job_through_flaky_server_never_writes_the_key(server: tuple[str, st
     files = [p for p in tmp_path.rglob("*") if p.is_file()]
     assert any(p.name == "config.yaml" for p in files) and any(p.suffix == ".jsonl" for p in files)
     leaked = [str(p) for p in files if KEY.encode() in p.read_bytes()]
-    assert leaked == [] and KEY not in proc.stdout + proc.stderr
+    assert leaked == [] and KEY not in out + err
     assert "RR_TEST_OPENAI_KEY" in (summary_path.parent / "config.yaml").read_text()

@@ -1,7 +1,10 @@
-"""Each paper's mini experiment end to end on a few answerable mini questions, then its ``rr report``
-sections on the real jobs: the RGB noise-ratio sweep, the RARE document-type sweep and the
-query-level experiment (Cao's three strategies and SURE's sweep points are reported in
-``test_cao2025_demo.py`` and ``test_sure_end_to_end.py``)."""
+"""Each paper's mini experiment end to end on two questions, then its ``rr report`` sections on the
+real jobs: the RGB noise-ratio sweep, the RARE document-type sweep and the query-level experiment
+(Cao's three strategies and SURE's sweep points are reported in ``test_cao2025_demo.py`` and
+``test_sure_end_to_end.py``). RGB and RARE run the simulated reader on the synthetic task (the
+sections need the jobs, not a model's answers; RARE's translator is still the small real model);
+the query-level experiment keeps the small real model: its typo variants are not synthetic
+questions, which the simulated reader cannot read."""
 
 from __future__ import annotations
 
@@ -12,28 +15,32 @@ import pandas as pd
 import pytest
 from omegaconf import OmegaConf, open_dict
 
-from rr.pipeline import run_job
+from rr.pipeline import JobResult, run_job
 from rr.plan import compose_jobs
 from rr.reporting import build_report
+
+from .conftest import compose_config
+
+_ABSENT = object()
 
 
 def run_sweep(
     overrides: list[str], root: Path, where_present: dict[str, Any] | None = None
-) -> list[pd.DataFrame]:
+) -> list[JobResult]:
     """Run every job ``rr -m overrides`` would run (in process), each in its own folder under ``root``
     (one generation cache for all). ``where_present``: settings made only in the jobs whose config
     has the key (an option's own setting, which a command-line override cannot give one sweep job)."""
-    tables = []
+    results = []
     for i, (_, cfg) in enumerate(compose_jobs(overrides, multirun=True)):
         with open_dict(cfg):
             cfg.paths.output_root = str(root / "outputs")
             cfg.paths.cache_dir = str(root / "cache")
             cfg.progress = False
             for key, value in (where_present or {}).items():
-                if OmegaConf.select(cfg, key) is not None:
-                    OmegaConf.update(cfg, key, value)
-        tables.append(run_job(cfg, root / "jobs" / f"job{i}").scores)
-    return tables
+                if OmegaConf.select(cfg, key, default=_ABSENT) is not _ABSENT:
+                    OmegaConf.update(cfg, key, value, merge=False)
+        results.append(run_job(cfg, root / "jobs" / f"job{i}"))
+    return results
 
 
 def rendered(root: Path, out: Path, sections: list[str]) -> dict[str, pd.DataFrame]:
@@ -47,20 +54,23 @@ def rendered(root: Path, out: Path, sections: list[str]) -> dict[str, pd.DataFra
 def test_rgb_mini_sweep_reported(tmp_path: Path) -> None:
     # the simulated reader on the synthetic task (its RGB pools): the sweep and its report sections
     # are checked here; RGB with the real model: tests/test_rgb_end_to_end.py
-    tables = run_sweep(
-        [
-            "sweep=rgb2024",
-            "generator=simulated",
-            "dataset=synthetic",
-            "corpus=synthetic",
-            "perturbation.doc.ratio=0.0,1.0",
-            "dataset.n=2",
-            "corpus.max_passages=300",
-            "grid.k=[0,10]",
-            "generator.max_new_tokens=8",
-        ],
-        tmp_path,
-    )
+    tables = [
+        r.scores
+        for r in run_sweep(
+            [
+                "sweep=rgb2024",
+                "generator=simulated",
+                "dataset=synthetic",
+                "corpus=synthetic",
+                "perturbation.doc.ratio=0.0,1.0",
+                "dataset.n=2",
+                "corpus.max_passages=300",
+                "grid.k=[0,10]",
+                "generator.max_new_tokens=8",
+            ],
+            tmp_path,
+        )
+    ]
     assert [sorted(set(t["doc_perturbation"])) for t in tables] == [
         ["noise_ratio@0", "none"],
         ["noise_ratio@1", "none"],
@@ -75,46 +85,67 @@ def test_rgb_mini_sweep_reported(tmp_path: Path) -> None:
     assert out["rgb_rejection"]["n_rows"].tolist() == [2]
 
 
-@pytest.mark.slow  # 4 document types x 2 questions, backtranslation through the same small model
+@pytest.mark.slow  # 4 document types x 2 questions on the simulated reader; 2 documents backtranslated by the small model
 def test_rare_mini_sweep_reported(tmp_path: Path) -> None:
-    # the real model translates (EN -> FR -> EN; nothing else runs that path with a model), but
-    # 32 tokens a step instead of 512: the small model loops until the budget, and the two
-    # steps' decoding was most of this test's time
-    tables = run_sweep(
+    # The simulated reader on the synthetic task answers: the sweep's jobs and the report section are
+    # checked here, not a model's answers (RARE's generator prompt: tests/test_refusal.py; the reader
+    # reads the vanilla rag_qa.j2 prompt). The backtranslate job's translator is the real small model
+    # (perturbation.doc.generator; nothing else runs EN -> FR -> EN with a model), 32 tokens a step
+    # instead of 512: the small model loops until the budget.
+    translator = compose_config([]).generator  # the default generator: hf, the packaged SmolLM2
+    results = run_sweep(
         [
             "sweep=rare2025",
+            "generator=simulated",
+            "dataset=synthetic",
+            "corpus=synthetic",
+            "strategy.vanilla.template=rag_qa.j2",
             "dataset.n=2",
             "corpus.max_passages=300",
             "generator.max_new_tokens=8",
         ],
         tmp_path,
-        where_present={"perturbation.doc.max_new_tokens": 32},  # the backtranslate job's
+        # the backtranslate job's own settings
+        where_present={"perturbation.doc.generator": translator, "perturbation.doc.max_new_tokens": 32},
     )
+    tables = [r.scores for r in results]
     kinds = {p for t in tables for p in t.loc[t["k"] > 0, "doc_perturbation"]}
     assert {"none", "ground_truth", "delete_answer", "backtranslate"} <= {
         k.split("@")[0].split(":")[0] for k in kinds
     }
+    # the translations came from the model: two steps of one document per question, none empty
+    (bt,) = (r for r in results if "backtranslate" in set(r.scores["doc_perturbation"]))
+    rows = bt.scores[bt.scores["k"] > 0]
+    assert len(rows) == 2 and all(ids[0].endswith("/bt") for ids in rows["doc_ids"])
+    counters = bt.summary["counters"]
+    assert "backtranslate:empty_translation" not in counters, counters
+    # planted values where the reader's documents can be read again; none where a perturbation rewrote them
+    planted = {
+        r.scores.loc[r.scores["k"] > 0, "doc_perturbation"].iloc[0]: "planted" in r.summary for r in results
+    }
+    assert planted == {"none": True, "ground_truth": True, "delete_answer": False, "backtranslate": False}
     out = rendered(tmp_path / "jobs", tmp_path / "report", ["rare_robustness"])
     table = out["rare_robustness"]
-    assert 1 <= table["n_examples"].iloc[0] <= 2 and len(table) == 1
+    assert table["n_examples"].iloc[0] == 2 and len(table) == 1
     for col in ("overall", "document", "retrieval"):
         assert 0.0 <= table[col].iloc[0] <= 1.0
 
 
 @pytest.mark.slow  # 2 questions x (original + 2 typo variants) x (closed book + bm25 + oracle) at k in {1, 5}
 def test_query_level_mini_reported(tmp_path: Path) -> None:
-    (df,) = run_sweep(
+    (job,) = run_sweep(
         [
             "experiment=query_level2025_mini",
             "retriever=[bm25,oracle]",  # the experiment's dense retriever would embed the corpus sample
             "dataset.n=2",
             "corpus.max_passages=300",
-            "generator.max_new_tokens=8",
+            "generator.max_new_tokens=4",  # decoding is most of the time; the sections need rows, not good answers
             # documents still cut (at 25 words, not 100): the k = 5 prompts were most of the tokens read
             "strategy.vanilla.max_doc_words=25",
         ],
         tmp_path,
     )
+    df = job.scores
     assert set(df["query_perturbation"]) == {"none", "typo@0.25#1", "typo@0.25#2"}
     sections = ["query_level_retrieval", "query_level_match", "query_level_correlations"]
     out = rendered(tmp_path / "jobs", tmp_path / "report", sections)

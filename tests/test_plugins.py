@@ -2,16 +2,21 @@
 
 Both tests build real distributions with pip (offline: ``--no-index --no-build-isolation``, the
 venv's setuptools) and install them with ``--target`` into the test's own folder, which goes first on
-``PYTHONPATH`` of a ``python -m rr`` subprocess: the test environment itself is never changed.
+``PYTHONPATH`` of one ``python`` subprocess that runs ``rr`` (:func:`rr.cli.main`, what ``python -m
+rr`` runs) once per command line: the test environment itself is never changed.
 
 * A plugin distribution (``pyproject.toml``, one retriever class, one YAML in its own config package,
   two entry points) adds ``retriever=[first_passages]`` with no edit to rr; a real job runs with it.
 * rr's own wheel (not editable: the configs are package data) runs ``rr --cfg job`` and a one-example
   job from a folder that is not the checkout.
+
+Both jobs run the simulated reader on the synthetic task: what is checked is the packaging and the
+plugin's retriever, not a model.
 """
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -98,13 +103,53 @@ def _pip_install(source: Path, target: Path) -> None:
     )
 
 
-def _rr(args: list[str], cwd: Path, site: Path, with_checkout: bool = True) -> subprocess.CompletedProcess:
+#: Runs ``rr`` once per command line of ``argv[1]`` (JSON) in one process, as ``python -m rr`` would:
+#: first where ``rr`` and its configs were imported from, then after each command a line
+#: ``@@rr-exit I CODE@@`` on stdout and stderr (one Python start instead of one per command).
+DRIVER = """
+import json, sys
+from hydra.core.global_hydra import GlobalHydra
+import rr, rr.cli, rr.config
+print(f"@@rr-where {rr.__file__} {rr.config.config_dir()}@@", flush=True)
+for i, argv in enumerate(json.loads(sys.argv[1])):
+    sys.argv = ["rr", *argv]
+    code = 0
+    try:
+        rr.cli.main()
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else int(e.code is not None)
+    GlobalHydra.instance().clear()
+    for stream in (sys.stdout, sys.stderr):
+        stream.write(f"\\n@@rr-exit {i} {code}@@\\n")
+        stream.flush()
+"""
+
+
+def _rr(
+    commands: list[list[str]], cwd: Path, site: Path, with_checkout: bool = True
+) -> tuple[str, list[tuple[int, str, str]]]:
+    """Run ``rr`` with each command line in one subprocess (:data:`DRIVER`); return where ``rr`` was
+    imported from (``"<rr/__init__.py> <config folder>"``) and each command's (exit status, stdout, stderr)."""
     env = rr_env()
     paths = [str(site)] + ([env["PYTHONPATH"]] if with_checkout else [])
     env["PYTHONPATH"] = ":".join(paths)
-    return subprocess.run(
-        [sys.executable, "-m", "rr", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=900
+    proc = subprocess.run(
+        [sys.executable, "-c", DRIVER, json.dumps(commands)],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    where, out = proc.stdout.split("@@\n", 1)
+    outs, errs = out.split("\n@@rr-exit "), proc.stderr.split("\n@@rr-exit ")
+    results = []
+    for i in range(len(commands)):
+        code = outs[i + 1].split("@@", 1)[0].split()
+        assert int(code[0]) == i, proc.stdout[-3000:]
+        results.append((int(code[1]), outs[i].split("@@\n", 1)[-1], errs[i].split("@@\n", 1)[-1]))
+    return where.removeprefix("@@rr-where "), results
 
 
 def test_a_plugin_distribution_adds_a_retriever_without_editing_rr(tmp_path: Path) -> None:
@@ -123,8 +168,18 @@ def test_a_plugin_distribution_adds_a_retriever_without_editing_rr(tmp_path: Pat
     small += [a for a in SMALL if not a.startswith(("retriever=", "grid.k="))] + ["grid.k=[1,2]"]
     out = tmp_path / "out"
     job = [*small, "retriever=[first_passages]", "retriever.first_passages.stride=2"]
-    proc = _rr([*job, f"paths.output_root={out}"], tmp_path, site)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    _, (run, typo, listed) = _rr(
+        [
+            [*job, f"paths.output_root={out}"],
+            # the plugin's option is typed like a built-in one: a misspelled key fails at compose time
+            [*job, "retriever.first_passages.strid=3", "--cfg", "job"],
+            # and it is listed beside the built-in options
+            ["--help"],
+        ],
+        tmp_path,
+        site,
+    )
+    assert run[0] == 0, run[2][-3000:]
     (scores_path,) = out.glob("runs/*/*/scores.parquet")
     scores = pd.read_parquet(scores_path)
     assert len(scores) == 2 * (1 + 2 * 2)  # 2 questions x (closed-book + k in {1, 2} x 2 orders)
@@ -139,14 +194,9 @@ def test_a_plugin_distribution_adds_a_retriever_without_editing_rr(tmp_path: Pat
         (2, "original"): (p0, p2),
         (2, "reversed"): (p2, p0),
     }
-
-    # the plugin's option is typed like a built-in one: a misspelled key fails at compose time
-    typo = _rr([*job, "retriever.first_passages.strid=3", "--cfg", "job"], tmp_path, site)
-    assert typo.returncode != 0
-    assert "strid" in typo.stderr
-    # and it is listed beside the built-in options
-    listed = _rr(["--help"], tmp_path, site)
-    assert "first_passages" in listed.stdout
+    assert typo[0] != 0
+    assert "strid" in typo[2]
+    assert listed[0] == 0 and "first_passages" in listed[1]
 
 
 def test_rr_runs_from_its_wheel_outside_the_checkout(tmp_path: Path) -> None:
@@ -161,28 +211,19 @@ def test_rr_runs_from_its_wheel_outside_the_checkout(tmp_path: Path) -> None:
     assert (site / "rr" / "conf" / "config.yaml").exists()
     assert (site / "rr" / "conf" / "sweep" / "cao2025_mini.yaml").exists()
 
-    where = subprocess.run(
-        [sys.executable, "-c", "import rr, rr.config; print(rr.__file__); print(rr.config.config_dir())"],
-        cwd=tmp_path,
-        env={**rr_env(), "PYTHONPATH": str(site)},
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    module, conf = where.stdout.split()
-    assert module.startswith(str(site)) and conf.startswith(str(site))
-
-    cfg = _rr(["--cfg", "job"], tmp_path, site, with_checkout=False)
-    assert cfg.returncode == 0, cfg.stderr[-2000:]
-    assert "name: cao2025_mini" in cfg.stdout
     out = tmp_path / "out"
-    run = _rr(
-        [*SMALL, "dataset.n=1", "grid.orders=[original]", f"paths.output_root={out}"],
-        tmp_path,
-        site,
-        with_checkout=False,
-    )
-    assert run.returncode == 0, run.stderr[-3000:]
+    job = [
+        "generator=simulated",
+        "dataset=synthetic",
+        "corpus=synthetic",
+    ]  # packaging is checked, not a model
+    job += [*SMALL, "dataset.n=1", "grid.orders=[original]", f"paths.output_root={out}"]
+    where, (cfg, run) = _rr([["--cfg", "job"], job], tmp_path, site, with_checkout=False)
+    module, conf = where.split()
+    assert module.startswith(str(site)) and conf.startswith(str(site))
+    assert cfg[0] == 0, cfg[2][-2000:]
+    assert "name: cao2025_mini" in cfg[1]
+    assert run[0] == 0, run[2][-3000:]
     (scores_path,) = out.glob("runs/*/*/scores.parquet")
     assert len(pd.read_parquet(scores_path)) == 2  # closed-book + k=1, one question
 

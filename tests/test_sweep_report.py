@@ -11,12 +11,15 @@ import pytest
 from rr.job_env import THREAD_VARS, limit_threads, progress_enabled, set_progress
 from rr.slurm import SlurmJobDied, rejection_message
 
-from .test_resume import rr_cli
+from .test_cli_errors import rr_main
 
 #: Two closed-book jobs on 2 questions; the second has an invalid max_new_tokens and fails
-#: when its generator is built, before any model loads.
+#: when its generator is built, before it answers anything. The simulated reader on the synthetic
+#: task: the sweep's table and exit status are checked, not a model's answers.
 SWEEP = [
     "-m",
+    "generator=simulated",
+    "dataset=synthetic",
     "strategy=closed_book",
     "grid.k=[0]",
     "dataset.n=2",
@@ -25,20 +28,23 @@ SWEEP = [
 ]
 
 
-def test_basic_launcher_sweep_prints_its_table_and_fails_with_one_line(tmp_path: Path) -> None:
+def test_basic_launcher_sweep_prints_its_table_and_fails_with_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # in-process (rr.cli.main): the basic launcher runs its jobs in rr's own process either way
     args = [*SWEEP, f"paths.output_root={tmp_path / 'out'}"]
-    first = rr_cli(args, tmp_path)
-    assert first.returncode == 2, first.stderr[-3000:]
-    assert "1 done, 0 skipped, 0 resumed, 1 failed" in first.stdout
+    code, out, err = rr_main(args, monkeypatch, capsys)
+    assert code == 2, err[-3000:]
+    assert "1 done, 0 skipped, 0 resumed, 1 failed" in out
     sweep_dir = tmp_path / "out" / "multirun" / "cao2025_mini"
-    assert f"rr -m: 2 jobs in {sweep_dir}" in first.stdout.replace("\n", "")
-    last = first.stderr.strip().splitlines()[-1]
+    assert f"rr -m: 2 jobs in {sweep_dir}" in out.replace("\n", "")
+    last = err.strip().splitlines()[-1]
     assert last.startswith("rr: 1 of 2 jobs failed: ") and "max_new_tokens" in last and "-5" in last, last
-    assert "Traceback" not in first.stderr
+    assert "Traceback" not in err
 
-    again = rr_cli(args, tmp_path)  # the done job is skipped, the bad one fails again
-    assert again.returncode == 2
-    assert "0 done, 1 skipped, 0 resumed, 1 failed" in again.stdout
+    code, out, _ = rr_main(args, monkeypatch, capsys)  # the done job is skipped, the bad one fails again
+    assert code == 2
+    assert "0 done, 1 skipped, 0 resumed, 1 failed" in out
 
 
 @pytest.mark.parametrize(

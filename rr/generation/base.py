@@ -104,8 +104,8 @@ class ChecksStrategies(Protocol):
 class PlantsValues(Protocol):
     """A backend whose answers follow planted parameters, so a job's metrics have known true values."""
 
-    def planted(self, scores: Any, examples: Sequence[Any], corpus: Any, by: Sequence[str]) -> dict:
-        """The planted values of a finished job, for ``summary.json`` ``planted``."""
+    def planted(self, scores: Any, examples: Sequence[Any], corpus: Any, by: Sequence[str]) -> dict | None:
+        """The planted values of a finished job, for ``summary.json`` ``planted`` (``None``: none)."""
         ...
 
 

@@ -434,8 +434,8 @@ class SimulatedGenerator(ConfiguredDecoding):
         for s in strategies:
             self._kinds[s.name] = strategy_kinds(s)
 
-    def planted(self, scores: Any, examples: Sequence[Any], corpus: Any, by: Sequence[str]) -> dict:
-        """The planted values of a finished job (:func:`planted_values`)."""
+    def planted(self, scores: Any, examples: Sequence[Any], corpus: Any, by: Sequence[str]) -> dict | None:
+        """The planted values of a finished job (:func:`planted_values`; ``None``: none can be computed)."""
         return planted_values(self, scores, examples, corpus, by)
 
 
@@ -474,21 +474,25 @@ def strategy_kinds(strategy: Any) -> dict[str, str]:
 MAX_PLANTED_ROWS = 2_000_000
 
 
-def _doc_text(doc_id: str, example: Any, corpus: Any) -> str:
+def _doc_text(doc_id: str, example: Any, corpus: Any) -> str | None:
     """A document's text: the corpus passage, or a passage of the example's RGB pools
-    (ids ``<example id>/pos/<i>`` and ``/neg/<i>``, as :func:`rr.perturbations.composition.pools_for`)."""
+    (ids ``<example id>/pos/<i>`` and ``/neg/<i>``, as :func:`rr.perturbations.composition.pools_for`);
+    ``None`` for any other id (a document a perturbation rewrote, e.g. RARE's ``<id>/del``, ``<id>/bt``:
+    its text is not kept)."""
     if doc_id in corpus:
         return corpus[doc_id].text
     from rr.records import MetaKey
 
-    prefix, kind, i = doc_id.rsplit("/", 2)
-    pool = MetaKey.POSITIVE if kind == "pos" else MetaKey.NEGATIVE
-    return example.meta[pool][int(i)]
+    parts = doc_id.rsplit("/", 2)
+    if len(parts) != 3 or parts[0] != example.id or parts[1] not in ("pos", "neg") or not parts[2].isdigit():
+        return None
+    pool = example.meta.get(MetaKey.POSITIVE if parts[1] == "pos" else MetaKey.NEGATIVE) or []
+    return pool[int(parts[2])] if int(parts[2]) < len(pool) else None
 
 
 def planted_values(
     gen: SimulatedGenerator, scores: Any, examples: Sequence[Any], corpus: Any, by: Sequence[str]
-) -> dict:
+) -> dict | None:
     """Planted (true) values of a finished job: the expectation over the reader's randomness of each
     metric, given the job's prompts (which documents each row showed, in which order).
 
@@ -501,7 +505,10 @@ def planted_values(
 
     Returns:
         ``{"method", "reps", "metrics": [robustness_table rows], "cells": [per-cell accuracy,
-        refusal rate and the measured accuracy beside them]}``.
+        refusal rate and the measured accuracy beside them]}``; ``None`` when a row showed a document
+        whose text is neither a corpus passage nor in its example's pools (a document perturbation
+        that rewrites documents: RARE's, SURE's): the prompts cannot be read again, so the job has
+        no planted values.
     """
     import pandas as pd
 
@@ -528,7 +535,10 @@ def planted_values(
         key = (kind, ex.question, tuple(doc_ids))
         if key not in prompt_of:
             entity, attribute = World.parse_question(ex.question) or ("", "")
-            found = [classify(_doc_text(d, ex, corpus), entity, attribute) for d in doc_ids]
+            texts = [_doc_text(d, ex, corpus) for d in doc_ids]
+            if any(t is None for t in texts):
+                return None
+            found = [classify(t, entity, attribute) for t in texts if t is not None]
             reading = Reading(
                 kind, entity, attribute, tuple(r for r, _ in found), tuple(v for _, v in found), "draft"
             )
