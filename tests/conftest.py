@@ -21,6 +21,10 @@ from rr.job_env import THREAD_VARS
 if workers := int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0")):
     for _var in THREAD_VARS:
         os.environ.setdefault(_var, str(max(1, (os.cpu_count() or 1) // workers)))
+# OpenMP threads that wait for work spin by default: with the cores shared (a serial run's jobs and
+# engines beside the test process, a loaded VM) two spinning torch threads made 2 x 32 tokens of
+# SmolLM take 114-145 s instead of 5-7 s. Passive waiting changes no result, only the waste.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 from omegaconf import DictConfig, open_dict
 
 from rr.config import PACKAGE_CONFIG_DIR, compose, register_configs
@@ -70,28 +74,32 @@ def tiny_cfg(tmp_path: Path) -> DictConfig:
     return compose_config(TINY, tmp_path)
 
 
-#: Seconds each slow module took in one serial run (2026-11-25, idle 2-core VM, 34 min in all),
-#: for the order below only: a stale or missing entry costs balance, never a result.
+#: Seconds each slow module took in one `make test` run (2026-11-26, 2 workers on the 2-core VM,
+#: 13 min 08 s in all), for the order below only: a stale or missing entry costs balance, never a result.
 MODULE_SECONDS = {
-    "test_slurm": 315,
-    "test_paper_minis": 275,
-    "test_vllm_cpu": 266,
-    "test_dense_store": 151,
-    "test_docs": 131,
-    "test_end_to_end": 107,
-    "test_data_parallel": 80,
-    "test_config": 66,
-    "test_textattack": 62,
-    "test_plan": 56,
-    "test_backends": 52,
-    "test_rgb_end_to_end": 49,
-    "test_wiki_dump": 39,
-    "test_plugins": 36,
-    "test_openai_server": 33,
-    "test_launchers": 27,
-    "test_cli_errors": 26,
-    "test_resume": 25,
-    "test_sweep_report": 21,
+    "test_vllm_cpu": 407,
+    "test_slurm": 278,
+    "test_docs": 150,
+    "test_textattack": 59,
+    "test_data_parallel": 52,
+    "test_config": 49,
+    "test_end_to_end": 45,
+    "test_dense_store": 39,
+    "test_paper_minis": 36,
+    "test_wiki_dump": 33,
+    "test_cao2025_demo": 22,
+    "test_resume": 22,
+    "test_openai_server": 20,
+    "test_cli_errors": 19,
+    "test_report": 18,
+    "test_plan": 18,
+    "test_launchers": 18,
+    "test_simulated": 17,
+    "test_sure_end_to_end": 16,
+    "test_plugins": 15,
+    "test_faults": 14,
+    "test_over_window": 13,
+    "test_rgb_end_to_end": 13,
 }
 
 

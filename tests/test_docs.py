@@ -6,10 +6,11 @@ themselves: a new block is picked up without editing this test. Each shell comma
 nothing is silently untested; ``test_every_command_has_a_mode`` prints the whole list):
 
 * ``run``: run for real, in-process (:func:`rr.cli.main` with the command's argv), in a temporary
-  folder that stands for the reader's current folder, at a tiny size: :data:`TINY` is appended to
-  an ``rr`` job's overrides (a later override wins in Hydra). Relative paths such as
+  folder that stands for the reader's current folder, at a tiny size: :data:`TINY` (and
+  :data:`TINY_WIKI` on the default corpus) is appended to an ``rr`` job's overrides (a later
+  override wins in Hydra). A command written in several places is run once. Relative paths such as
   ``outputs/runs/cao2025_mini`` then name the jobs the earlier commands wrote there.
-* ``compose``: an ``rr`` job command (or a multirun: every job of the sweep, ``sweep=`` files
+* ``compose``: an ``rr`` job command (or a multirun: its first 4 jobs, ``sweep=`` files
   included) is composed as ``rr`` would (``--cfg job`` for a single job); then :mod:`rr.preflight`
   checks the models, datasets and files it names. Where something is missing here (a hub model
   offline, a cluster path), a single job is run for real and must fail in one line naming it,
@@ -30,7 +31,9 @@ text (see the tests below); the other snippets read the outputs of paper sweeps 
 minutes and are listed as skipped with the test that covers their functions.
 
 Budget: two real one-question jobs (the packaged model, 2 new tokens), the rest in-process
-composes and small commands: 2 min 18 s wall (66 s CPU) on the shared 2-core VM under load.
+composes and small commands: 94 s wall serially on the shared 2-core VM (load ~3.5; 2 min 3 s
+before the 20-passage samples and the commands written in several places run once), 2 min 30 s
+under `make test` beside the other worker.
 """
 
 from __future__ import annotations
@@ -56,9 +59,12 @@ TINY = [
     "grid.k=[1]",
     "grid.orders=[original]",
     "generator.max_new_tokens=2",
-    "corpus.max_passages=50",
+    "corpus.max_passages=20",
     "progress=false",
 ]
+#: Appended too when the command keeps the default corpus (the packaged Wikipedia sample): its 20
+#: passages, not the 312 FanOutQA evidence pages it keeps by default (the dense job encodes them).
+TINY_WIKI = ["corpus.keep_fanoutqa_evidence=false"]
 #: Commands run for real (exact text after joining lines, comment stripped); everything else
 #: follows the rules of :func:`mode`. Order matters: later ones read what earlier ones wrote.
 RUN = (
@@ -232,20 +238,17 @@ def _one_line(code: int, err: str, cmd: Command) -> str:
 
 
 def _jobs(args: list[str]) -> list[list[str]]:
-    """The override lists of the command's jobs (a multirun expanded with its ``sweep=`` file)."""
+    """The override lists of the command's jobs (a multirun expanded with its ``sweep=`` file).
+
+    Call it inside :func:`rr.config.hydra_context`."""
+    from hydra import compose
+
     from rr.resume import sweep_jobs
 
     overrides = [a for a in args[1:] if a not in ("-m", "--multirun")]
     if "-m" not in args and "--multirun" not in args:
         return [overrides]
-    from hydra import compose
-
-    from rr.config import hydra_context
-
-    with hydra_context():
-        full = compose(
-            "config", overrides=[o for o in overrides if not _is_sweep(o)], return_hydra_config=True
-        )
+    full = compose("config", overrides=[o for o in overrides if not _is_sweep(o)], return_hydra_config=True)
     params = full.hydra.sweeper.get("params")
     return sweep_jobs(overrides, params)
 
@@ -285,12 +288,18 @@ def test_every_command_has_a_mode() -> None:
     assert counts["run"] >= len(RUN) and counts["compose"] >= 20, counts
 
 
+def tiny(args: list[str]) -> list[str]:
+    """What is appended to an ``rr`` job's argv run for real (:data:`TINY`, :data:`TINY_WIKI`)."""
+    return [*TINY, *([] if any(a.startswith("corpus=") for a in args) else TINY_WIKI)]
+
+
 def readme_jobs(reader_dir: Path, capsys) -> list[Path]:
     """The job folders the two README job commands (RUN[:2]) write, run here if not yet (any test order)."""
     runs = reader_dir / "outputs" / "runs" / "cao2025_mini"
     for text in RUN[:2]:
         if len(list(runs.glob("*/summary.json"))) < 2:
-            code, _, err = rr_main([*_argv(Command("README.md", 0, text))[1:], *TINY], capsys)
+            args = _argv(Command("README.md", 0, text))
+            code, _, err = rr_main([*args[1:], *tiny(args)], capsys)
             assert code == 0, err[-3000:]
     return sorted(p.parent for p in runs.glob("*/summary.json"))
 
@@ -312,13 +321,26 @@ def _prepare(args: list[str], reader_dir: Path, capsys) -> None:
             assert code == 0, err
 
 
-@pytest.mark.parametrize("cmd", [c for c in ALL if mode(c)[0] == "run"], ids=str)
+def distinct(kind: str) -> list:
+    """The commands of mode ``kind``, one test per distinct text (the same command in several places
+    runs the same way in the reader's folder), in order of first appearance; the id names them all."""
+    places: dict[str, list[Command]] = {}
+    for c in ALL:
+        if mode(c)[0] == kind:
+            places.setdefault(c.text, []).append(c)
+    return [
+        pytest.param(cs[0], id=", ".join(f"{c.file}:{c.line}" for c in cs) + f": {text}")
+        for text, cs in places.items()
+    ]
+
+
+@pytest.mark.parametrize("cmd", distinct("run"))
 def test_run(cmd: Command, in_reader_dir: Path, capsys) -> None:
     args = _argv(cmd)
     sub = args[1] if len(args) > 1 else None
     _prepare(args, in_reader_dir, capsys)
-    tiny = TINY if (sub is None or "=" in sub) and "--cfg" not in args else []
-    code, out, err = rr_main([*args[1:], *tiny], capsys)
+    small = tiny(args) if (sub is None or "=" in sub) and "--cfg" not in args else []
+    code, out, err = rr_main([*args[1:], *small], capsys)
     if sub == "status" and not Path(args[2]).exists():
         _one_line(code, err, cmd)
         return
@@ -334,8 +356,8 @@ def test_run(cmd: Command, in_reader_dir: Path, capsys) -> None:
 def test_rerun_and_readme_snippet(in_reader_dir: Path, capsys) -> None:
     """After the two README jobs: a re-run reprints (0 model calls); the Quickstart snippet works."""
     readme_jobs(in_reader_dir, capsys)
-    cmd = Command("README.md", 0, RUN[0])
-    code, out, err = rr_main([*_argv(cmd)[1:], *TINY], capsys)
+    args = _argv(Command("README.md", 0, RUN[0]))
+    code, out, err = rr_main([*args[1:], *tiny(args)], capsys)
     assert code == 0, err[-3000:]
     assert "nothing re-run, model calls 0" in " ".join(out.split())
     (file, line, snippet) = next(
@@ -349,9 +371,11 @@ def test_rerun_and_readme_snippet(in_reader_dir: Path, capsys) -> None:
     assert len(table) == namespace["df"]["job_id"].nunique()
 
 
-@pytest.mark.parametrize("cmd", [c for c in ALL if mode(c)[0] == "compose"], ids=str)
+@pytest.mark.parametrize("cmd", distinct("compose"))
 def test_compose(cmd: Command, in_reader_dir: Path, capsys) -> None:
-    from rr.config import compose as rr_compose
+    from hydra import compose
+
+    from rr.config import hydra_context
     from rr.errors import UserError
     from rr.preflight import check_resources, declared_resources, missing_resources
 
@@ -362,30 +386,28 @@ def test_compose(cmd: Command, in_reader_dir: Path, capsys) -> None:
             "# @package _global_\ndefaults:\n  - cao2025_mini\n  - _self_\ngrid:\n  k: [1, 2]\n"
         )
     sub = args[1] if len(args) > 1 and "=" not in args[1] and not args[1].startswith("-") else None
-    if sub == "plan":
-        overrides = [a for a in args[2:] if "=" in a and not a.startswith("--")]
-        multirun = "-m" in args
-        jobs = _jobs(["rr", *(["-m"] if multirun else []), *overrides])
-        config_name = "config"
-    elif sub == "encode":
-        jobs = _jobs(["rr", *args[2:]])
-        config_name = "encode"
-    else:
-        jobs = _jobs(args)
-        config_name = "config"
-    missing = []
-    for overrides in jobs[:4]:
-        cfg = rr_compose(overrides, config_name=config_name)
-        missing += missing_resources(declared_resources(cfg))
+    with hydra_context():  # composed as rr would (rr.config.compose), one Hydra set-up for all
+        if sub == "plan":
+            overrides = [a for a in args[2:] if "=" in a and not a.startswith("--")]
+            multirun = "-m" in args
+            jobs = _jobs(["rr", *(["-m"] if multirun else []), *overrides])
+            config_name = "config"
+        elif sub == "encode":
+            jobs = _jobs(["rr", *args[2:]])
+            config_name = "encode"
+        else:
+            jobs = _jobs(args)
+            config_name = "config"
+        cfgs = [compose(config_name, overrides=list(overrides)) for overrides in jobs[:4]]
+    missing = [m for cfg in cfgs for m in missing_resources(declared_resources(cfg))]
     if not missing:
         if sub is None and "-m" not in args:
             code, out, err = rr_main([*args[1:], "--cfg", "job"], capsys)
             assert code == 0 and "dataset:" in out, f"{cmd}\n{err[-2000:]}"
         return
     if "-m" in args or "hydra/launcher=slurm" in cmd.text:
-        cfg = rr_compose(jobs[0], config_name=config_name)
         with pytest.raises(UserError) as exc:
-            check_resources(cfg)
+            check_resources(cfgs[0])
         assert "\n" not in str(exc.value)
         return
     code, out, err = rr_main(args[1:], capsys)
@@ -394,7 +416,7 @@ def test_compose(cmd: Command, in_reader_dir: Path, capsys) -> None:
     assert res.name in line, (cmd, line)
 
 
-@pytest.mark.parametrize("cmd", [c for c in ALL if mode(c)[0] == "report-sections"], ids=str)
+@pytest.mark.parametrize("cmd", distinct("report-sections"))
 def test_report_only_names_real_sections(cmd: Command) -> None:
     from rr.reporting.core import check_section_names
 

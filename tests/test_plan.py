@@ -13,7 +13,7 @@ from rr.plan import PLACEHOLDER, PlanningLLM, plan_job, total
 from rr.records import GenerationParams, Request
 
 from .conftest import compose_config
-from .test_resume import rr_cli
+from .test_docs import rr_main
 
 SMALL = [
     "dataset.n=2",
@@ -26,22 +26,24 @@ SMALL = [
 
 
 def test_plan_matches_the_real_job_then_sees_its_cache(tmp_path: Path) -> None:
-    cfg = compose_config(SMALL, tmp_path)
+    # the real model's cost is its prompt tokens: 1 question, and batches of 2 of the length-sorted
+    # prompts (the short closed-book one is not padded to the RAG prompts' length)
+    cfg = compose_config([*SMALL, "dataset.n=1", "generator.batch_size=2"], tmp_path)
     before = plan_job(cfg, exact_tokens=True)
     estimated = total(plan_job(cfg).steps)  # the default: window fitting's estimates where it made them
     assert not list((tmp_path / "cache").glob("generations/*/*.jsonl"))  # nothing generated or cached
     t = total(before.steps)
     real = run_job(cfg, tmp_path / "job").summary
     assert [s.step for s in before.steps] == [s["step"] for s in real["generation_steps"]]
-    assert t.requests == real["requests"] == 2 * (1 + 2 * 2)
+    assert t.requests == real["requests"] == 1 * (1 + 2 * 2)
     assert t.unique == real["unique_requests"] and t.to_generate == real["model_calls"] and t.cached == 0
     assert t.prompt_tokens == real["prompt_tokens_generated_for"]  # the real tokenizer, exactly
     assert t.new_tokens == 4 * t.to_generate  # max_new_tokens: the upper bound
     assert real["completion_tokens"] <= t.new_tokens
     assert before.rows == real["rows"] and not t.estimate
-    # estimates for every RAG prompt (all far below the window), exact for the 2 closed-book ones;
+    # estimates for every RAG prompt (all far below the window), exact for the closed-book one;
     # for rag_qa.j2 and SmolLM2 the estimate equals the exact count
-    assert (t.estimated_prompts, estimated.estimated_prompts) == (0, t.to_generate - 2)
+    assert (t.estimated_prompts, estimated.estimated_prompts) == (0, t.to_generate - 1)
     assert estimated.prompt_tokens == t.prompt_tokens
 
     after = total(plan_job(cfg, mean_new_tokens=2.5).steps)
@@ -109,15 +111,15 @@ def test_planning_llm_reports_window_fitting_estimates_unless_exact(tmp_path: Pa
         assert (step.prompt_tokens, step.estimated_prompts) == (tokens, estimated)
 
 
-def test_plan_cli_writes_json(tmp_path: Path) -> None:
+def test_plan_cli_writes_json(tmp_path: Path, capsys) -> None:
     out = tmp_path / "plan.json"
-    proc = rr_cli(
+    code, stdout, err = rr_main(
         ["plan", "--json", str(out), "--mean-new-tokens", "3", *SMALL, f"paths.output_root={tmp_path}"],
-        tmp_path,
+        capsys,
     )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "GPU-hours" in proc.stdout and "vanilla:answer" in proc.stdout
-    assert "estimated from per-document counts by window fitting" in proc.stdout
+    assert code == 0, err[-3000:]
+    assert "GPU-hours" in stdout and "vanilla:answer" in stdout
+    assert "estimated from per-document counts by window fitting" in stdout
     plan = json.loads(out.read_text())
     assert plan["total"]["requests"] == 10 and plan["total"]["new_tokens"] == 3 * plan["total"]["to_generate"]
     assert plan["gpu_hours"] > 0 and plan["prompt_token_counts"] == "estimate where fitting made one"
@@ -126,7 +128,7 @@ def test_plan_cli_writes_json(tmp_path: Path) -> None:
     assert set(power) == {"accuracy", "ndr", "rsr", "ror"}
     assert power["accuracy"]["n_planned"] == 2 and abs(power["accuracy"]["halfwidth"] - 0.69296) < 1e-4
     assert power["ndr"]["n_needed"] == 2401  # (1.96 / 0.02)^2 * 0.25 = 2400.9
-    assert "power at 2 examples" in proc.stdout and "2,401" in proc.stdout
+    assert "power at 2 examples" in stdout and "2,401" in stdout
 
 
 def test_plan_multirun_expands_named_sweeps_like_hydra() -> None:
@@ -167,7 +169,7 @@ def test_a_job_with_query_variants_and_a_k_grid_summarises(tmp_path: Path) -> No
 
 
 def test_plan_retrieval_reports_embeddings_done_and_to_do(tmp_path: Path) -> None:
-    """Dense cost rows from the real store: 312 passages in blocks of 100, one shard encoded."""
+    """Dense cost rows from the real store: 312 passages in blocks of 100, one shard of 4 encoded."""
     from rr.plan import plan_retrieval
     from rr.retrieval.dense import DenseRetriever
 
@@ -179,22 +181,22 @@ def test_plan_retrieval_reports_embeddings_done_and_to_do(tmp_path: Path) -> Non
     assert dense.embedding_bytes == 312 * 384 * 4 and dense.storage == "blocks" and dense.index == "flat"
     assert dense.index_bytes == 100 * 384 * 4  # exact search holds one block at a time
     assert abs(dense.encode_gpu_hours - 312 / 10 / 3600) < 1e-12
-    # encode the second of two shards (blocks 2-3: 112 passages); the plan sees them as done
+    # encode the last of four shards (block 3: passages 300-311); the plan sees them as done
     from rr.config import instantiate
 
     retriever = instantiate(cfg.retriever.dense)
-    retriever.encode_corpus(instantiate(cfg.corpus).load(), cfg.paths.cache_dir, 1, 2, progress=False)
+    retriever.encode_corpus(instantiate(cfg.corpus).load(), cfg.paths.cache_dir, 3, 4, progress=False)
     (again,) = plan_retrieval(compose_config(["retriever=[dense]", *overrides[1:]], tmp_path))
-    assert (again.encoded, again.to_encode) == (112, 200)
+    assert (again.encoded, again.to_encode) == (12, 300)
     # an approximate index: its own memory estimate (IVF-PQ: 16-byte codes + 8-byte ids + centroids)
     ivf = DenseRetriever(index="IVF4,PQ16", block_size=100)
     plan = ivf.storage_plan(instantiate(cfg.corpus).load(), None)
     assert plan["index_bytes"] == 312 * (16 + 8) + 4 * 384 * 4 and plan["to_encode"] == 312
 
 
-def test_plan_cli_retrieval_only(tmp_path: Path) -> None:
+def test_plan_cli_retrieval_only(tmp_path: Path, capsys) -> None:
     out = tmp_path / "plan.json"
-    proc = rr_cli(
+    code, stdout, err = rr_main(
         [
             "plan",
             "--retrieval-only",
@@ -205,10 +207,10 @@ def test_plan_cli_retrieval_only(tmp_path: Path) -> None:
             "retriever=[dense]",
             f"paths.output_root={tmp_path}",
         ],
-        tmp_path,
+        capsys,
     )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "corpus and index" in proc.stdout and "GPU-hours" not in proc.stdout  # no generation planned
+    assert code == 0, err[-3000:]
+    assert "corpus and index" in stdout and "GPU-hours" not in stdout  # no generation planned
     (row,) = json.loads(out.read_text())["retrieval"]
     assert row["retriever"] == "dense" and row["storage"] == "memory" and row["to_encode"] == row["passages"]
 

@@ -134,9 +134,9 @@ def test_pilot_projection_predicts_the_bootstrap_at_the_planned_size() -> None:
         assert math.isfinite(p.value)
 
 
-def test_plan_cli_projects_a_pilot_and_rejects_bad_options(tmp_path: Path) -> None:
+def test_plan_cli_projects_a_pilot_and_rejects_bad_options(tmp_path: Path, capsys) -> None:
+    from tests.test_docs import rr_main
     from tests.test_plan import SMALL
-    from tests.test_resume import rr_cli
 
     pilot = tmp_path / "pilot" / "scores.parquet"
     pilot.parent.mkdir()
@@ -144,16 +144,16 @@ def test_plan_cli_projects_a_pilot_and_rejects_bad_options(tmp_path: Path) -> No
     expected = {r.metric: r for r in power_from_pilot(pd.read_parquet(pilot), 2, 0.05)[0]}
     out = tmp_path / "plan.json"
     args = ["plan", "--json", str(out), "--pilot", str(pilot.parent), "--target-halfwidth", "0.05"]
-    proc = rr_cli([*args, *SMALL, f"paths.output_root={tmp_path}"], tmp_path)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    code, stdout, err = rr_main([*args, *SMALL, f"paths.output_root={tmp_path}"], capsys)  # in-process
+    assert code == 0, err[-3000:]
     got = {r["metric"]: r for r in json.loads(out.read_text())["power"]}
     for metric, r in expected.items():
         assert got[metric]["n_basis"] == 100 and got[metric]["n_planned"] == 2
         assert got[metric]["halfwidth"] == pytest.approx(r.halfwidth)
         assert got[metric]["n_needed"] == r.n_needed
-    assert "power at 2 examples" in proc.stdout and "g / vanilla" in proc.stdout
+    assert "power at 2 examples" in stdout and "g / vanilla" in stdout
 
-    bad = rr_cli(["plan", "--assumed-rate", "acc=0.3", *SMALL], tmp_path)
-    assert bad.returncode == 2 and "unknown metric 'acc'" in bad.stderr
-    missing = rr_cli(["plan", "--pilot", str(tmp_path / "nope"), *SMALL], tmp_path)
-    assert missing.returncode == 2 and "nope" in missing.stderr
+    code, _, err = rr_main(["plan", "--assumed-rate", "acc=0.3", *SMALL], capsys)
+    assert code == 2 and "unknown metric 'acc'" in err
+    code, _, err = rr_main(["plan", "--pilot", str(tmp_path / "nope"), *SMALL], capsys)
+    assert code == 2 and "nope" in err
