@@ -105,12 +105,12 @@ MODULE_SECONDS = {
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under pytest-xdist (``make test`` runs ``-n auto --dist loadgroup``): one module is one unit of
-    work, so its module-scoped fixtures (a SLURM cluster, a vLLM engine, a finished job) are built
-    once, on one worker; and the slowest modules go first, so no worker is left with a long module
-    while the other idles at the end. A test marked ``xdist_group`` keeps its own group. Serial runs
-    keep each module's tests in their written order too (the sort is stable)."""
-    for item in items:
-        if item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(item.module.__name__ if item.module else item.nodeid))
+    """The slowest modules first (``make test`` runs ``-n auto --dist loadscope --no-loadscope-reorder``:
+    one module is one unit of work, so its module-scoped fixtures (a SLURM cluster, a vLLM engine,
+    a finished job) are built once, on one worker, and no worker is left with a long module while
+    the other idles at the end). Each module's tests keep their written order (the sort is stable).
+
+    Not ``--dist loadgroup`` with an ``xdist_group`` per module: pytest-xdist 3.8 groups by
+    rewriting ``item._nodeid``, which pytest 9 no longer reads, so every test became its own unit and
+    a module's tests ran on both workers (the vLLM engine and module fixtures built twice)."""
     items.sort(key=lambda item: -MODULE_SECONDS.get(item.module.__name__.rsplit(".", 1)[-1], 0))
