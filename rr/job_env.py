@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import os
+import warnings
 from collections.abc import MutableMapping
 
 log = logging.getLogger(__name__)
@@ -47,18 +48,23 @@ def set_progress(enabled: bool) -> None:
         elif enabled and var in _progress_vars_set:
             os.environ.pop(var, None)
             _progress_vars_set.discard(var)
-    try:
-        from huggingface_hub.utils import disable_progress_bars, enable_progress_bars
+    with warnings.catch_warnings():
+        # huggingface_hub read HF_HUB_DISABLE_PROGRESS_BARS once, at its import: when an earlier
+        # progress=false job of this process set it, turning bars back on (here and through
+        # transformers) warns that the variable wins; hub download bars stay off then, the others come back
+        warnings.filterwarnings("ignore", message="Cannot enable progress bars", category=UserWarning)
+        try:
+            from huggingface_hub.utils import disable_progress_bars, enable_progress_bars
 
-        (enable_progress_bars if enabled else disable_progress_bars)()
-    except ImportError:
-        pass
-    try:
-        from transformers.utils import logging as hf_logging
+            (enable_progress_bars if enabled else disable_progress_bars)()
+        except ImportError:
+            pass
+        try:
+            from transformers.utils import logging as hf_logging
 
-        (hf_logging.enable_progress_bar if enabled else hf_logging.disable_progress_bar)()
-    except ImportError:
-        pass
+            (hf_logging.enable_progress_bar if enabled else hf_logging.disable_progress_bar)()
+        except ImportError:
+            pass
 
 
 def allocated_cpus(env: MutableMapping[str, str] | None = None) -> int | None:

@@ -101,6 +101,27 @@ def test_threads_follow_the_allocation_unless_set() -> None:
         torch.set_num_threads(before)
 
 
+def test_bars_back_on_after_a_progress_false_job_warn_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A notebook's second job (progress on) after a progress=false one: huggingface_hub, which read
+    HF_HUB_DISABLE_PROGRESS_BARS at its import, would warn once per job that the variable wins."""
+    import importlib
+    import warnings
+
+    from transformers.utils import logging as hf_logging
+
+    monkeypatch.delenv("HF_HUB_DISABLE_PROGRESS_BARS", raising=False)
+    try:
+        set_progress(False)
+        hub_tqdm = importlib.import_module("huggingface_hub.utils.tqdm")  # the module, not its tqdm class
+        monkeypatch.setattr(hub_tqdm, "HF_HUB_DISABLE_PROGRESS_BARS", True)  # as read at its import
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            set_progress(True)
+        assert progress_enabled() and hf_logging.is_progress_bar_enabled()
+    finally:
+        set_progress(True)
+
+
 def test_progress_false_silences_library_bars(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd) -> None:
     from transformers.utils import logging as hf_logging
 
