@@ -48,7 +48,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from hydra.core.global_hydra import GlobalHydra
 
 REPO = Path(__file__).resolve().parent.parent
 README = REPO / "README.md"
@@ -213,22 +212,12 @@ def mode(cmd: Command) -> tuple[str, str]:
 
 
 def rr_main(argv: list[str], capsys) -> tuple[int, str, str]:
-    """``rr <argv>`` in-process: (exit code, stdout, stderr)."""
-    import rr.cli
+    """``rr <argv>`` in-process: (exit code, stdout, stderr); what the job set for the process is
+    undone afterwards (:func:`tests.test_cli_errors.rr_main`)."""
+    from .test_cli_errors import rr_main as run_rr
 
-    GlobalHydra.instance().clear()
-    old = sys.argv
-    sys.argv = ["rr", *argv]
-    code = 0
-    try:
-        rr.cli.main()
-    except SystemExit as e:
-        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-    finally:
-        sys.argv = old
-        GlobalHydra.instance().clear()
-    out = capsys.readouterr()
-    return code, out.out, out.err
+    with pytest.MonkeyPatch.context() as mp:
+        return run_rr(argv, mp, capsys)
 
 
 def _one_line(code: int, err: str, cmd: Command) -> str:
