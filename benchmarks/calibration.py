@@ -5,7 +5,7 @@
    intervals are rr.stats.bootstrap_cluster_means (rr report's); the share holding the planted
    value (the population mean, 10^6 questions) per metric and size, with the 99% binomial band.
 2. Plan check (the whole pipeline): a pilot simulated job of ``--pilot`` questions, then simulated
-   jobs at ``--plan-sizes``; rr plan's pilot projection (rr.power.power_from_pilot, what
+   jobs at ``--plan-sizes``; rr plan's pilot projection (rr.analysis.power.power_from_pilot, what
    ``rr plan --pilot`` prints), averaged over ``--pilots`` pilots (with their relative spread), vs
    the bootstrap half-width each job's rr report gives (rr.reporting.robustness.robustness_ci),
    averaged over ``--plan-seeds`` jobs per size.
@@ -50,8 +50,8 @@ def coverage_table(sizes: list[int], reps: int, method: str) -> pd.DataFrame:
 
 
 def plan_check(pilot: int, sizes: list[int], seeds: int, n_pilots: int) -> pd.DataFrame:
+    from rr.analysis.power import power_from_pilot
     from rr.pipeline import run_job
-    from rr.power import power_from_pilot
     from rr.reporting.robustness import robustness_ci
     from tests.conftest import compose_config
 

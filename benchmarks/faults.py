@@ -110,7 +110,7 @@ def worker(events: str, overrides: list[str]) -> None:
         limit = int(os.environ["RR_FAULTS_FSIZE"])
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
     emit("start")
-    from rr.cli import main
+    from rr.commands.cli import main
 
     sys.argv = ["rr", *overrides]
     main()

@@ -116,7 +116,7 @@ def bench_prefix(n_examples: int, k: int, max_new_tokens: int, flush_every: int)
 
 
 def bench_plan(ns: list[int], cache_dir: str, retrievers: str, judge: str, exact_up_to: int) -> None:
-    from rr.plan import compose_jobs, plan_job, total
+    from rr.commands.plan import compose_jobs, plan_job, total
 
     base = [
         "experiment=cao2025",

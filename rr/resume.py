@@ -166,39 +166,3 @@ def status(root: str | Path, config_dir: str | None = None) -> list[JobState]:
                 states.append(JobState(jid, "missing", None, " ".join(overrides)))
                 present.add(jid)
     return states
-
-
-def status_main(argv: list[str]) -> int:
-    """``rr status [DIR]``: list done / partial / missing jobs below DIR (default ``outputs``)."""
-    import argparse
-
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
-
-    ap = argparse.ArgumentParser(prog="rr status", description=status_main.__doc__)
-    ap.add_argument("dir", nargs="?", default="outputs", help="a job, sweep, runs or outputs folder")
-    ap.add_argument(
-        "--config-dir",
-        default=None,
-        help="config folder to re-expand sweeps with (default: rr's own, or RR_CONFIG_DIR)",
-    )
-    a = ap.parse_args(argv)
-    states = status(a.dir, a.config_dir)
-    if not states:
-        raise UserError(
-            f"no job below {a.dir} (no folder with a config.yaml, no multirun.yaml); a job writes "
-            "its folder when it starts, under paths.output_root (outputs/runs/<name>/, outputs/multirun/<name>/)"
-        )
-    order = {"done": 0, "partial": 1, "missing": 2}
-    states.sort(key=lambda s: (order[s.state], str(s.path or ""), s.job_id))
-    table = Table(title=escape(f"rr status {a.dir}"))  # user text is not rich markup
-    for col in ("state", "job id", "folder", "detail"):
-        table.add_column(col, overflow="fold")
-    for s in states:
-        table.add_row(*(escape(c) for c in (s.state, s.job_id, str(s.path) if s.path else "-", s.detail)))
-    console = Console(width=None if Console().is_terminal else 160)
-    console.print(table)
-    counts = {k: sum(s.state == k for s in states) for k in order}
-    console.print(", ".join(f"{n} {k}" for k, n in counts.items()))
-    return 0

@@ -51,12 +51,12 @@ def test_intervals_cover_the_planted_values_at_their_nominal_rate(n, reps):
 
 
 def test_plan_pilot_projection_predicts_the_observed_halfwidths():
-    """``rr plan --pilot``'s projection (rr.power.power_from_pilot: the pilot's half-width times
+    """``rr plan --pilot``'s projection (rr.analysis.power.power_from_pilot: the pilot's half-width times
     sqrt(m / n)) from 100-question pilots is within 20% of the mean half-width rr report gives at 200
     and 400 questions. Averaged over 6 pilots: one pilot's NDR half-width near NDR = 1 varies by
     ~20% (relative SD) at 100 questions, the other metrics' by ~8% (docs/reproduction.md; the
     pipeline version at three sizes is benchmarks/calibration.py's)."""
-    from rr.power import power_from_pilot
+    from rr.analysis.power import power_from_pilot
     from rr.reporting.robustness import robustness_ci
 
     params, design = ReaderParams(), Design()

@@ -1,6 +1,6 @@
 """User errors print one line ``rr: ...`` on stderr and exit 2, with no traceback (issue 14).
 
-Each case runs the real ``rr`` entry point (:func:`rr.cli.main`, in-process for speed; one
+Each case runs the real ``rr`` entry point (:func:`rr.commands.cli.main`, in-process for speed; one
 case through ``python -m rr`` in a subprocess). Every config error here is raised before
 any model loads, so no test loads a model. :func:`rr_main` (``rr ARGS`` in-process, its exit
 status and output) serves the other modules' command-line tests too.
@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from hydra.core.global_hydra import GlobalHydra
 
-import rr.cli
-from rr.cli import USER_ERROR_EXIT
+import rr.commands.cli
+from rr.commands.cli import USER_ERROR_EXIT
 
 REPO = Path(__file__).resolve().parent.parent
 #: A small job that gets as far as instantiating its components without loading a model.
@@ -29,7 +29,7 @@ SMALL = ["dataset.n=2", "grid.k=[1]", "retriever=[bm25]", "progress=false"]
 def rr_main(
     args: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> tuple[int, str, str]:
-    """Run ``rr <args>`` in-process (:func:`rr.cli.main`, what the console script and ``python -m rr``
+    """Run ``rr <args>`` in-process (:func:`rr.commands.cli.main`, what the console script and ``python -m rr``
     call); return (exit status, stdout, stderr). What a job sets for its process is undone afterwards:
     Hydra's logging (handlers on the root logger, writing to this test's captured streams) and
     ``progress=false`` (:func:`rr.job_env.set_progress`, environment variables included)."""
@@ -42,7 +42,7 @@ def rr_main(
     root = logging.getLogger()
     handlers, level, progress = root.handlers[:], root.level, progress_enabled()
     try:
-        rr.cli.main()
+        rr.commands.cli.main()
         code = 0
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
@@ -72,7 +72,7 @@ def run_main(
     prefix = [] if given else [f"paths.output_root={tmp_path}"]
     monkeypatch.setattr(sys, "argv", ["rr", *prefix, *args])
     with pytest.raises(SystemExit) as exc:
-        rr.cli.main()
+        rr.commands.cli.main()
     GlobalHydra.instance().clear()
     code = exc.value.code
     return (code if isinstance(code, int) else 1), capsys.readouterr().err
@@ -127,7 +127,8 @@ def test_empty_k_with_closed_book_is_not_an_empty_grid(tmp_path):
 
 def test_hub_model_that_cannot_be_found_is_a_user_error() -> None:
     """Offline (the tests' HF_HUB_OFFLINE=1), an id that is not cached cannot be loaded."""
-    from rr.errors import UserError, user_message
+    from rr.commands.errors import user_message
+    from rr.errors import UserError
     from rr.generation.hf import HFGenerator
 
     with pytest.raises(UserError, match="model 'rr-no-such-org/no-such-model' cannot be loaded") as exc:

@@ -209,7 +209,7 @@ def test_damaged_block_is_named_counted_and_re_encoded(
 
 
 def test_run_encode_from_the_job_config(tmp_path: Path, model, monkeypatch: pytest.MonkeyPatch) -> None:
-    from rr.encode import run_encode, shard_device
+    from rr.commands.encode import run_encode, shard_device
 
     monkeypatch.setattr(DenseRetriever, "load_model", lambda self: model)
     # a 40-passage sample of the packaged corpus (no gold pages kept: no questions are asked here)
@@ -456,7 +456,7 @@ def test_faiss_gpu_index_searches_as_the_cpu_index() -> None:
 def test_missing_faiss_is_one_line_naming_both_extras(monkeypatch: pytest.MonkeyPatch) -> None:
     import sys
 
-    from rr.errors import user_message
+    from rr.commands.errors import user_message
     from rr.retrieval.dense_store import FaissMissingError, import_faiss
 
     monkeypatch.setitem(sys.modules, "faiss", None)  # as if neither faiss-cpu nor faiss-gpu were installed

@@ -5,7 +5,7 @@ themselves: a new block is picked up without editing this test. Each shell comma
 ``\\`` continuations joined) gets one mode from :func:`mode` (the rules are the table below, so
 nothing is silently untested; ``test_every_command_has_a_mode`` prints the whole list):
 
-* ``run``: run for real, in-process (:func:`rr.cli.main` with the command's argv), in a temporary
+* ``run``: run for real, in-process (:func:`rr.commands.cli.main` with the command's argv), in a temporary
   folder that stands for the reader's current folder, at a tiny size: :data:`TINY` (and
   :data:`TINY_WIKI` on the default corpus) is appended to an ``rr`` job's overrides (a later
   override wins in Hydra). A command written in several places is run once. Relative paths such as

@@ -1,7 +1,7 @@
 """The default demo end to end on a few examples, its re-run, and the CLI with Hydra's launcher.
 
 Budget: one real job of the packaged SmolLM2 (2 questions, BM25 + dense over a 20-passage sample
-that keeps their gold pages, 12 new tokens); the CLI runs in-process (:func:`rr.cli.main`), its
+that keeps their gold pages, 12 new tokens); the CLI runs in-process (:func:`rr.commands.cli.main`), its
 multirun with the simulated reader.
 """
 

@@ -39,7 +39,7 @@ def _run_sweep(tmp_path: Path, launcher: list[str], monkeypatch, capsys) -> Path
         [*SWEEP, *launcher, f"paths.output_root={tmp_path / 'out'}"], monkeypatch, capsys
     )
     assert code == 0, err[-3000:]
-    assert "2 done, 0 skipped, 0 resumed, 0 failed" in out  # the sweep table (rr.sweep_report)
+    assert "2 done, 0 skipped, 0 resumed, 0 failed" in out  # the sweep table (rr.commands.status)
     sweep_dir = tmp_path / "out" / "multirun" / "cao2025_mini"
     jobs = sorted(p.parent for p in sweep_dir.glob("*/scores.parquet"))
     assert len(jobs) == 2

@@ -27,7 +27,7 @@ def write_synthetic_job(root):
 
 def run_main(args, tmp_path, monkeypatch, capsys):
     """``rr <args>`` in-process; a job's or plan's/encode's outputs go under ``tmp_path``."""
-    from rr.cli import SUBCOMMANDS
+    from rr.commands.cli import SUBCOMMANDS
 
     if args and args[0] in SUBCOMMANDS:
         root = [f"paths.output_root={tmp_path}"] if args[0] in ("plan", "encode") else []
@@ -182,7 +182,7 @@ def test_rerun_of_a_done_job_reprints_its_table(tmp_path, monkeypatch, capsys):
     """A done job (summary.json naming its id + scores.parquet) is not re-run: its table is printed again."""
     from hydra.core.global_hydra import GlobalHydra
 
-    import rr.cli
+    import rr.commands.cli
     from rr.config import compose, job_id
 
     cfg = compose([*SMALL, f"paths.output_root={tmp_path}"])
@@ -210,7 +210,7 @@ def test_rerun_of_a_done_job_reprints_its_table(tmp_path, monkeypatch, capsys):
     GlobalHydra.instance().clear()
     monkeypatch.setattr("sys.argv", ["rr", *SMALL, f"paths.output_root={tmp_path}"])
     try:
-        rr.cli.main()
+        rr.commands.cli.main()
     finally:
         GlobalHydra.instance().clear()
     out = " ".join(capsys.readouterr().out.split())

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from rr.commands.plan import plan_job
 from rr.generation.client import PromptTooLongError
 from rr.generation.hf import HFGenerator
 from rr.pipeline import run_job
-from rr.plan import plan_job
 from tests.conftest import compose_config
 
 #: A marker that only the long question contains.

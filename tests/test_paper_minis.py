@@ -15,8 +15,8 @@ import pandas as pd
 import pytest
 from omegaconf import OmegaConf, open_dict
 
+from rr.commands.plan import compose_jobs
 from rr.pipeline import JobResult, run_job
-from rr.plan import compose_jobs
 from rr.reporting import build_report
 
 from .conftest import compose_config

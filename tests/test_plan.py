@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+from rr.commands.plan import PLACEHOLDER, PlanningLLM, plan_job, total
 from rr.generation.base import Completion
 from rr.generation.cache import GenerationCache
 from rr.pipeline import run_job
-from rr.plan import PLACEHOLDER, PlanningLLM, plan_job, total
 from rr.records import GenerationParams, Request
 
 from .conftest import compose_config
@@ -132,7 +132,7 @@ def test_plan_cli_writes_json(tmp_path: Path, capsys) -> None:
 
 
 def test_plan_multirun_expands_named_sweeps_like_hydra() -> None:
-    from rr.plan import compose_jobs
+    from rr.commands.plan import compose_jobs
 
     jobs = compose_jobs(["sweep=cao2025_mini", "dataset.n=3"], multirun=True)
     assert sorted(tuple(sorted(j)) for j, _ in jobs) == sorted(
@@ -170,7 +170,7 @@ def test_a_job_with_query_variants_and_a_k_grid_summarises(tmp_path: Path) -> No
 
 def test_plan_retrieval_reports_embeddings_done_and_to_do(tmp_path: Path) -> None:
     """Dense cost rows from the real store: 312 passages in blocks of 100, one shard of 4 encoded."""
-    from rr.plan import plan_retrieval
+    from rr.commands.plan import plan_retrieval
     from rr.retrieval.dense import DenseRetriever
 
     overrides = ["retriever=[bm25,dense]", "corpus.max_passages=300", "retriever.dense.block_size=100"]
@@ -216,7 +216,7 @@ def test_plan_cli_retrieval_only(tmp_path: Path, capsys) -> None:
 
 
 def test_plan_jobs_retrieval_one_row_per_distinct_corpus_and_retriever(tmp_path: Path) -> None:
-    from rr.plan import plan_jobs_retrieval
+    from rr.commands.plan import plan_jobs_retrieval
 
     base = ["retriever=[bm25,dense]", "corpus.max_passages=300"]
     jobs = [

@@ -2,7 +2,7 @@
 
 Both tests build real distributions with pip (offline: ``--no-index --no-build-isolation``, the
 venv's setuptools) and install them with ``--target`` into the test's own folder, which goes first on
-``PYTHONPATH`` of one ``python`` subprocess that runs ``rr`` (:func:`rr.cli.main`, what ``python -m
+``PYTHONPATH`` of one ``python`` subprocess that runs ``rr`` (:func:`rr.commands.cli.main`, what ``python -m
 rr`` runs) once per command line: the test environment itself is never changed.
 
 * A plugin distribution (``pyproject.toml``, one retriever class, one YAML in its own config package,
@@ -109,13 +109,13 @@ def _pip_install(source: Path, target: Path) -> None:
 DRIVER = """
 import json, sys
 from hydra.core.global_hydra import GlobalHydra
-import rr, rr.cli, rr.config
+import rr, rr.commands.cli, rr.config
 print(f"@@rr-where {rr.__file__} {rr.config.config_dir()}@@", flush=True)
 for i, argv in enumerate(json.loads(sys.argv[1])):
     sys.argv = ["rr", *argv]
     code = 0
     try:
-        rr.cli.main()
+        rr.commands.cli.main()
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else int(e.code is not None)
     GlobalHydra.instance().clear()
@@ -252,7 +252,8 @@ def test_a_plugin_that_fails_to_import_is_named_in_one_user_error(monkeypatch) -
     from importlib.metadata import EntryPoint
 
     import rr.plugins
-    from rr.errors import UserError, user_message
+    from rr.commands.errors import user_message
+    from rr.errors import UserError
 
     broken = EntryPoint(name="broken", value="rr_no_such_plugin_module", group=rr.plugins.COMPONENTS_GROUP)
     monkeypatch.setattr(rr.plugins, "entry_points", lambda group: [broken] if group == broken.group else [])

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rr.power import (
+from rr.analysis.power import (
     examples_needed,
     parse_rates,
     power_from_pilot,

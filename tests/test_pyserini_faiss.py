@@ -20,8 +20,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from rr.commands.errors import user_message
 from rr.data.base import Corpus
-from rr.errors import ConfigError, UserError, user_message
+from rr.errors import ConfigError, UserError
 from rr.records import Passage
 from rr.retrieval.bm25 import index_text
 from rr.retrieval.pyserini_faiss import PrebuiltIndexUnavailableError, PyseriniFaissRetriever

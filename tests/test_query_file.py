@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from rr.commands.perturb_queries import main, read_questions
 from rr.data.base import DataError
-from rr.perturbations.generate import main, read_questions
 from rr.perturbations.query_file import FileQueryPerturbation, read_query_file
 from rr.perturbations.typo import TypoPerturbation
 from rr.records import Example

@@ -49,7 +49,7 @@ def sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_rr_report_command_writes_every_table_and_figure(
     sweep: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
 ) -> None:
-    from rr.cli import main
+    from rr.commands.cli import main
 
     out = tmp_path / "report"
     monkeypatch.setattr(sys, "argv", ["rr", "report", str(sweep), "--out", str(out), "--resamples", "60"])

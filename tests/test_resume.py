@@ -170,14 +170,15 @@ def test_status_prints_bracketed_overrides_verbatim(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Regression: a missing job's overrides ``grid.k=[1,2]`` were read as rich markup and lost."""
-    import rr.resume
-    from rr.resume import JobState, status_main
+    import rr.commands.status
+    from rr.commands.status import status_main
+    from rr.resume import JobState
 
     states = [
         JobState("abc123", "missing", None, "retriever=[bm25] grid.k=[1,2] name=[bold]x"),
         JobState("def456", "done", tmp_path / "[red]job", "accuracy 0.5"),
     ]
-    monkeypatch.setattr(rr.resume, "status", lambda root, config_dir=None: states)
+    monkeypatch.setattr(rr.commands.status, "status", lambda root, config_dir=None: states)
     assert status_main([str(tmp_path / "[dim]sweep")]) == 0
     out = capsys.readouterr().out
     for text in ("retriever=[bm25]", "grid.k=[1,2]", "name=[bold]x", "[red]job", "[dim]sweep"):

@@ -395,7 +395,7 @@ def test_cancelled_job_fails_the_sweep_with_one_line_with_and_without_job_accoun
     """A task scancelled on the module's cluster (the state comes from sacct) and, at the same
     time, on a second cluster without slurmdbd, where submitit's sacct query fails (the state
     comes from scontrol). The two sweeps run at once (two slurmd share the node's CPUs), so that
-    rr's wait for a job out of the queue (~15 s, rr.slurm.wait_for_jobs) is waited once."""
+    rr's wait for a job out of the queue (~15 s, rr.commands.slurm.wait_for_jobs) is waited once."""
     bare = SlurmCluster(tmp_path_factory.mktemp("slurm-no-accounting"), accounting=False)
     with contextlib.ExitStack() as stack:
         stack.callback(bare.stop)

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from rr.commands.slurm import SlurmJobDied, rejection_message
 from rr.job_env import THREAD_VARS, limit_threads, progress_enabled, set_progress
-from rr.slurm import SlurmJobDied, rejection_message
 
 from .test_cli_errors import rr_main
 
@@ -31,7 +31,7 @@ SWEEP = [
 def test_basic_launcher_sweep_prints_its_table_and_fails_with_one_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # in-process (rr.cli.main): the basic launcher runs its jobs in rr's own process either way
+    # in-process (rr.commands.cli.main): the basic launcher runs its jobs in rr's own process either way
     args = [*SWEEP, f"paths.output_root={tmp_path / 'out'}"]
     code, out, err = rr_main(args, monkeypatch, capsys)
     assert code == 2, err[-3000:]

@@ -2,11 +2,11 @@
 
 * :class:`RRSweeper` (``hydra/sweeper=rr``, rr's default) expands and launches jobs exactly as
   Hydra's basic sweeper does, then prints one table of the sweep's jobs (done / skipped /
-  resumed / failed, wall time, model calls, accuracy, folder; :mod:`rr.sweep_report`) whatever
+  resumed / failed, wall time, model calls, accuracy, folder; :mod:`rr.commands.status`) whatever
   the launcher, and ends the command with exit status 2 and one line per failed job. Hydra's
   own sweeper stops at the first failed job's traceback and exits 1.
 * :class:`RRSlurmLauncher` (``hydra/launcher=slurm`` and ``slurm_cpu``) is hydra-submitit-launcher's
-  ``SlurmLauncher`` that waits on its jobs with :func:`rr.slurm.wait_for_jobs` (a dead job is
+  ``SlurmLauncher`` that waits on its jobs with :func:`rr.commands.slurm.wait_for_jobs` (a dead job is
   noticed within seconds, with or without job accounting) and turns an sbatch rejection into
   one line naming the setting to change.
 
@@ -33,7 +33,7 @@ class RRSweeper(BasicSweeper):
     """Hydra's basic sweeper (same jobs, same order, same ``multirun.yaml``) that reports."""
 
     def sweep(self, arguments: list[str]) -> Any:
-        from rr.sweep_report import SweepFailed, print_sweep_table, rows_from_returns
+        from rr.commands.status import SweepFailed, print_sweep_table, rows_from_returns
 
         assert self.config is not None and self.launcher is not None and self.hydra_context is not None
         params_conf = self._parse_config()
@@ -70,7 +70,7 @@ if SlurmLauncher is not None:
 
         def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
             # hydra-submitit-launcher 1.2's BaseSubmititLauncher.launch, except how it submits
-            # (an sbatch rejection becomes SlurmRejected) and how it waits (rr.slurm.wait_for_jobs
+            # (an sbatch rejection becomes SlurmRejected) and how it waits (rr.commands.slurm.wait_for_jobs
             # instead of job.results(), which waits forever on a dead job without accounting).
             import submitit
             from hydra.core.singleton import Singleton
@@ -78,7 +78,7 @@ if SlurmLauncher is not None:
             from hydra_plugins.hydra_submitit_launcher.config import BaseQueueConf
             from submitit.core.utils import FailedJobError
 
-            from rr.slurm import SlurmRejected, rejection_message, wait_for_jobs
+            from rr.commands.slurm import SlurmRejected, rejection_message, wait_for_jobs
 
             assert self.config is not None
             params = self.params

@@ -14,7 +14,6 @@ see the same thing); rows present in only one table are counted, not silently dr
 
 from __future__ import annotations
 
-import argparse
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -131,21 +130,3 @@ def judge_agreement(a: pd.DataFrame, b: pd.DataFrame, by: Sequence[str] = ()) ->
             }
         )
     return pd.DataFrame(rows)
-
-
-def main(argv: Sequence[str]) -> int:
-    """``rr judge-agreement A B [--by COL ...]``: print agreement and kappa between two judges."""
-    from rr.results import load
-
-    p = argparse.ArgumentParser(
-        prog="rr judge-agreement",
-        description="Agreement and Cohen's kappa between two judges' scores over the same rows "
-        "(A and B: job or sweep folders, scores.parquet files or globs).",
-    )
-    p.add_argument("a")
-    p.add_argument("b")
-    p.add_argument("--by", nargs="*", default=[], help="break down by these columns (e.g. dataset)")
-    args = p.parse_args(list(argv))
-    table = judge_agreement(load(args.a), load(args.b), by=args.by)
-    print(table.to_string(index=False, float_format=lambda x: f"{x:.4f}"))
-    return 0

@@ -18,7 +18,7 @@ Pipeline, with real libraries only:
    kept; ``min_chars=1`` (default) keeps every non-empty chunk.
 
 A full English dump takes hours to parse, so parse it once into a *sharded folder* and reuse it
-(:func:`write_shards`, ``python -m rr.data.wiki_dump DUMP [DUMP ...] OUT_DIR --workers 32``,
+(:func:`write_shards`, ``python -m rr.commands.chunk_wiki DUMP [DUMP ...] OUT_DIR --workers 32``,
 or ``corpus=wiki_dump corpus.chunks_path=OUT_DIR``, which writes it on first use):
 
 * The parent process streams each dump's XML once; its kept articles are cut, in dump order,
@@ -48,7 +48,6 @@ indexes are the ready-made alternative (see docs/cao2025.md).
 
 from __future__ import annotations
 
-import argparse
 import bz2
 import contextlib
 import hashlib
@@ -66,7 +65,7 @@ from typing import IO, Any, NamedTuple, TypeVar
 
 from rr.atomic import atomic_write, discard
 from rr.data.base import Corpus, DataError
-from rr.errors import UserError, require_positive
+from rr.errors import require_positive
 from rr.records import Passage
 from rr.registry import component
 
@@ -709,41 +708,3 @@ class WikiDumpCorpus:
                     break
                 passages.append(_parse_line(line, chunks, i))
         return Corpus(passages, name=self.name, source=source)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``rr chunk-wiki DUMP [DUMP ...] OUT`` (or ``python -m rr.data.wiki_dump``): chunk the dumps into ``OUT``.
-
-    ``OUT`` ending in ``.jsonl`` is one JSONL file (not resumable); anything else a sharded,
-    resumable folder. A user error (a missing dump, a manifest with other settings) is printed
-    as one line ``rr: ...`` on stderr, with exit status 2.
-    """
-    p = argparse.ArgumentParser(prog="rr chunk-wiki", description=__doc__.split("\n\n")[0])
-    p.add_argument("dump", nargs="+", help="pages-articles XML dump(s), .xml or .xml.bz2")
-    p.add_argument("out", help="output folder (sharded, resumable) or OUT.jsonl (one file)")
-    p.add_argument("--workers", "--processes", type=int, default=1, dest="workers", help="parsing processes")
-    p.add_argument("--block-pages", type=int, default=10_000, help="articles per shard (folder output)")
-    p.add_argument("--max-pages", type=int, default=None, help="first this many articles of each dump")
-    p.add_argument("--min-chars", type=int, default=1, help="drop chunks shorter than this")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    a = p.parse_args(argv)
-    progress = not a.no_progress
-    try:
-        if _is_jsonl(Path(a.out)):
-            n = write_chunks(a.dump, a.out, a.max_pages, a.min_chars, a.workers, progress=progress)
-            print(f"wrote {n} chunks to {a.out}")
-        else:
-            s = write_shards(
-                a.dump, a.out, a.max_pages, a.min_chars, a.workers, a.block_pages, progress=progress
-            )
-            print(
-                f"wrote {s.passages} chunks to {a.out} in {s.shards} shards ({s.parsed} parsed now, {s.reused} kept)"
-            )
-    except UserError as e:
-        print(f"rr: {e}", file=sys.stderr)
-        return 2
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

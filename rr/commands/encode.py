@@ -124,7 +124,7 @@ def encode_main(argv: list[str]) -> int:
         prepare_job(bool(cfg.progress))
         run_encode(cfg, HydraConfig.get().runtime.output_dir)
 
-    from rr.cli import single_run_one_line
+    from rr.commands.cli import single_run_one_line
 
     sys.argv = [f"{sys.argv[0]} encode", *argv]
     hydra.main(config_path=config_dir(), config_name="encode", version_base="1.3")(single_run_one_line(app))()

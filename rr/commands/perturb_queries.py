@@ -161,6 +161,6 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    from rr.cli import run_reporting_errors
+    from rr.commands.cli import run_reporting_errors
 
     sys.exit(run_reporting_errors(main, "--verbose" in sys.argv))

@@ -18,22 +18,23 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
+from rr.commands.errors import user_message
 from rr.config import config_dir, register_configs
-from rr.errors import ConfigError, user_message
+from rr.errors import ConfigError
 
 log = logging.getLogger("rr")
 
 #: ``rr <name> ...`` subcommands, dispatched before Hydra sees argv: name -> "module:function";
 #: the function takes the remaining arguments and returns an exit code.
 SUBCOMMANDS: dict[str, str] = {
-    "status": "rr.resume:status_main",
-    "plan": "rr.plan:plan_main",
-    "encode": "rr.encode:encode_main",
-    "chunk-wiki": "rr.data.wiki_dump:main",
-    "report": "rr.reporting.command:main",
-    "judge-agreement": "rr.analysis.agreement:main",
-    "perturb-queries": "rr.perturbations.generate:main",
-    "sure-prelim": "rr.analysis.sure:main",
+    "status": "rr.commands.status:status_main",
+    "plan": "rr.commands.plan:plan_main",
+    "encode": "rr.commands.encode:encode_main",
+    "chunk-wiki": "rr.commands.chunk_wiki:main",
+    "report": "rr.commands.report:main",
+    "judge-agreement": "rr.commands.judge_agreement:main",
+    "perturb-queries": "rr.commands.perturb_queries:main",
+    "sure-prelim": "rr.commands.sure_prelim:main",
 }
 
 #: ``rr --verbose ...`` (anywhere on the command line): show the traceback of a user error too.
@@ -46,14 +47,14 @@ def _app(cfg: DictConfig) -> dict[str, Any]:
     """One job: skip it when done, else run it (resuming a cut-off run from the cache).
 
     Returns:
-        Its :func:`rr.sweep_report.job_record` (what ``rr -m``'s sweep table shows).
+        Its :func:`rr.commands.status.job_record` (what ``rr -m``'s sweep table shows).
     """
+    from rr.commands.status import job_record
     from rr.config import job_id
     from rr.job_env import prepare_job
     from rr.pipeline import run_job
     from rr.reporting.job import print_job_report, print_summary
     from rr.resume import CONFIG, SUMMARY, finished
-    from rr.sweep_report import job_record
 
     start = time.monotonic()
     hc = HydraConfig.get()

@@ -32,7 +32,7 @@ mean; GPU-hours = prompt tokens / prefill throughput + generated tokens / decode
 both in tokens per second per GPU (defaults are rough figures for an 8B model under vLLM on
 one H100; calibrate them with ``benchmarks/``).
 
-Power (:mod:`rr.power`): the expected interval half-width of accuracy, NDR, RSR and ROR at the
+Power (:mod:`rr.analysis.power`): the expected interval half-width of accuracy, NDR, RSR and ROR at the
 plan's number of examples, from assumed rates or a pilot's score table, and the examples needed
 for ``--target-halfwidth``. Prompts longer than the context window even without documents are
 not sent by the job (``over_window`` rows): the plan reports them and counts none of their tokens.
@@ -50,10 +50,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from rr.generation.base import Generator
-from rr.generation.cache import GenerationCache
-from rr.generation.client import LLM
-from rr.power import (
+from rr.analysis.power import (
     DEFAULT_TARGET,
     PowerRow,
     examples_needed,
@@ -62,6 +59,9 @@ from rr.power import (
     power_from_rates,
     z_value,
 )
+from rr.generation.base import Generator
+from rr.generation.cache import GenerationCache
+from rr.generation.client import LLM
 from rr.records import Generation, Request
 from rr.retrieval.base import CorpusEncoder
 
@@ -452,7 +452,7 @@ def plan_main(argv: list[str]) -> int:
         help="only the corpus / index table: plan no generation (runs no retrieval, encodes nothing)",
     )
     power = ap.add_argument_group(
-        "power", "expected 95%% interval half-widths at the planned number of examples (rr.power)"
+        "power", "expected 95%% interval half-widths at the planned number of examples (rr.analysis.power)"
     )
     power.add_argument(
         "--target-halfwidth",

@@ -1,0 +1,98 @@
+"""Turning exceptions into the one line ``rr: <what, where, how to fix>`` that the commands print.
+
+:func:`user_message` gives that line for a :class:`rr.errors.UserError` and for a few exceptions
+that rr did not raise itself: Hydra's compose-time errors (an unknown key, a missing option) and
+operating-system errors on a named path (permission denied, read-only file system, disk full, no
+such file). ``None`` means a bug: the command keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import errno
+import re
+
+from rr.config import hydra_context
+from rr.errors import UserError
+
+#: OS errors on a named path that come from the user's environment, with how to fix them.
+_OS_HINTS = {
+    errno.EACCES: "choose a folder you can write (paths.output_root, paths.cache_dir) or fix its permissions",
+    errno.EPERM: "choose a folder you can write (paths.output_root, paths.cache_dir) or fix its permissions",
+    errno.EROFS: "the file system is read-only: point paths.output_root / paths.cache_dir elsewhere",
+    errno.ENOSPC: "the disk is full: free space or point paths.output_root / paths.cache_dir elsewhere",
+    errno.EDQUOT: "the disk quota is exceeded: free space or point paths.* elsewhere",
+    errno.ENOENT: "check the path in your config",
+    errno.ENOTDIR: "a part of the path is a file, not a folder: check the path in your config",
+    errno.EISDIR: "the path is a folder where a file is expected: check the path in your config",
+}
+
+
+def _one_line(text: str) -> str:
+    """Hydra's multi-line messages joined into one line (its config search path dropped)."""
+    lines: list[str] = []
+    for raw in text.splitlines():
+        line = raw.strip()
+        if line.startswith("Config search path"):
+            break
+        if line:
+            lines.append(line)
+    return " ".join(lines)
+
+
+def _group_options(group: str) -> list[str]:
+    """The options of a config group on rr's search path (rr's configs and plugins'), for a hint."""
+    from hydra.core.global_hydra import GlobalHydra
+
+    try:
+        with hydra_context():
+            options = GlobalHydra.instance().config_loader().get_group_options(group)
+    except Exception:  # only a hint: never let it hide the error itself
+        return []
+    return [o for o in options if not o.endswith("_schema")]
+
+
+def _hydra_message(ex: Exception) -> str | None:
+    from hydra.errors import CompactHydraException
+    from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
+
+    if not isinstance(ex, CompactHydraException):
+        return None
+    cause = ex.__cause__
+    full_key = getattr(cause, "full_key", None)
+    if isinstance(cause, ConfigKeyError | ConfigAttributeError) and " not in " in str(cause) and full_key:
+        schema = getattr(cause, "object_type_str", None)
+        where = f" (not in {schema})" if schema and schema != "None" else ""
+        return (
+            f"unknown config key {full_key!r}{where}; check its spelling "
+            "(`rr --cfg job` prints every key, `rr --help` every group and option)"
+        )
+    # "Available options in 'generator': hf hf_schema ...": the generated *_schema nodes are no options
+    message = re.sub(r"\s\w+_schema\b", "", _one_line(str(ex)))
+    if (missing := re.search(r"Could not load '([\w/]+)/([^'/]+)'", message)) and "Available" not in message:
+        options = _group_options(missing.group(1))  # a list-valued group (retriever=[bm2]) names none
+        if options:
+            message += f" Available options in '{missing.group(1)}': {' '.join(options)}"
+    if isinstance(cause, OmegaConfBaseException):
+        message += " " + _one_line(str(cause).split("full_key:")[0])
+    return message
+
+
+def user_message(ex: BaseException) -> str | None:
+    """The one-line message for a user error, or ``None`` if ``ex`` is a bug (keep its traceback).
+
+    Hydra's ``InstantiationException`` around a :class:`UserError` raised in a constructor
+    is unwrapped to that error.
+    """
+    if isinstance(ex, UserError):
+        return _one_line(str(ex))
+    if isinstance(ex, OSError) and ex.filename is not None and ex.errno in _OS_HINTS:
+        return f"{ex.strerror}: {ex.filename} ({_OS_HINTS[ex.errno]})"
+    if isinstance(ex, Exception):
+        cause = ex.__cause__
+        if isinstance(cause, UserError | OSError) and (msg := user_message(cause)) is not None:
+            from hydra.errors import InstantiationException
+
+            if isinstance(ex, InstantiationException):
+                return msg
+        return _hydra_message(ex)
+    return None
