@@ -22,6 +22,7 @@ from typing import Any
 import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
+from rr.answers import has_answer_in
 from rr.atomic import atomic_write
 from rr.config import instantiate, instantiate_as, job_id, semantic_config
 from rr.context import ORDERS, RankedDoc, order_indices
@@ -37,7 +38,6 @@ from rr.generation.base import (
 from rr.generation.cache import GenerationCache
 from rr.generation.client import LLM
 from rr.judges.base import Judge, JudgeItem
-from rr.judges.normalize import has_answer_in
 from rr.perturbations.base import DocPerturbation, QueryPerturbation, QueryVariant
 from rr.records import Example, Hit
 from rr.results import CELL_KEYS, score_row, varying, write_scores

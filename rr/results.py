@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from rr.answers import has_answer_in
 from rr.atomic import atomic_write
 from rr.errors import UserError
-from rr.judges.normalize import has_answer_in
 from rr.perturbations.base import perturbation_columns
 
 if TYPE_CHECKING:

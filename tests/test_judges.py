@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rr.judges.base import Judge, JudgeItem
-from rr.judges.match import MatchJudge
-from rr.judges.normalize import (
+from rr.answers import (
     exact_match,
     has_answer,
     has_answer_in,
@@ -14,6 +12,8 @@ from rr.judges.normalize import (
     substring_match,
     token_f1,
 )
+from rr.judges.base import Judge, JudgeItem
+from rr.judges.match import MatchJudge
 from rr.prompts.answer import extract_answer
 from rr.registry import COMPONENTS
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from rr.answers import has_answer_in
 from rr.data.base import Corpus, DataError
 from rr.data.corpus import WikiOfflineCorpus
-from rr.data.mini import MiniDataset, answer_parts, answerable, fanoutqa_evidence_titles, usable_gold
-from rr.judges.normalize import has_answer_in
+from rr.data.fanoutqa import fanoutqa_evidence_titles
+from rr.data.mini import MiniDataset, answer_parts, answerable, usable_gold
 from rr.pipeline import answer_recall
 from rr.records import Example, Hit, Passage
 

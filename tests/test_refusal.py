@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from rr.answers import RGB_REFUSAL
 from rr.judges.base import JudgeItem
-from rr.judges.refusal import RGB_REFUSAL, RefusalMatchJudge, is_refusal, rgb_error_detected, rgb_rejected
+from rr.judges.refusal import RefusalMatchJudge, is_refusal, rgb_error_detected, rgb_rejected
 from rr.prompts import render, template_source
 from rr.records import Generation
 from rr.runtime import Runtime

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from rr.answers import has_answer
 from rr.data.synthetic import NAME_SPACE, SyntheticCorpus, SyntheticDataset, World, is_near_miss
 from rr.errors import ConfigError
 from rr.generation.simulated import (
@@ -23,7 +24,6 @@ from rr.generation.simulated import (
     noise_curve,
     read_prompt,
 )
-from rr.judges.normalize import has_answer
 from rr.pipeline import run_job
 from rr.prompts import render
 from rr.records import Request

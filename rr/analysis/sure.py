@@ -30,10 +30,10 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from rr.answers import has_answer
 from rr.data.base import Corpus, DataError
 from rr.generation.base import Closable
 from rr.hashing import rng_for
-from rr.judges.normalize import has_answer
 from rr.prompts import render
 from rr.records import Example, Hit, Passage, Request
 

@@ -10,6 +10,7 @@ import json
 from functools import lru_cache
 
 from rr.data.base import Corpus, DataError
+from rr.data.fanoutqa import fanoutqa_evidence_titles
 from rr.data.packaged import package_file
 from rr.errors import require_positive
 from rr.hashing import rng_for
@@ -71,8 +72,6 @@ class WikiOfflineCorpus:
         if self.max_passages is not None and self.max_passages < len(passages):
             keep = set(self.keep_titles)
             if self.keep_fanoutqa_evidence:
-                from rr.data.mini import fanoutqa_evidence_titles
-
                 keep |= fanoutqa_evidence_titles()
             must = [i for i, p in enumerate(passages) if p.title in keep]
             rest = [i for i, p in enumerate(passages) if p.title not in keep]

@@ -16,10 +16,10 @@ Answerable filter (``answerable_only=True``, the default). The bundled corpus ho
 corpus at all; a run on them measures the corpus's gaps, not robustness. A question is kept when
 every part of its answer is a *usable gold* found in an evidence passage:
 
-* usable gold: normalised by the match judge's own :func:`~rr.judges.normalize.normalize_answer`,
+* usable gold: normalised by the match judge's own :func:`~rr.answers.normalize_answer`,
   at least :data:`MIN_GOLD_CHARS` characters and not ``yes`` / ``no`` (short golds match by
   accident: "no" is a substring of "not", "4" of "1994");
-* found: :func:`~rr.judges.normalize.has_answer_in` (the judge's substring match) on the text of a
+* found: :func:`~rr.answers.has_answer_in` (the judge's substring match) on the text of a
   passage whose title is one of the question's evidence pages, for ``single_hop`` its one page;
   for ``multi_hop`` each answer part (each ``answer_group``) must be in *some* evidence passage in
   the corpus (parts may come from different pages; evidence pages missing from the corpus
@@ -33,44 +33,18 @@ load are in :attr:`MiniDataset.filter_counts` (and the job's ``summary.json``).
 
 from __future__ import annotations
 
-import json
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from rr.answers import has_answer_in, normalize_answer
 from rr.data.base import DataError, sample_examples
-from rr.data.packaged import package_file
-from rr.judges.normalize import has_answer_in, normalize_answer
+from rr.data.corpus import wiki_offline_passages
+from rr.data.fanoutqa import dev_questions, fanoutqa_dev_path, leaves
 from rr.records import Example, MetaKey
 from rr.registry import component
 
 MIN_GOLD_CHARS = 3
 """Shortest normalised gold the answerable filter keeps (``4``, ``+1`` and ``no`` match by accident)."""
-
-_HINT = "pip install --no-deps fanoutqa==1.1.1 (see requirements-data.txt)"
-
-
-def fanoutqa_dev_path() -> Path:
-    return package_file("fanoutqa", "data/fanout-final-dev.json", _HINT)
-
-
-@lru_cache(maxsize=1)
-def _dev_questions() -> list[dict[str, Any]]:
-    return json.loads(fanoutqa_dev_path().read_text(encoding="utf-8"))
-
-
-def _leaves(node: dict[str, Any]) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    for sub in node.get("decomposition") or []:
-        out.extend(_leaves(sub) if sub.get("decomposition") else [sub])
-    return out
-
-
-def fanoutqa_evidence_titles() -> set[str]:
-    """Titles of every evidence page of the dev set's sub-questions."""
-    return {
-        leaf["evidence"]["title"] for q in _dev_questions() for leaf in _leaves(q) if leaf.get("evidence")
-    }
 
 
 def answer_text(value: Any) -> str:
@@ -183,8 +157,6 @@ class MiniDataset:
         kept = list(unique.values())
         counts = {"questions": len(kept)}
         if self.answerable_only:
-            from rr.data.corpus import wiki_offline_passages
-
             evidence = {p.title: p.text for p in wiki_offline_passages()}
             in_evidence = [ex for ex in kept if answerable(ex, evidence, usable_only=False)]
             kept = [ex for ex in in_evidence if answerable(ex, evidence)]
@@ -195,12 +167,10 @@ class MiniDataset:
         return sampled
 
     def _single_hop(self, path: Path) -> list[Example]:
-        from rr.data.corpus import wiki_offline_passages
-
         titles = {p.title for p in wiki_offline_passages()}
         out = []
-        for qi, q in enumerate(_dev_questions()):
-            for leaf in _leaves(q):
+        for qi, q in enumerate(dev_questions()):
+            for leaf in leaves(q):
                 ev = leaf.get("evidence") or {}
                 if ev.get("title") not in titles:
                     continue
@@ -215,9 +185,9 @@ class MiniDataset:
                 path,
                 qi,
                 q,
-                sorted({leaf["evidence"]["title"] for leaf in _leaves(q) if leaf.get("evidence")}),
+                sorted({leaf["evidence"]["title"] for leaf in leaves(q) if leaf.get("evidence")}),
             )
-            for qi, q in enumerate(_dev_questions())
+            for qi, q in enumerate(dev_questions())
         ]
 
     def _example(

@@ -46,11 +46,11 @@ from typing import Any
 
 import numpy as np
 
+from rr.answers import RGB_REFUSAL
 from rr.data.synthetic import World, is_near_miss
 from rr.errors import ConfigError, UserError
 from rr.generation.base import Completion, ConfiguredDecoding
 from rr.hashing import content_hash
-from rr.judges.refusal import RGB_REFUSAL
 from rr.records import GenerationParams, Request
 from rr.registry import component
 

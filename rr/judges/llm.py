@@ -22,7 +22,7 @@ judge model, here and across jobs. ``summary.json`` ``counters`` report
 Unreadable verdicts (:mod:`rr.judges.verdicts`) are asked again up to ``max_retries`` times with
 sampling (``retry_temperature``, seed = attempt number, so each retry is cached and
 reproducible); counted as ``judge:<name>:retries``. What is still unreadable falls back to
-string match (:func:`~rr.judges.normalize.substring_match`, per group for ASQA), is counted as
+string match (:func:`~rr.answers.substring_match`, per group for ASQA), is counted as
 ``judge:<name>:fallback`` and is marked in the row's ``judge_fallback`` column: never a silent 0.
 Empty predictions are scored 0 without a call (``judge:<name>:empty_prediction``).
 
@@ -36,9 +36,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from rr.answers import exact_match, normalize_answer, substring_match, token_f1
 from rr.generation.client import LLM
 from rr.judges.base import JudgeItem
-from rr.judges.normalize import exact_match, normalize_answer, substring_match, token_f1
 from rr.judges.verdicts import parse_group_verdicts, parse_yes_no
 from rr.prompts import render
 from rr.records import GenerationParams, Judgment, Request
@@ -216,7 +216,7 @@ class LLMJudge:
 def lexical_match(prediction: str, golds: Sequence[str]) -> bool:
     """RARE's first stage (§6.1): normalized exact or inclusive match.
 
-    Both strings are normalized (:func:`~rr.judges.normalize.normalize_answer`); a match is an
+    Both strings are normalized (:func:`~rr.answers.normalize_answer`); a match is an
     exact match, a gold contained in the prediction, or the prediction contained in a gold as a
     whole-word sequence ("Shakespeare" in "William Shakespeare"). Empty strings never match.
     """

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from rr.answers import exact_match, substring_match, token_f1
 from rr.judges.base import JudgeItem
-from rr.judges.normalize import exact_match, substring_match, token_f1
 from rr.records import Judgment
 from rr.registry import component
 from rr.runtime import Runtime
@@ -14,7 +14,7 @@ class MatchJudge:
     """Scores predictions by normalised substring match against the gold answers.
 
     * Single-answer items (``answer_groups`` is ``None`` or empty): ``score`` is
-      :func:`~rr.judges.normalize.substring_match` against ``answers`` (1.0 or 0.0).
+      :func:`~rr.answers.substring_match` against ``answers`` (1.0 or 0.0).
     * ASQA-style items: ``score`` is the fraction of ``answer_groups`` covered, a group being
       covered when any of its alternatives is a substring match. A group with no (non-empty)
       alternatives is never covered but still counts in the denominator.

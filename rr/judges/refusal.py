@@ -26,8 +26,6 @@ from rr.runtime import Runtime
 RGB_REJECTION_PHRASES = ("insufficient information", "信息不足")
 #: RGB's error-detection test (evalue.py): "There are factual errors in the provided documents."
 RGB_ERROR_PHRASES = ("factual errors", "事实性错误")
-#: The exact refusal RGB's instruction asks for (Fig. 3).
-RGB_REFUSAL = "I can not answer the question because of the insufficient information in documents."
 
 #: Refusal rules (case-insensitive regular expressions over the response, curly apostrophes
 #: folded): RGB's phrase and its common variants, RARE's "no such info", and stock refusals.

@@ -10,7 +10,7 @@ the example's *passage pools*:
   (counterfactual); any dataset may fill these keys.
 * **From the retrieved documents** (``pool="retrieved"``): the cell's top-k (set ``grid.k`` to the
   pool size, e.g. 20) is split by gold-answer presence with
-  :func:`rr.judges.normalize.has_answer`: a document is *positive* when it contains any gold
+  :func:`rr.answers.has_answer`: a document is *positive* when it contains any gold
   alternative, *negative* when it contains none; for multi-part questions a document is positive
   for every answer group one of whose alternatives it contains. This is how the bundled mini data
   (which has no RGB pools) gets RGB's testbeds; answer-free top-ranked documents are "relevant
@@ -37,10 +37,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from rr.answers import has_answer, normalize_answer
 from rr.context import RankedDoc, order_indices
 from rr.data.rgb import COUNTERFACTUAL, FAKE_ANSWER, NEGATIVE, POSITIVE, POSITIVE_GROUPS
 from rr.hashing import rng_for
-from rr.judges.normalize import has_answer, normalize_answer
 from rr.perturbations.base import VALUE, PerturbationTag
 from rr.records import Example, Passage
 from rr.registry import component

@@ -13,7 +13,7 @@ relevance -- and compares with real retrieval results:
 **Ground-truth documents.** RARE's questions are generated from one chunk; here d_gt is the
 first ``n`` (default 1) answer-bearing documents of the example's pool: RGB-style
 ``Example.meta`` positives when present, else the cell's retrieved documents that contain a gold
-answer (:func:`rr.judges.normalize.has_answer`), best rank first -- set ``grid.k`` large enough
+answer (:func:`rr.answers.has_answer`), best rank first -- set ``grid.k`` large enough
 that the gold passage is usually in it. Inputs without any answer-bearing document are dropped
 from the k > 0 cells (counted ``<name>:dropped_no_answer_document``): d_gt is undefined for them.
 Closed-book cells (k = 0) pass through with ``doc_perturbation = none``.
@@ -31,8 +31,8 @@ from dataclasses import replace
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from rr.answers import has_answer
 from rr.context import RankedDoc
-from rr.judges.normalize import has_answer
 from rr.perturbations.composition import pools_for
 from rr.perturbations.sentences import spacy_pipeline
 from rr.prompts import render
@@ -53,7 +53,7 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
 def delete_answer_sentences(text: str, answers: Sequence[str]) -> tuple[str, int]:
     """``text`` without the sentences that contain any of ``answers``, and how many were removed.
 
-    A sentence "contains" an answer by :func:`~rr.judges.normalize.has_answer` (the normalised
+    A sentence "contains" an answer by :func:`~rr.answers.has_answer` (the normalised
     substring rule that decides which documents are positive). The rest of the text is kept
     byte for byte, except that whitespace left at a cut is collapsed to one space.
     """

@@ -44,9 +44,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from rr.answers import has_answer
 from rr.context import RankedDoc
 from rr.hashing import content_hash, rng_for
-from rr.judges.normalize import has_answer
 from rr.perturbations.base import VALUE, PerturbationTag
 from rr.perturbations.sentences import split_sentences
 from rr.prompts import render

@@ -1,4 +1,7 @@
-"""SQuAD-style answer normalisation and string-match metrics.
+"""Answer strings: SQuAD-style normalisation, string-match metrics and RGB's refusal sentence.
+
+A contract module: judges (:mod:`rr.judges`), data loaders (:mod:`rr.data.mini`), perturbations
+and the simulated reader (:mod:`rr.generation.simulated`) all use it, and it imports nothing of rr.
 
 :func:`normalize_answer` is exactly ``normalize_answer`` of the official SQuAD v1.1 evaluation
 script: lowercase, drop ASCII punctuation (``string.punctuation``, so "Saint-Denis" becomes
@@ -18,6 +21,10 @@ import string
 from collections import Counter
 from collections.abc import Iterable
 from functools import lru_cache
+
+#: The exact refusal RGB's instruction asks for (Chen et al. 2024, Fig. 3); the refusal judge
+#: (:mod:`rr.judges.refusal`) and the simulated reader share it.
+RGB_REFUSAL = "I can not answer the question because of the insufficient information in documents."
 
 _DROP_PUNCTUATION = str.maketrans("", "", string.punctuation)
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
