@@ -45,7 +45,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from rr.metrics import register_metric
+from rr.metrics.registry import register_metric
 from rr.metrics.robustness import MetricUndefinedError
 from rr.perturbations.base import PerturbationTag
 

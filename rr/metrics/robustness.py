@@ -30,7 +30,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from rr.metrics import register_metric
+from rr.metrics.registry import register_metric
 
 EXAMPLE, K, ORDER, SCORE = "example_id", "k", "order", "score"
 #: Columns every metric needs.
