@@ -116,7 +116,7 @@ def bench_prefix(n_examples: int, k: int, max_new_tokens: int, flush_every: int)
 
 
 def bench_plan(ns: list[int], cache_dir: str, retrievers: str, judge: str, exact_up_to: int) -> None:
-    from rr.commands.plan import compose_jobs, plan_job, total
+    from rr.cost import compose_jobs, cost_job, total
 
     base = [
         "experiment=cao2025",
@@ -130,7 +130,7 @@ def bench_plan(ns: list[int], cache_dir: str, retrievers: str, judge: str, exact
     # warm the retrieval caches (BM25 index, dense embeddings of the corpus) once
     ((_, cfg),) = compose_jobs([*base, "dataset.n=2"], False)
     t0 = time.perf_counter()
-    plan_job(cfg)
+    cost_job(cfg)
     print(
         f"retrieval warm-up (indexes of the 10,033-passage corpus; [{retrievers}]): {time.perf_counter() - t0:.1f}s"
     )
@@ -139,7 +139,7 @@ def bench_plan(ns: list[int], cache_dir: str, retrievers: str, judge: str, exact
         ((_, cfg),) = compose_jobs([*base, f"dataset.n={n}"], False)
         for exact in (False, True) if n <= exact_up_to else (False,):
             planned: set[str] = set()
-            p = plan_job(cfg, planned=planned, exact_tokens=exact)
+            p = cost_job(cfg, planned=planned, exact_tokens=exact)
             t = total(p.steps)
             if not exact:
                 rows.append((n, t, p.cpu_seconds))
@@ -162,7 +162,7 @@ def bench_plan(ns: list[int], cache_dir: str, retrievers: str, judge: str, exact
     n = ns[0]
     planned: set[str] = set()
     jobs = compose_jobs([*base, f"dataset.n={n}", "seed=0,1,2"], True)
-    sweep = [total(plan_job(cfg, planned=planned).steps) for _, cfg in jobs]
+    sweep = [total(cost_job(cfg, planned=planned).steps) for _, cfg in jobs]
     req = sum(t.requests for t in sweep)
     print(
         f"3-seed sweep at n={n}: {req} requests, {sum(t.unique for t in sweep)} unique within jobs, "

@@ -36,8 +36,8 @@ def cao_grid_prompts(n: int, ks: list[int], max_new_tokens: int, retrievers: str
     """Distinct prompts of the Cao mini grid in the order the pipeline sends them."""
     from omegaconf import open_dict
 
-    from rr.commands.plan import PlanningLLM
     from rr.config import compose
+    from rr.cost import PlanningLLM
     from rr.pipeline import run_job
 
     overrides = [

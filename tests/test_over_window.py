@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from rr.commands.plan import plan_job
+from rr.cost import cost_job
 from rr.generation.client import PromptTooLongError
 from rr.generation.hf import HFGenerator
 from rr.pipeline import run_job
@@ -100,8 +100,8 @@ def test_prompt_longer_than_the_window_is_not_sent_and_the_row_is_flagged(
 
     # rr plan: the long question's prompts are reported as over the window, with no tokens
     # (same prompt tokens as a plan of the short question alone)
-    plan = plan_job(compose_config(_overrides(tmp_path), tmp_path / "fresh"))
-    short_only = plan_job(compose_config(_overrides(tmp_path, with_long=False), tmp_path / "fresh2"))
+    plan = cost_job(compose_config(_overrides(tmp_path), tmp_path / "fresh"))
+    short_only = cost_job(compose_config(_overrides(tmp_path, with_long=False), tmp_path / "fresh2"))
     assert sum(s.over_window for s in plan.steps) == 7
     assert sum(s.over_window for s in short_only.steps) == 0
     assert sum(s.to_generate for s in plan.steps) == sum(s.to_generate for s in short_only.steps)

@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 from omegaconf import OmegaConf, open_dict
 
-from rr.commands.plan import compose_jobs
+from rr.cost import compose_jobs
 from rr.pipeline import JobResult, run_job
 from rr.reporting import build_report
 

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from rr.commands.plan import PLACEHOLDER, PlanningLLM, plan_job, total
+from rr.cost import PLACEHOLDER, PlanningLLM, cost_job, total
 from rr.generation.base import Completion
 from rr.generation.cache import GenerationCache
 from rr.pipeline import run_job
@@ -29,8 +29,8 @@ def test_plan_matches_the_real_job_then_sees_its_cache(tmp_path: Path) -> None:
     # the real model's cost is its prompt tokens: 1 question, and batches of 2 of the length-sorted
     # prompts (the short closed-book one is not padded to the RAG prompts' length)
     cfg = compose_config([*SMALL, "dataset.n=1", "generator.batch_size=2"], tmp_path)
-    before = plan_job(cfg, exact_tokens=True)
-    estimated = total(plan_job(cfg).steps)  # the default: window fitting's estimates where it made them
+    before = cost_job(cfg, exact_tokens=True)
+    estimated = total(cost_job(cfg).steps)  # the default: window fitting's estimates where it made them
     assert not list((tmp_path / "cache").glob("generations/*/*.jsonl"))  # nothing generated or cached
     t = total(before.steps)
     real = run_job(cfg, tmp_path / "job").summary
@@ -46,7 +46,7 @@ def test_plan_matches_the_real_job_then_sees_its_cache(tmp_path: Path) -> None:
     assert (t.estimated_prompts, estimated.estimated_prompts) == (0, t.to_generate - 1)
     assert estimated.prompt_tokens == t.prompt_tokens
 
-    after = total(plan_job(cfg, mean_new_tokens=2.5).steps)
+    after = total(cost_job(cfg, mean_new_tokens=2.5).steps)
     assert after.cached == after.unique and after.to_generate == 0 and after.prompt_tokens == 0
     assert after.new_tokens == 0
 
@@ -132,7 +132,7 @@ def test_plan_cli_writes_json(tmp_path: Path, capsys) -> None:
 
 
 def test_plan_multirun_expands_named_sweeps_like_hydra() -> None:
-    from rr.commands.plan import compose_jobs
+    from rr.cost import compose_jobs
 
     jobs = compose_jobs(["sweep=cao2025_mini", "dataset.n=3"], multirun=True)
     assert sorted(tuple(sorted(j)) for j, _ in jobs) == sorted(
@@ -164,13 +164,13 @@ def test_a_job_with_query_variants_and_a_k_grid_summarises(tmp_path: Path) -> No
     # originals + 2 typo variants per question, k in {1, 2} and closed-book: the summary's
     # robustness table must group by query_perturbation (it used to fail on "duplicate rows")
     cfg = compose_config([*SMALL, "perturbation/query=typo_25", "perturbation.query.n=2"], tmp_path)
-    plan = plan_job(cfg)
+    plan = cost_job(cfg)
     assert plan.rows == 2 * 3 * (2 * 2 + 1)
 
 
 def test_plan_retrieval_reports_embeddings_done_and_to_do(tmp_path: Path) -> None:
     """Dense cost rows from the real store: 312 passages in blocks of 100, one shard of 4 encoded."""
-    from rr.commands.plan import plan_retrieval
+    from rr.cost import plan_retrieval
     from rr.retrieval.dense import DenseRetriever
 
     overrides = ["retriever=[bm25,dense]", "corpus.max_passages=300", "retriever.dense.block_size=100"]
@@ -216,7 +216,7 @@ def test_plan_cli_retrieval_only(tmp_path: Path, capsys) -> None:
 
 
 def test_plan_jobs_retrieval_one_row_per_distinct_corpus_and_retriever(tmp_path: Path) -> None:
-    from rr.commands.plan import plan_jobs_retrieval
+    from rr.cost import plan_jobs_retrieval
 
     base = ["retriever=[bm25,dense]", "corpus.max_passages=300"]
     jobs = [

@@ -179,7 +179,7 @@ class LLM:
         """Told by window fitting the token count of each request's prompt it built: exact, or
         its estimate (:class:`~rr.context.WindowEstimate`) when the prompt was not counted whole
         (then only where its upper bound fits, or, for the planner, as its count). :meth:`over_window`
-        and the planner (:class:`~rr.commands.plan.PlanningLLM`) use it."""
+        and the planner (:class:`~rr.cost.PlanningLLM`) use it."""
         self._noted[hash(request)] = (tokens, exact)
 
     def over_window(self, requests: list[Request], prompts: list[str], step: str) -> list[bool]:
