@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import logging
+import math
 import os
 import platform
 import time
@@ -19,6 +20,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
@@ -32,6 +34,7 @@ from rr.generation.base import (
     ChecksStrategies,
     CountingBackend,
     Generator,
+    PlantedScores,
     PlantsValues,
     PrefixCacheReporting,
 )
@@ -214,7 +217,8 @@ def run_job(
         planted = None
         if isinstance(parts.generator, PlantsValues) and rt.llm.calls_model and len(scores):
             with watch.stage("planted"):  # the simulated reader: true values beside the measured
-                planted = parts.generator.planted(scores, examples, corpus, summary_groups(scores))
+                drawn = parts.generator.planted_scores(scores, examples, corpus)
+                planted = planted_summary(drawn, scores, summary_groups(scores)) if drawn else None
         with watch.stage("write"):
             summary = write_outputs(
                 scores, examples, corpus, retrieval, parts, plan, rt, watch, t_start, planted
@@ -573,6 +577,69 @@ def summary_groups(scores: pd.DataFrame) -> list[str]:
     return ["generator", "strategy", *varying(scores, ("query_perturbation", "doc_perturbation"))]
 
 
+def job_metrics(scores: pd.DataFrame, by: list[str], reps: int = 1) -> list[dict[str, Any]]:
+    """The job's robustness metrics (``summary.json`` ``metrics``): NDR, RSR, ROR and accuracy per
+    system and retriever (:func:`rr.metrics.robustness.robustness_table`), plus their mean over
+    retrievers when there are several (the paper's figure). Empty without a closed-book cell and
+    two k > 0 values.
+
+    Args:
+        scores: A score table, or a planted one (:class:`~rr.generation.base.PlantedScores`).
+        by: Columns that name a system (:func:`summary_groups`).
+        reps: Copies of each example in ``scores`` (a planted table's draws): ``n_examples`` is
+            divided by it.
+    """
+    from rr.metrics.robustness import robustness_table
+
+    rag = scores[scores["k"] > 0]
+    if not (len(rag) and (scores["k"] == 0).any() and rag["k"].nunique() >= 2):
+        return []
+    table = robustness_table(scores, by=by, per_retriever=True)
+    tables = [table]
+    if table["retriever"].nunique() > 1:  # the paper's figure: averaged over retrievers
+        avg = robustness_table(scores, by=by).rename(columns={"retrievers": "retriever"})
+        avg["retriever"] = "mean(" + avg["retriever"].astype(str) + ")"
+        tables.append(avg)
+    metrics: list[dict[str, Any]] = []
+    for t in tables:
+        t["n_examples"] = t["n_examples"] // reps
+        metrics += t.to_dict(orient="records")
+    return metrics
+
+
+def planted_summary(planted: PlantedScores, scores: pd.DataFrame, by: list[str]) -> dict[str, Any]:
+    """``summary.json`` ``planted``: the metrics of a planted score table (:func:`job_metrics`, the
+    same step as the job's own) and per cell the planted accuracy and refusal rate beside the
+    measured ones."""
+    cell_cols = [*dict.fromkeys([*by, "retriever", "doc_perturbation", "k", "order"])]
+    planted_cells = planted.table.groupby(cell_cols, sort=True).agg(
+        planted_accuracy=("score", "mean"), planted_refusal_rate=("refused", "mean")
+    )
+    measured = scores.groupby(cell_cols, sort=True).agg(
+        accuracy=("score", "mean"), refusal_rate=("refused", "mean"), n=("score", "size")
+    )
+    cells = planted_cells.join(measured).reset_index()
+    return {
+        "method": planted.method,
+        "reps": planted.reps,
+        "params": planted.params,
+        "metrics": [_clean(r) for r in job_metrics(planted.table, by, planted.reps)],
+        "cells": [_clean(r) for r in cells.to_dict(orient="records")],
+    }
+
+
+def _clean(row: dict) -> dict:
+    """A record for JSON: numpy scalars as Python values, NaN as ``None``."""
+    out = {}
+    for k, v in row.items():
+        if isinstance(v, np.generic):
+            v = v.item()
+        if isinstance(v, float) and math.isnan(v):
+            v = None
+        out[k] = v
+    return out
+
+
 def _mean_or_none(values: pd.Series) -> float | None:
     """The mean of ``values``, or ``None`` when there are none (``summary.json`` holds null, not NaN)."""
     return float(values.mean()) if len(values) else None
@@ -589,18 +656,7 @@ def _summary(
     watch: Stopwatch,
     t_start: float,
 ) -> dict[str, Any]:
-    from rr.metrics.robustness import robustness_table
-
-    metrics: list[dict[str, Any]] = []
-    rag = scores[scores["k"] > 0]
-    if len(rag) and (scores["k"] == 0).any() and rag["k"].nunique() >= 2:
-        by = summary_groups(scores)
-        table = robustness_table(scores, by=by, per_retriever=True)
-        metrics = table.to_dict(orient="records")
-        if table["retriever"].nunique() > 1:  # the paper's figure: averaged over retrievers
-            avg = robustness_table(scores, by=by).rename(columns={"retrievers": "retriever"})
-            avg["retriever"] = "mean(" + avg["retriever"].astype(str) + ")"
-            metrics += avg.to_dict(orient="records")
+    metrics = job_metrics(scores, summary_groups(scores))
     llm = rt.llm
     stats = asdict(llm.stats)
     # A strategy that shows fewer documents on purpose (S2A's selection) reports what its first

@@ -100,12 +100,27 @@ class ChecksStrategies(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class PlantedScores:
+    """A planted score table: the job's score table repeated ``reps`` times, each copy scored by
+    one draw of the reader's randomness (``example_id`` suffixed ``#<draw>``; ``refused`` too).
+
+    The job's metric step (:func:`rr.pipeline.job_metrics`) turns it into the planted (true)
+    values beside the measured ones, with the same code as the job's own metrics.
+    """
+
+    table: Any
+    reps: int
+    method: str
+    params: dict
+
+
 @runtime_checkable
 class PlantsValues(Protocol):
     """A backend whose answers follow planted parameters, so a job's metrics have known true values."""
 
-    def planted(self, scores: Any, examples: Sequence[Any], corpus: Any, by: Sequence[str]) -> dict | None:
-        """The planted values of a finished job, for ``summary.json`` ``planted`` (``None``: none)."""
+    def planted_scores(self, scores: Any, examples: Sequence[Any], corpus: Any) -> PlantedScores | None:
+        """The planted score table of a finished job (``None``: none can be computed)."""
         ...
 
 

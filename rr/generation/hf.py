@@ -10,6 +10,7 @@ from typing import Any
 from rr.errors import UserError, require_positive
 from rr.generation import packaged
 from rr.generation.base import Completion, ConfiguredDecoding, check_local_model
+from rr.generation.parallel import FabricPool
 from rr.records import GenerationParams, Request
 from rr.registry import component
 
@@ -317,8 +318,6 @@ class HFGenerator(ConfiguredDecoding):
         if self.data_parallel == 1:
             return self.generate_local(prompts, params, progress)
         if self._pool is None:
-            from rr.generation.parallel import FabricPool
-
             accelerator = "cuda" if self._resolve_device().startswith("cuda") else "cpu"
             self._pool = FabricPool(
                 self, self._init_kwargs, self.data_parallel, accelerator, self.dp_timeout_s

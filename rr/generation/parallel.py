@@ -157,6 +157,7 @@ def _worker_main(
     port: int,
     accelerator: str,
     timeout_s: float,
+    generator_cls: type,
     generator_kwargs: dict,
     started: Any,
 ) -> None:
@@ -166,12 +167,10 @@ def _worker_main(
         import torch
         import torch.distributed as dist
 
-        from rr.generation.hf import HFGenerator
-
         threads = _threads_per_rank(accelerator, world_size)
         if threads:
             torch.set_num_threads(threads)
-        generator = HFGenerator(**{**generator_kwargs, "data_parallel": 1})
+        generator = generator_cls(**{**generator_kwargs, "data_parallel": 1})
     except Exception:  # noqa: BLE001 - reported to rank 0, which raises it naming this rank
         started.put((rank, traceback.format_exc()))
         return
@@ -195,8 +194,9 @@ class FabricPool:
     """Rank 0 of a data-parallel pool of HF model replicas (see the module docstring).
 
     Args:
-        generator: The rank-0 generator (the job's own :class:`~rr.generation.hf.HFGenerator`);
-            its constructor arguments start the replicas.
+        generator: The rank-0 generator (the job's own, e.g. :class:`~rr.generation.hf.HFGenerator`);
+            each replica is built from its class (``type(generator)``, importable by the spawned
+            workers) and ``generator_kwargs`` with ``data_parallel=1``.
         generator_kwargs: Those constructor arguments (picklable).
         world_size: Number of ranks (devices), >= 2.
         accelerator: ``cuda`` or ``cpu``.
@@ -259,6 +259,7 @@ class FabricPool:
                     port,
                     self.accelerator,
                     self.timeout_s,
+                    type(self.generator),
                     self.generator_kwargs,
                     started,
                 ),

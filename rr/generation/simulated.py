@@ -3,7 +3,7 @@
 It reads the *rendered prompt* as a model would and answers from what it finds, by documented
 rules with planted parameters, so the whole pipeline (retrieval, cells, strategies, the client,
 its cache and dedup, judges, metrics) runs at any size without a model, and the metrics it measures
-have known true values (:func:`planted_values`). The rules, the parameters and how the planted values
+have known true values (:func:`planted_scores`). The rules, the parameters and how the planted values
 follow from them are in ``docs/simulated.md``.
 
 Reading a prompt (:func:`read_prompt`): the prompt kind from its template's fixed text
@@ -49,7 +49,7 @@ import numpy as np
 from rr.answers import RGB_REFUSAL
 from rr.data.synthetic import World, is_near_miss
 from rr.errors import ConfigError, UserError
-from rr.generation.base import Completion, ConfiguredDecoding
+from rr.generation.base import Completion, ConfiguredDecoding, PlantedScores
 from rr.hashing import content_hash
 from rr.records import GenerationParams, Request
 from rr.registry import component
@@ -308,7 +308,7 @@ class SimulatedGenerator(ConfiguredDecoding):
         world_seed: The synthetic world the reader "was trained on" (``dataset.seed``): what it
             answers for entities it knows.
         planted_reps: Monte-Carlo draws of the reader per prompt for the planted values
-            (:func:`planted_values`; capped so that rows x draws stay under 2 million).
+            (:func:`planted_scores`; capped so that rows x draws stay under 2 million).
         latency_s: Seconds each prompt takes, slept per backend call (0: none): a slow model for
             tests of what happens while generation runs (a job killed mid-generation, timeouts).
             Not part of the cache identity (it changes no answer).
@@ -434,9 +434,9 @@ class SimulatedGenerator(ConfiguredDecoding):
         for s in strategies:
             self._kinds[s.name] = strategy_kinds(s)
 
-    def planted(self, scores: Any, examples: Sequence[Any], corpus: Any, by: Sequence[str]) -> dict | None:
-        """The planted values of a finished job (:func:`planted_values`; ``None``: none can be computed)."""
-        return planted_values(self, scores, examples, corpus, by)
+    def planted_scores(self, scores: Any, examples: Sequence[Any], corpus: Any) -> PlantedScores | None:
+        """The planted score table of a finished job (:func:`planted_scores`; ``None``: none can be computed)."""
+        return planted_scores(self, scores, examples, corpus)
 
 
 def strategy_kinds(strategy: Any) -> dict[str, str]:
@@ -470,7 +470,21 @@ def strategy_kinds(strategy: Any) -> dict[str, str]:
 
 # ------------------------------------------------------------------------------ planted values
 
-#: Most score rows x draws :func:`planted_values` builds (the draws are capped to stay below).
+#: Columns of a planted score table (:func:`planted_scores`): the example, the system, the cell and
+#: the perturbations, the metrics' groups; ``score`` and ``refused`` are the draws'.
+PLANTED_COLUMNS = (
+    "example_id",
+    "generator",
+    "strategy",
+    "judge",
+    "retriever",
+    "k",
+    "order",
+    "query_perturbation",
+    "doc_perturbation",
+)
+
+#: Most score rows x draws :func:`planted_scores` builds (the draws are capped to stay below).
 MAX_PLANTED_ROWS = 2_000_000
 
 
@@ -490,29 +504,26 @@ def _doc_text(doc_id: str, example: Any, corpus: Any) -> str | None:
     return pool[int(parts[2])] if int(parts[2]) < len(pool) else None
 
 
-def planted_values(
-    gen: SimulatedGenerator, scores: Any, examples: Sequence[Any], corpus: Any, by: Sequence[str]
-) -> dict | None:
-    """Planted (true) values of a finished job: the expectation over the reader's randomness of each
-    metric, given the job's prompts (which documents each row showed, in which order).
+def planted_scores(
+    gen: SimulatedGenerator, scores: Any, examples: Sequence[Any], corpus: Any
+) -> PlantedScores | None:
+    """The planted score table of a finished job: draws of the reader's randomness over the job's
+    prompts (which documents each row showed, in which order).
 
     Monte Carlo over the reader alone: every distinct prompt of the score table (kind, question,
     documents) is read once (:func:`classify` on its documents) and decided ``R`` times with fresh
     uniforms, the entity's knowledge drawn per draw and shared by all prompts of the entity. Each
     draw is a copy of the score table with its scores; the copies, stacked as ``R`` times the
     examples, give the expectation of every metric that is a mean over examples (accuracy per
-    cell, NDR, RSR, ROR: :func:`rr.metrics.robustness.robustness_table`).
+    cell, NDR, RSR, ROR), computed by the job's own metric step (:func:`rr.pipeline.job_metrics`).
 
     Returns:
-        ``{"method", "reps", "metrics": [robustness_table rows], "cells": [per-cell accuracy,
-        refusal rate and the measured accuracy beside them]}``; ``None`` when a row showed a document
-        whose text is neither a corpus passage nor in its example's pools (a document perturbation
-        that rewrites documents: RARE's, SURE's): the prompts cannot be read again, so the job has
-        no planted values.
+        The stacked table (the score table's cell columns, ``example_id`` suffixed ``#<draw>``,
+        ``score``, ``refused``) and ``R``; ``None`` when a row showed a document whose text is
+        neither a corpus passage nor in its example's pools (a document perturbation that rewrites
+        documents: RARE's, SURE's): the prompts cannot be read again, so the job has no planted values.
     """
     import pandas as pd
-
-    from rr.metrics.robustness import robustness_table
 
     params = gen.params
     by_id = {ex.id: ex for ex in examples}
@@ -550,52 +561,15 @@ def planted_values(
     correct = np.stack([c for c, _ in outcomes], axis=1)[:, row_prompt]  # (reps, rows)
     refused = np.stack([r for _, r in outcomes], axis=1)[:, row_prompt]
 
-    keep = list(dict.fromkeys(["example_id", "k", "order", "retriever", "doc_perturbation", *by]))
-    base = scores[keep].reset_index(drop=True)
-    stacked = pd.concat([base] * reps, ignore_index=True)
+    # the columns a job's metrics group by (the system, the cell, the perturbations), not the texts
+    cols = [c for c in PLANTED_COLUMNS if c in scores.columns]
+    stacked = pd.concat([scores[cols].reset_index(drop=True)] * reps, ignore_index=True)
     stacked["example_id"] = (
         stacked["example_id"].astype(str) + "#" + np.repeat(np.arange(reps), rows).astype(str)
     )
     stacked["score"] = correct.reshape(-1).astype(float)
     stacked["refused"] = refused.reshape(-1)
-
-    metrics: list[dict] = []
-    rag = scores[scores["k"] > 0]
-    if len(rag) and (scores["k"] == 0).any() and rag["k"].nunique() >= 2:
-        table = robustness_table(stacked, by=list(by), per_retriever=True)
-        table["n_examples"] = table["n_examples"] // reps
-        metrics = table.to_dict(orient="records")
-        if table["retriever"].nunique() > 1:
-            avg = robustness_table(stacked, by=list(by)).rename(columns={"retrievers": "retriever"})
-            avg["retriever"] = "mean(" + avg["retriever"].astype(str) + ")"
-            avg["n_examples"] = avg["n_examples"] // reps
-            metrics += avg.to_dict(orient="records")
-    cell_cols = [*dict.fromkeys([*by, "retriever", "doc_perturbation", "k", "order"])]
-    planted_cells = stacked.groupby(cell_cols, sort=True).agg(
-        planted_accuracy=("score", "mean"), planted_refusal_rate=("refused", "mean")
-    )
-    measured = scores.groupby(cell_cols, sort=True).agg(
-        accuracy=("score", "mean"), refusal_rate=("refused", "mean"), n=("score", "size")
-    )
-    cells = planted_cells.join(measured).reset_index()
-    return {
-        "method": "monte_carlo_over_reader",
-        "reps": reps,
-        "params": vars(params),
-        "metrics": [_clean(r) for r in metrics],
-        "cells": [_clean(r) for r in cells.to_dict(orient="records")],
-    }
-
-
-def _clean(row: dict) -> dict:
-    out = {}
-    for k, v in row.items():
-        if isinstance(v, np.generic):
-            v = v.item()
-        if isinstance(v, float) and math.isnan(v):
-            v = None
-        out[k] = v
-    return out
+    return PlantedScores(stacked, reps, "monte_carlo_over_reader", vars(params))
 
 
 def noise_curve(params: ReaderParams, ratios: Iterable[float], n: int = 5) -> dict[float, float]:

@@ -1,0 +1,192 @@
+"""rr's import graph keeps its layers: no circle, and no module importing a layer above its own.
+
+The layers, lowest first (docs/architecture.md, "Layers"):
+
+0. contracts: records, errors, registry, hashing, atomic, answers, stats, context, config, ...
+1. components: data, retrieval, generation, strategies, judges, perturbations, metrics, the
+   score-table builder (results), the runtime and the logger
+2. the job: pipeline, resume, cost
+3. reading results: reporting, analysis
+4. commands: rr.commands (and ``python -m rr``); nothing in rr imports them
+
+The graph is read from the source with :mod:`ast` (every ``import`` anywhere in a module, inside
+functions too: an import moved into a function still runs back up), so the test needs nothing
+installed and cannot be fooled by import order.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1] / "rr"
+
+#: Module-name prefix -> layer; the longest matching prefix wins.
+LAYERS: dict[str, int] = {
+    "rr": 0,
+    "rr.records": 0,
+    "rr.errors": 0,
+    "rr.registry": 0,
+    "rr.hashing": 0,
+    "rr.atomic": 0,
+    "rr.answers": 0,
+    "rr.stats": 0,
+    "rr.context": 0,
+    "rr.config": 0,
+    "rr.plugins": 0,
+    "rr.preflight": 0,
+    "rr.console_log": 0,
+    "rr.job_env": 0,
+    "rr.prompts": 0,
+    "rr.data": 1,
+    "rr.retrieval": 1,
+    "rr.generation": 1,
+    "rr.strategies": 1,
+    "rr.judges": 1,
+    "rr.perturbations": 1,
+    "rr.metrics": 1,
+    "rr.results": 1,
+    "rr.runtime": 1,
+    "rr.tracking": 1,
+    "rr.pipeline": 2,
+    "rr.resume": 2,
+    "rr.cost": 2,
+    "rr.reporting": 3,
+    "rr.analysis": 3,
+    "rr.commands": 4,
+    "rr.__main__": 4,
+}
+NAMES = {0: "contracts", 1: "components", 2: "job", 3: "reporting", 4: "commands"}
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def modules() -> dict[str, Path]:
+    return {module_name(p): p for p in sorted(ROOT.rglob("*.py")) if "textattack_env" not in p.parts}
+
+
+def layer(module: str) -> int:
+    parts = module.split(".")
+    for n in range(len(parts), 0, -1):
+        prefix = ".".join(parts[:n])
+        if prefix in LAYERS:
+            return LAYERS[prefix]
+    raise KeyError(module)
+
+
+def imports(name: str, path: Path, known: set[str]) -> set[str]:
+    """The rr modules ``name`` imports (``from rr.x import y`` is ``rr.x.y`` when that is a module)."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names if a.name.split(".")[0] == "rr"}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, *([base] if base else [])])
+            if base.split(".")[0] != "rr":
+                continue
+            for alias in node.names:
+                sub = f"{base}.{alias.name}"
+                out.add(sub if sub in known else base)
+    return {m for m in out if m in known and m != name}
+
+
+def graph() -> dict[str, set[str]]:
+    mods = modules()
+    known = set(mods)
+    return {name: imports(name, path, known) for name, path in mods.items()}
+
+
+def cycles(g: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+    counter = [0]
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in sorted(g[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(g):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_every_module_has_a_layer() -> None:
+    unplaced = [m for m in modules() if not any(m == p or m.startswith(p + ".") for p in LAYERS if p != "rr")]
+    assert unplaced in ([], ["rr"]), f"place these modules in a layer (LAYERS): {unplaced}"
+
+
+def test_no_import_circle() -> None:
+    assert cycles(graph()) == []
+
+
+def test_no_import_runs_up_a_layer() -> None:
+    upward = [
+        f"{a} ({NAMES[layer(a)]}) imports {b} ({NAMES[layer(b)]})"
+        for a, targets in graph().items()
+        for b in sorted(targets)
+        if layer(b) > layer(a)
+    ]
+    assert upward == []
+
+
+def test_no_library_module_parses_argv() -> None:
+    """argparse and sys.argv belong to rr.commands (and the job's own worker scripts, run as processes)."""
+    offenders = [
+        name
+        for name, path in modules().items()
+        if layer(name) < 4
+        and ("import argparse" in (text := path.read_text(encoding="utf-8")) or "sys.argv" in text)
+        and name != "rr.config"  # reads sys.argv only to tell `rr --help` from a job (no parsing)
+    ]
+    assert offenders == []
+
+
+@pytest.mark.parametrize(
+    ("g", "expected"),
+    [
+        ({"a": {"b"}, "b": {"a"}, "c": set()}, [["a", "b"]]),
+        ({"a": {"b"}, "b": {"c"}, "c": set()}, []),
+    ],
+)
+def test_the_cycle_finder_finds_a_planted_circle(g: dict[str, set[str]], expected: list[list[str]]) -> None:
+    assert cycles(g) == expected
+
+
+def test_the_walk_sees_imports_inside_functions(tmp_path: Path) -> None:
+    src = tmp_path / "m.py"
+    src.write_text("def f():\n    from rr.commands.cli import main\n")
+    assert imports("rr.x", src, {"rr.commands.cli"}) == {"rr.commands.cli"}
