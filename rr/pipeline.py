@@ -1,6 +1,6 @@
 """One job: dataset -> retrieval (once, at max k) -> cells -> strategies -> judge -> score table.
 
-See DESIGN.md ("The pipeline"). Everything a job writes goes to its output folder:
+See docs/design.md ("The pipeline"). Everything a job writes goes to its output folder:
 ``scores.parquet`` (the score table), ``summary.json`` (counts, timings, metrics),
 ``retrieval.csv`` (answer recall per retriever and k) and ``config.yaml`` (resolved config).
 """

@@ -1,6 +1,6 @@
 """Records passed between the stages of a job.
 
-These are the data contracts of ``rr`` (see DESIGN.md): every stage takes and returns
+These are the data contracts of ``rr`` (see docs/design.md): every stage takes and returns
 lists of these, so any backend can batch. All records are frozen dataclasses; lists
 inside them are never mutated after construction.
 """

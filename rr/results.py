@@ -1,6 +1,6 @@
 """The score table: one row per (job, example, cell); written as parquet, read back as pandas.
 
-Columns (DESIGN.md contract, plus extras): see :data:`COLUMNS`.
+Columns (docs/design.md contract, plus extras): see :data:`COLUMNS`.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 SCORES_FILE = "scores.parquet"
 
-#: Column -> meaning. The first block is the contract of DESIGN.md; the rest are extras.
+#: Column -> meaning. The first block is the contract of docs/design.md; the rest are extras.
 COLUMNS: dict[str, str] = {
     "example_id": "id of the original example (a perturbed query keeps its example's id)",
     "dataset": "dataset name",
@@ -62,7 +62,7 @@ COLUMNS: dict[str, str] = {
 #: The columns the contract requires.
 REQUIRED = list(COLUMNS)[:15]
 
-#: The columns that place a row in its system's grid (DESIGN.md: retriever × k × order; k = 0
+#: The columns that place a row in its system's grid (docs/design.md: retriever × k × order; k = 0
 #: rows have retriever and order ``none``). Paired, grouped or deduplicated "per cell", rows are
 #: keyed on these plus what the place keeps apart (``example_id``, the system, perturbations).
 CELL_KEYS = ("retriever", "k", "order")

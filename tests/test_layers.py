@@ -190,3 +190,25 @@ def test_the_walk_sees_imports_inside_functions(tmp_path: Path) -> None:
     src = tmp_path / "m.py"
     src.write_text("def f():\n    from rr.commands.cli import main\n")
     assert imports("rr.x", src, {"rr.commands.cli"}) == {"rr.commands.cli"}
+
+
+def test_no_file_points_to_a_document_outside_the_repository() -> None:
+    """The design page and the papers are cited from inside the repository (docs/design.md), not by a
+    path to a folder a user who clones rr does not have."""
+    import subprocess
+
+    repo = ROOT.parent
+    files = subprocess.run(["git", "ls-files"], cwd=repo, capture_output=True, text=True, check=True).stdout
+    outside = []
+    for name in files.split():
+        path = repo / name
+        if (
+            path.suffix not in {".py", ".md", ".yaml", ".toml", ".ipynb", ".txt", ".sh", ".cfg"}
+            or not path.exists()
+        ):
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        for needle in ("DESIGN.md", "shared/papers", "../shared/"):
+            if needle in text and name != "tests/test_layers.py":
+                outside.append(f"{name}: {needle}")
+    assert outside == []

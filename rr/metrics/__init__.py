@@ -1,6 +1,6 @@
 """Metrics over the tidy score table, registered by name.
 
-A metric is a pure function ``(score_table: pd.DataFrame) -> float`` (see DESIGN.md, "The score
+A metric is a pure function ``(score_table: pd.DataFrame) -> float`` (see docs/design.md, "The score
 table"). Register one with :func:`register_metric` and look it up in :data:`METRICS` (or with
 :func:`get_metric`), so reports and configs can name metrics as strings::
 

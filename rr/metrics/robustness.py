@@ -332,7 +332,7 @@ def robustness_table(
     otherwise cells are duplicated and a :class:`ValueError` says so.
 
     Args:
-        df: Score table (DESIGN.md): ``example_id``, ``k``, ``order``, ``score``, ``retriever_col``
+        df: Score table (docs/design.md): ``example_id``, ``k``, ``order``, ``score``, ``retriever_col``
             and the ``by`` columns.
         by: Grouping column(s); ``()`` treats the whole table as one group.
         retriever_col: Column naming the retriever (``"none"`` on closed-book rows).
