@@ -33,6 +33,11 @@ def main(argv: list[str]) -> int:
     p.add_argument("--seed", type=int, default=0, help="seed of every resampling (default 0)")
     p.add_argument("--only", nargs="*", default=None, help="run only these sections")
     p.add_argument("--list-sections", action="store_true", help="list the sections and exit")
+    p.add_argument(
+        "--no-site",
+        action="store_true",
+        help="do not write the result browser (<out>/site/index.html: overview, examples, flips)",
+    )
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     if args.list_sections:
@@ -53,6 +58,17 @@ def main(argv: list[str]) -> int:
     n_tables = sum(1 for f in report.files if f.suffix == ".csv")
     n_figs = sum(1 for f in report.files if f.suffix == ".png")
     print(f"report: {out}/README.md ({n_tables} tables, {n_figs} figures)")
+    if not args.no_site:
+        from rr.reporting.site import build_site
+
+        site = build_site(report, out / "site")
+        print(
+            f"site: {site.out_dir}/index.html ({site.examples} examples, {site.list_rows} example x system "
+            f"rows, {site.passages} passages, {site.bytes / 2**20:.1f} MiB, {site.seconds:.1f} s; opens "
+            "offline, from file://)"
+        )
+        for note in site.notes:
+            print(f"  site: {note}")
     for o in report.outcomes:
         if o.skipped:
             print(f"  skipped {o.section.name}: {o.skipped}")

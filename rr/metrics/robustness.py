@@ -150,23 +150,19 @@ def _prepare(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
 # ----------------------------------------------------------------------------- metrics
 
 
-@register_metric("ndr")
-def ndr(df: pd.DataFrame) -> float:
-    """No-Degradation Rate (Cao et al. 2025, eq. 1).
+def ndr_comparisons(df: pd.DataFrame) -> pd.DataFrame:
+    """The comparisons NDR counts (eq. 1): one row per ``(q, k > 0, o)`` with its outcome.
 
     Args:
-        df: Score table of one system and one retriever: columns ``example_id``, ``k`` (int,
-            0 = closed-book), ``order`` (str), ``score`` (float in [0, 1]); exactly one k = 0 row
-            per example and a complete grid of k > 0 cells. Other columns are ignored.
+        df: As for :func:`ndr`.
 
     Returns:
-        Fraction in [0, 1] of ``(q, k > 0, o)`` with ``f(q, k, o) >= f(q, 0)`` (ties count as no
-        degradation).
+        The k > 0 rows (columns ``example_id``, ``k``, ``order``, ``score``) plus ``closed_book``
+        (``f(q, 0)``) and ``passes`` (``f(q, k, o) >= f(q, 0)``, ties pass); :func:`ndr` is the
+        mean of ``passes``.
 
     Raises:
-        MetricUndefinedError: No k > 0 rows, or no k = 0 rows at all.
-        ValueError: Missing columns, scores outside [0, 1], duplicate cells, an example lacking
-            its k = 0 row, or an incomplete grid.
+        As :func:`ndr`.
     """
     rag, closed = _prepare(df)
     if closed.empty:
@@ -182,28 +178,43 @@ def ndr(df: pd.DataFrame) -> float:
         )
     _check_complete_grid(rag, examples)
     baseline = rag[EXAMPLE].map(closed.set_index(EXAMPLE)[SCORE])
-    return float((rag[SCORE] >= baseline - TIE_TOLERANCE).mean())
+    return rag.assign(closed_book=baseline, passes=rag[SCORE] >= baseline - TIE_TOLERANCE)
 
 
-@register_metric("rsr")
-def rsr(df: pd.DataFrame) -> float:
-    """Retrieval Size Robustness (Cao et al. 2025, eq. 2).
-
-    For each example ``q``, order ``o`` and each ``k_i`` but the smallest k > 0 of the grid,
-    checks ``f(q, k_i, o) >= f(q, k_j, o)`` for **all** smaller ``k_j`` (equivalently, against
-    their maximum). k = 0 rows are ignored.
+@register_metric("ndr")
+def ndr(df: pd.DataFrame) -> float:
+    """No-Degradation Rate (Cao et al. 2025, eq. 1).
 
     Args:
-        df: Score table of one system and one retriever (columns as for :func:`ndr`) whose
-            k > 0 cells form a complete, rectangular grid: every order at every k.
+        df: Score table of one system and one retriever: columns ``example_id``, ``k`` (int,
+            0 = closed-book), ``order`` (str), ``score`` (float in [0, 1]); exactly one k = 0 row
+            per example and a complete grid of k > 0 cells. Other columns are ignored.
 
     Returns:
-        Fraction in [0, 1] over ``|Q| * (|K| - 1) * |O|`` comparisons.
+        Fraction in [0, 1] of ``(q, k > 0, o)`` with ``f(q, k, o) >= f(q, 0)`` (ties count as no
+        degradation): the mean of :func:`ndr_comparisons`' ``passes``.
 
     Raises:
-        MetricUndefinedError: No k > 0 rows, or fewer than 2 values of k > 0.
-        ValueError: Missing columns, scores outside [0, 1], duplicate cells, an incomplete grid,
-            or an order that is missing at some k.
+        MetricUndefinedError: No k > 0 rows, or no k = 0 rows at all.
+        ValueError: Missing columns, scores outside [0, 1], duplicate cells, an example lacking
+            its k = 0 row, or an incomplete grid.
+    """
+    return float(ndr_comparisons(df)["passes"].mean())
+
+
+def rsr_comparisons(df: pd.DataFrame) -> pd.DataFrame:
+    """The comparisons RSR counts (eq. 2): one row per ``(q, o, k_i)``, ``k_i`` any k > 0 but the smallest.
+
+    Args:
+        df: As for :func:`rsr`.
+
+    Returns:
+        Columns ``example_id``, ``order``, ``k`` (``k_i``), ``score`` (``f(q, k_i, o)``),
+        ``best_smaller`` (``max_{j < i} f(q, k_j, o)``) and ``passes`` (``score >= best_smaller``,
+        ties pass); :func:`rsr` is the mean of ``passes``.
+
+    Raises:
+        As :func:`rsr`.
     """
     rag, _ = _prepare(df)
     _check_complete_grid(rag, pd.Index(rag[EXAMPLE].unique()))
@@ -221,7 +232,60 @@ def rsr(df: pd.DataFrame) -> float:
     wide = rag.pivot(index=[EXAMPLE, ORDER], columns=K, values=SCORE).reindex(columns=ks)
     scores = wide.to_numpy(dtype=float)  # rows: (q, o); columns: k ascending
     best_smaller = np.maximum.accumulate(scores, axis=1)[:, :-1]  # max over k_j, j < i
-    return float((scores[:, 1:] >= best_smaller - TIE_TOLERANCE).mean())
+    n_rows, n_cmp = scores.shape[0], len(ks) - 1
+    return pd.DataFrame(
+        {
+            EXAMPLE: np.repeat(wide.index.get_level_values(EXAMPLE).to_numpy(), n_cmp),
+            ORDER: np.repeat(wide.index.get_level_values(ORDER).to_numpy(), n_cmp),
+            K: np.tile(np.asarray(ks[1:], dtype=int), n_rows),
+            SCORE: scores[:, 1:].reshape(-1),
+            "best_smaller": best_smaller.reshape(-1),
+            "passes": (scores[:, 1:] >= best_smaller - TIE_TOLERANCE).reshape(-1),
+        }
+    )
+
+
+@register_metric("rsr")
+def rsr(df: pd.DataFrame) -> float:
+    """Retrieval Size Robustness (Cao et al. 2025, eq. 2).
+
+    For each example ``q``, order ``o`` and each ``k_i`` but the smallest k > 0 of the grid,
+    checks ``f(q, k_i, o) >= f(q, k_j, o)`` for **all** smaller ``k_j`` (equivalently, against
+    their maximum). k = 0 rows are ignored.
+
+    Args:
+        df: Score table of one system and one retriever (columns as for :func:`ndr`) whose
+            k > 0 cells form a complete, rectangular grid: every order at every k.
+
+    Returns:
+        Fraction in [0, 1] over ``|Q| * (|K| - 1) * |O|`` comparisons (:func:`rsr_comparisons`).
+
+    Raises:
+        MetricUndefinedError: No k > 0 rows, or fewer than 2 values of k > 0.
+        ValueError: Missing columns, scores outside [0, 1], duplicate cells, an incomplete grid,
+            or an order that is missing at some k.
+    """
+    return float(rsr_comparisons(df)["passes"].mean())
+
+
+def ror_terms(df: pd.DataFrame) -> pd.DataFrame:
+    """The terms ROR averages (eq. 3): one row per ``(q, k > 0)``.
+
+    Args:
+        df: As for :func:`ror`.
+
+    Returns:
+        Columns ``example_id``, ``k``, ``sigma`` (population standard deviation of
+        ``f(q, k, o)`` over the orders) and ``term`` (``1 - 2 * sigma``; below 1 exactly when
+        the orders' scores differ); :func:`ror` is the mean of ``term``.
+
+    Raises:
+        As :func:`ror`.
+    """
+    rag, _ = _prepare(df)
+    _check_complete_grid(rag, pd.Index(rag[EXAMPLE].unique()))
+    sigma = rag.groupby([EXAMPLE, K], sort=False)[SCORE].std(ddof=0)
+    return pd.DataFrame({"sigma": sigma, "term": 1.0 - 2.0 * sigma}).reset_index()
 
 
 @register_metric("ror")
@@ -241,10 +305,7 @@ def ror(df: pd.DataFrame) -> float:
         MetricUndefinedError: No k > 0 rows.
         ValueError: Missing columns, scores outside [0, 1], duplicate cells, or an incomplete grid.
     """
-    rag, _ = _prepare(df)
-    _check_complete_grid(rag, pd.Index(rag[EXAMPLE].unique()))
-    sigma = rag.groupby([EXAMPLE, K], sort=False)[SCORE].std(ddof=0)
-    return float((1.0 - 2.0 * sigma).mean())
+    return float(ror_terms(df)["term"].mean())
 
 
 # ----------------------------------------------------------------------------- table

@@ -398,11 +398,15 @@ class SectionOutcome:
 
 @dataclass
 class Report:
-    """A built report: where it was written and what each section produced."""
+    """A built report: where it was written, what each section produced, and what it read
+    (``scores`` and ``context``, for what is built from the same table afterwards, such as
+    :func:`rr.reporting.site.build_site`)."""
 
     out_dir: Path
     outcomes: list[SectionOutcome]
     files: list[Path]
+    scores: pd.DataFrame | None = None
+    context: ReportContext | None = None
 
     @property
     def failed(self) -> list[SectionOutcome]:
@@ -509,7 +513,7 @@ def build_report(
     readme = out / "README.md"
     readme.write_text(_index(scores, ctx, outcomes, paths))
     files.append(readme)
-    return Report(out, outcomes, files)
+    return Report(out, outcomes, files, scores, ctx)
 
 
 def _index(scores: pd.DataFrame, ctx: ReportContext, outcomes: list[SectionOutcome], paths: Any) -> str:

@@ -1,0 +1,244 @@
+/* One example: per system a grid of its cells coloured by score; a chosen cell's documents in
+   prompt order (gold answers highlighted), raw output, prediction, verdict, marker; two cells side
+   by side; a perturbed query as a character-level diff. Loads data/index.js, the example's shard
+   and the passage shards its documents are in. */
+"use strict";
+(function () {
+  var esc = RR.esc;
+  var idx = null;
+  var item = null;   // this example's data
+  var target = "a";  // which panel a click fills
+  var CELL = { id: 0, score: 1, pred: 2, raw: 3, marker: 4, refused: 5, over: 6, judge: 7, dp: 8, ref: 9, docs: 10 };
+
+  function sysOf(s) {
+    for (var i = 0; i < item.sys.length; i++) if (item.sys[i].s === s) return item.sys[i];
+    return null;
+  }
+
+  function cellOf(sysd, cid) {
+    for (var i = 0; i < sysd.cells.length; i++) if (sysd.cells[i][CELL.id] === cid) return sysd.cells[i];
+    return null;
+  }
+
+  function diffHtml(ops) {
+    return ops.map(function (op) {
+      if (op[0] === "=") return esc(op[1]);
+      if (op[0] === "-") return '<del title="only in the original">' + esc(op[1]) + "</del>";
+      return '<ins title="only in the perturbed query">' + esc(op[1]) + "</ins>";
+    }).join("");
+  }
+
+  function gridHtml(sysd) {
+    var cells = sysd.cells.map(function (c) { return { c: c, cell: idx.cells[c[CELL.id]] }; });
+    var closed = cells.filter(function (x) { return x.cell[0] === 0; });
+    var rag = cells.filter(function (x) { return x.cell[0] > 0; });
+    var orders = [], keys = [], seen = {};
+    rag.forEach(function (x) {
+      if (orders.indexOf(x.cell[2]) < 0) orders.push(x.cell[2]);
+      var key = x.cell[1] + "\u0000" + x.cell[0];
+      if (!seen[key]) { seen[key] = 1; keys.push([x.cell[1], x.cell[0]]); }
+    });
+    keys.sort(function (a, b) { return a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : a[1] - b[1]; });
+    function button(x) {
+      var v = x.c[CELL.score];
+      return '<button type="button" class="cell ' + RR.scoreClass(v) + '" data-s="' + sysd.s + '" data-c="' + x.c[CELL.id] +
+        '" aria-label="' + esc(RR.cellLabel(x.cell) + ": score " + RR.fmt(v)) + '">' + RR.fmt(v, 2) + "</button>";
+    }
+    var h = '<table class="grid" data-sys="' + sysd.s + '"><caption class="sr">cells of ' + esc(idx.systems[sysd.s].label) + "</caption>";
+    h += '<thead><tr><th scope="col">retriever</th><th scope="col">k</th>';
+    orders.forEach(function (o) { h += '<th scope="col">' + esc(o) + "</th>"; });
+    h += "</tr></thead><tbody>";
+    if (closed.length) {
+      h += '<tr><th scope="row" colspan="2">closed-book</th><td colspan="' + Math.max(orders.length, 1) + '">' + button(closed[0]) + "</td></tr>";
+    }
+    keys.forEach(function (rk) {
+      h += '<tr><th scope="row">' + esc(rk[0]) + '</th><th scope="row">' + rk[1] + "</th>";
+      orders.forEach(function (o) {
+        var x = rag.filter(function (y) { return y.cell[1] === rk[0] && y.cell[0] === rk[1] && y.cell[2] === o; })[0];
+        h += "<td>" + (x ? button(x) : '<span class="muted">–</span>') + "</td>";
+      });
+      h += "</tr>";
+    });
+    return h + "</tbody></table>";
+  }
+
+  function docsOf(c) {
+    var d = c[CELL.docs], ref = c[CELL.ref];
+    if (typeof d === "number") {
+      if (d === 0 || ref < 0) return [];
+      var lst = item.ranked[ref];
+      return d > 0 ? lst.slice(0, d) : lst.slice(0, -d).reverse();
+    }
+    return d || [];
+  }
+
+  function passage(p) {
+    var shard = RR.shardOf(idx.p_shards, p);
+    var d = RR.data["p:" + shard];
+    var i = p - d.first;
+    return { id: d.id[i], c: d.c[i], title: d.title[i], text: d.text[i] };
+  }
+
+  function loadPassages(pids) {
+    var need = {};
+    pids.forEach(function (p) { need[RR.shardOf(idx.p_shards, p)] = 1; });
+    return Promise.all(Object.keys(need).map(function (n) {
+      return RR.require("data/p/p-" + RR.pad(n, 4) + ".js", "p", +n);
+    }));
+  }
+
+  function yesNo(v) {
+    return v === null || v === undefined ? '<span class="muted">n/a</span>' : v ? "yes" : "no";
+  }
+
+  function panelHtml(which, s, cid) {
+    var sysd = sysOf(s);
+    var c = sysd && cellOf(sysd, cid);
+    if (!c) return '<p class="muted">Choose a cell in a grid above.</p>';
+    var cell = idx.cells[cid];
+    var v = c[CELL.score];
+    var verdict = v >= 1 ? "right" : v <= 0 ? "wrong" : "partly right";
+    var h = '<h3 class="cell-title">' + esc(idx.systems[s].label) + " · " + esc(RR.cellLabel(cell)) + "</h3>";
+    h += '<dl class="facts">';
+    h += '<dt>verdict</dt><dd class="verdict ' + RR.scoreClass(v) + '">' + verdict + " (score " + RR.fmt(v) + ", judge " + esc(c[CELL.judge]) + ")</dd>";
+    h += "<dt>prediction</dt><dd class=\"prediction\">" + (c[CELL.pred] === "" ? '<span class="muted">(empty)</span>' : RR.highlight(c[CELL.pred], item.a)) + "</dd>";
+    h += "<dt>answer marker found</dt><dd class=\"marker\">" + yesNo(c[CELL.marker]) + "</dd>";
+    h += "<dt>refused</dt><dd>" + yesNo(c[CELL.refused]) + "</dd>";
+    if (c[CELL.over]) h += '<dt>over the window</dt><dd class="bad">yes: not sent, empty output</dd>';
+    h += "</dl>";
+    h += '<h4>Raw output</h4><pre class="raw">' + esc(c[CELL.raw]) + "</pre>";
+    var docs = docsOf(c);
+    h += "<h4>Documents in prompt order (" + docs.length + ")</h4>";
+    if (c[CELL.dp] && c[CELL.dp] !== "none") {
+      h += '<p class="note">Document perturbation <code>' + esc(c[CELL.dp]) + "</code>: texts are shown as the corpus holds them; " +
+        "the prompt held the perturbed documents (ids the perturbation made are not in the corpus).</p>";
+    }
+    if (!docs.length) return h + '<p class="muted">No documents (closed-book).</p>';
+    var ranked = c[CELL.ref] >= 0 ? item.ranked[c[CELL.ref]] : [];
+    h += '<ol class="docs">';
+    docs.forEach(function (p, i) {
+      var d = passage(p);
+      var rank = ranked.indexOf(p);
+      h += '<li class="doc" data-pos="' + (i + 1) + '" data-id="' + esc(d.id) + '"><div class="doc-head"><span class="pos">#' + (i + 1) + "</span> " +
+        '<span class="rank">' + (rank >= 0 ? "rank " + (rank + 1) : "rank ?") + "</span> <code>" + esc(d.id) + "</code> " +
+        (d.title ? '<span class="title">' + esc(d.title) + "</span>" : "") + "</div>";
+      if (d.text === null) {
+        var corpus = idx.corpora[d.c] || {};
+        h += '<p class="unreadable">Text not available: ' + esc(corpus.status && corpus.status !== "ok" ? corpus.status : "not in the corpus " + (corpus.name || "")) + ".</p>";
+      } else {
+        h += '<p class="text">' + RR.highlight(d.text, item.a) + "</p>";
+      }
+      h += "</li>";
+    });
+    return h + "</ol>";
+  }
+
+  function parseSel(v) {
+    if (!v) return null;
+    var p = v.split(".");
+    return [+p[0], +p[1]];
+  }
+
+  function showPanels() {
+    var p = RR.hashParams();
+    var a = parseSel(p.a), b = parseSel(p.b);
+    var pids = [];
+    [a, b].forEach(function (sel) {
+      if (!sel) return;
+      var sysd = sysOf(sel[0]);
+      var c = sysd && cellOf(sysd, sel[1]);
+      if (c) pids = pids.concat(docsOf(c));
+    });
+    document.querySelectorAll("button.cell").forEach(function (btn) {
+      var key = btn.getAttribute("data-s") + "." + btn.getAttribute("data-c");
+      btn.classList.toggle("sel-a", key === p.a);
+      btn.classList.toggle("sel-b", key === p.b);
+      btn.setAttribute("aria-pressed", key === p.a || key === p.b ? "true" : "false");
+    });
+    return loadPassages(pids).then(function () {
+      document.getElementById("panel-a").innerHTML = a ? panelHtml("a", a[0], a[1]) : '<p class="muted">Choose a cell in a grid above.</p>';
+      document.getElementById("panel-b").innerHTML = b ? panelHtml("b", b[0], b[1]) :
+        '<p class="muted">Choose "right panel" above, then a cell, to compare two cells side by side.</p>';
+      document.getElementById("panels").classList.toggle("two", !!b);
+      document.body.setAttribute("data-ready", "1");
+    });
+  }
+
+  function render() {
+    var p = RR.hashParams();
+    var h = '<nav class="pager" aria-label="examples"><a id="prev" href="example.html#e=' + Math.max(0, item.e - 1) + '">← previous example</a> ' +
+      '<a id="next" href="example.html#e=' + Math.min(idx.n_examples - 1, item.e + 1) + '">next example →</a></nav>';
+    h += "<h1>Example <code>" + esc(item.id) + "</code>" + (item.ds ? ' <span class="muted">' + esc(item.ds) + "</span>" : "") + "</h1>";
+    h += '<p class="question">' + esc(item.q) + "</p>";
+    h += '<p>Gold answers: <span class="answers">' + item.a.map(function (a) { return '<mark class="gold">' + esc(a) + "</mark>"; }).join(" ") + "</span></p>";
+    h += '<fieldset class="target"><legend>A click on a cell fills</legend>' +
+      '<input type="radio" name="target" id="target-a" value="a"' + (target === "a" ? " checked" : "") + '><label for="target-a">left panel</label>' +
+      '<input type="radio" name="target" id="target-b" value="b"' + (target === "b" ? " checked" : "") + '><label for="target-b">right panel</label>' +
+      ' <button type="button" id="clear-b">close right panel</button></fieldset>';
+    var only = p.s === undefined ? null : +p.s;
+    var systems = item.sys.slice().sort(function (x, y) { return (x.s === only ? -1 : 0) - (y.s === only ? -1 : 0) || x.s - y.s; });
+    h += '<div class="systems">';
+    systems.forEach(function (sysd) {
+      h += '<section class="system" id="sys-' + sysd.s + '"><h2>' + esc(idx.systems[sysd.s].label) + "</h2>";
+      if (sysd.q !== undefined) {
+        h += '<p class="qdiff">Query: <span class="diff">' + diffHtml(sysd.diff) + '</span></p><p class="muted small">perturbed: ' + esc(sysd.q) + "</p>";
+      }
+      h += gridHtml(sysd) + "</section>";
+    });
+    h += "</div>";
+    h += '<div id="panels" class="panels"><section id="panel-a" class="panel" aria-label="left cell"></section>' +
+      '<section id="panel-b" class="panel" aria-label="right cell"></section></div>';
+    document.getElementById("main").innerHTML = h;
+    document.title = "rr report: " + item.id;
+    document.querySelectorAll("input[name=target]").forEach(function (el) {
+      el.addEventListener("change", function () { target = el.value; });
+    });
+    document.getElementById("clear-b").addEventListener("click", function () {
+      var q = RR.hashParams(); delete q.b; RR.setHash(q); target = "a";
+      document.getElementById("target-a").checked = true;
+      showPanels().catch(RR.fail);
+    });
+    document.querySelectorAll("button.cell").forEach(function (btn) {
+      btn.addEventListener("click", function (ev) {
+        var q = RR.hashParams();
+        var which = ev.shiftKey ? "b" : target;
+        q[which] = btn.getAttribute("data-s") + "." + btn.getAttribute("data-c");
+        RR.setHash(q);
+        showPanels().catch(RR.fail);
+      });
+    });
+    var q = RR.hashParams();
+    if (!q.a) {
+      var first = systems[0];
+      var rag = first.cells.filter(function (c) { return idx.cells[c[CELL.id]][0] > 0; });
+      var pick = rag.length ? rag[0] : first.cells[0];
+      q.a = first.s + "." + pick[CELL.id];
+      RR.setHash(q);
+    }
+    return showPanels();
+  }
+
+  function open() {
+    var p = RR.hashParams();
+    var e = Math.max(0, Math.min(idx.n_examples - 1, parseInt(p.e || "0", 10) || 0));
+    var shard = RR.shardOf(idx.ex_shards, e);
+    return RR.require("data/ex/e-" + RR.pad(shard, 4) + ".js", "ex", shard).then(function (d) {
+      item = null;
+      d.examples.forEach(function (x) { if (x.e === e) item = x; });
+      if (!item) throw new Error("example " + e + " is not in its shard");
+      return render();
+    });
+  }
+
+  var current = null;
+  window.addEventListener("hashchange", function () {
+    var e = RR.hashParams().e;
+    if (e !== current) { current = e; document.body.removeAttribute("data-ready"); open().catch(RR.fail); }
+  });
+
+  RR.require("data/index.js", "index", null).then(function (d) {
+    idx = d;
+    current = RR.hashParams().e;
+    return open();
+  }).catch(RR.fail);
+})();

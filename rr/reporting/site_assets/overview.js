@@ -1,0 +1,121 @@
+/* Overview: jobs and their config differences, sweep states, flip counts, every report table
+   with its intervals, the figures. Loads data/overview.js only. */
+"use strict";
+(function () {
+  var esc = RR.esc;
+
+  function tableHtml(t) {
+    var cols = t.columns;
+    var has = {};
+    cols.forEach(function (c) { has[c] = true; });
+    var shown = cols.filter(function (c) {
+      var m = /^(.*)_ci_(low|high)$/.exec(c);
+      return !(m && has[m[1]]);
+    });
+    var idx = {};
+    cols.forEach(function (c, i) { idx[c] = i; });
+    var h = '<div class="scroll"><table class="report" id="t-' + esc(t.table) + '" data-table="' + esc(t.table) + '">';
+    h += "<thead><tr>" + shown.map(function (c) { return '<th scope="col">' + esc(c) + "</th>"; }).join("") + "</tr></thead><tbody>";
+    t.rows.forEach(function (r) {
+      h += "<tr>";
+      shown.forEach(function (c) {
+        var v = r[idx[c]];
+        var text = RR.fmt(v, t.digits);
+        var lo = idx[c + "_ci_low"], hi = idx[c + "_ci_high"];
+        if (lo !== undefined && hi !== undefined && typeof v === "number" && r[lo] !== null && r[hi] !== null) {
+          text += ' <span class="ci">[' + RR.fmt(r[lo], t.digits) + ", " + RR.fmt(r[hi], t.digits) + "]</span>";
+        } else {
+          text = esc(text);
+        }
+        var num = typeof v === "number";
+        h += "<td" + (num ? ' class="num"' : "") + ' data-col="' + esc(c) + '"' +
+          (v === null ? "" : ' data-v="' + esc(v) + '"') + ">" + text + "</td>";
+      });
+      h += "</tr>";
+    });
+    h += "</tbody></table></div>";
+    if (t.total_rows > t.rows.length) {
+      h += '<p class="note">First ' + t.rows.length + " of " + t.total_rows + ' rows; all in <a href="tables/' +
+        esc(t.table) + '.csv">tables/' + esc(t.table) + ".csv</a>.</p>";
+    }
+    return h;
+  }
+
+  function render(d) {
+    var h = "<h1>Overview</h1>";
+    h += '<p class="lead">' + d.rows + " score rows, " + d.examples + " examples, " + d.systems +
+      " systems from " + d.jobs.length + " job(s). Intervals: " + Math.round(d.confidence * 100) +
+      "% example-level bootstrap, " + d.resamples + " resamples, seed " + d.seed + ". " +
+      '<a href="examples.html">Browse the examples</a>.</p>';
+    (d.notes || []).forEach(function (n) { h += '<p class="note">' + esc(n) + "</p>"; });
+    var toc = ['<li><a href="#jobs">Jobs</a></li>', '<li><a href="#flips">Flips</a></li>'];
+    d.sections.forEach(function (s) {
+      toc.push('<li><a href="#sec-' + esc(s.name) + '">' + esc(s.title) + "</a>" +
+        (s.skipped ? ' <span class="muted">(skipped)</span>' : "") + (s.error ? ' <span class="bad">(failed)</span>' : "") + "</li>");
+    });
+    h += '<nav aria-label="contents" class="toc"><ul>' + toc.join("") + "</ul></nav>";
+
+    h += '<section id="jobs"><h2>Jobs</h2>';
+    h += '<div class="scroll"><table class="report" id="jobs-table"><thead><tr><th scope="col">job</th><th scope="col">rows</th>' +
+      '<th scope="col">accuracy (k &gt; 0)</th><th scope="col">closed-book</th><th scope="col">model calls</th>' +
+      '<th scope="col">cache hits</th><th scope="col">wall s</th>';
+    d.config_keys.forEach(function (k) { h += '<th scope="col" class="cfg">' + esc(k) + "</th>"; });
+    h += '<th scope="col">folder</th></tr></thead><tbody>';
+    d.jobs.forEach(function (j) {
+      h += "<tr><td><code>" + esc(j.job_id) + '</code></td><td class="num">' + j.rows + '</td><td class="num">' +
+        RR.fmt(j.accuracy) + '</td><td class="num">' + RR.fmt(j.closed_book_accuracy) + '</td><td class="num">' +
+        RR.fmt(j.model_calls) + '</td><td class="num">' + RR.fmt(j.cache_hits) + '</td><td class="num">' + RR.fmt(j.wall_s, 1) + "</td>";
+      d.config_keys.forEach(function (k) { h += "<td>" + esc(JSON.stringify(j.config[k])) + "</td>"; });
+      h += '<td class="path">' + esc(j.folder) + "</td></tr>";
+    });
+    h += "</tbody></table></div>";
+    if (d.config_keys.length) h += '<p class="note">Config columns: the settings in which the jobs\' config.yaml files differ.</p>';
+    d.sweeps.forEach(function (s) {
+      var counts = {};
+      s.jobs.forEach(function (j) { counts[j.state] = (counts[j.state] || 0) + 1; });
+      h += '<h3>Sweep <code>' + esc(s.folder) + "</code></h3>";
+      if (s.error) { h += '<p class="bad">' + esc(s.error) + "</p>"; return; }
+      h += '<p class="sweep-counts">' + ["done", "partial", "missing"].map(function (k) { return (counts[k] || 0) + " " + k; }).join(", ") +
+        ' <span class="muted">(as <code>rr status</code>: partial = started but cut off or failed; missing = never started)</span></p>';
+      h += '<div class="scroll"><table class="report sweep"><thead><tr><th scope="col">job</th><th scope="col">state</th><th scope="col">detail</th></tr></thead><tbody>';
+      s.jobs.forEach(function (j) {
+        h += "<tr><td><code>" + esc(j.job_id) + '</code></td><td class="state-' + esc(j.state) + '">' + esc(j.state) +
+          "</td><td>" + esc(j.detail) + "</td></tr>";
+      });
+      h += "</tbody></table></div>";
+    });
+    h += "</section>";
+
+    h += '<section id="flips"><h2>Flips</h2><p>Examples the robustness metrics count against a system, by metric; each opens the filtered examples list.</p><ul class="flips">';
+    Object.keys(d.flip_counts).forEach(function (k) {
+      var f = d.flip_counts[k];
+      h += '<li><a href="examples.html#flip=' + esc(k) + '">' + esc(f.label) + "</a> (" + esc(f.metric) + "): " +
+        f.rows + " example × system rows. <span class=\"muted\">" + esc(f.means) + "</span>" +
+        (f.errors.length ? ' <span class="bad">not computed for ' + f.errors.length + " group(s)</span>" : "") + "</li>";
+    });
+    h += "</ul></section>";
+
+    d.sections.forEach(function (s) {
+      h += '<section id="sec-' + esc(s.name) + '" class="section"><h2>' + esc(s.title) + "</h2>";
+      if (s.skipped) h += '<p class="muted">Skipped (' + esc(s.name) + "): " + esc(s.skipped) + "</p>";
+      if (s.error) h += '<p class="bad">Failed (' + esc(s.name) + "): <code>" + esc(s.error) + "</code></p>";
+      s.items.forEach(function (it) {
+        if (it.table) {
+          h += "<h3>" + esc(it.title) + "</h3>";
+          if (it.caption) h += '<p class="caption">' + esc(it.caption) + "</p>";
+          h += tableHtml(it);
+          h += '<p class="links"><a href="tables/' + esc(it.table) + '.csv">csv</a></p>';
+        } else {
+          h += "<h3>" + esc(it.title) + "</h3>";
+          if (it.caption) h += '<p class="caption">' + esc(it.caption) + "</p>";
+          h += '<figure><img loading="lazy" src="figures/' + esc(it.figure) + '.png" alt="' + esc(it.title) + '"></figure>';
+        }
+      });
+      h += "</section>";
+    });
+    document.getElementById("main").innerHTML = h;
+    document.body.setAttribute("data-ready", "1");
+  }
+
+  RR.require("data/overview.js", "overview", null).then(render).catch(RR.fail);
+})();
