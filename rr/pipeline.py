@@ -177,6 +177,7 @@ def run_job(
     cfg: DictConfig,
     output_dir: str | Path,
     make_llm: Callable[[Generator, GenerationCache], LLM] | None = None,
+    resuming: bool | None = None,
 ) -> JobResult:
     """Run one job described by a composed ``rr`` config; write and return its results.
 
@@ -185,7 +186,9 @@ def run_job(
     strategy: cells, document perturbation, generation, judging, score rows -> write the outputs.
 
     ``make_llm`` replaces the :class:`LLM` built around the generator (``rr plan`` passes a
-    planning stand-in that counts requests and calls no model).
+    planning stand-in that counts requests and calls no model). ``resuming``: an earlier run of this
+    job was cut off (``None``: its folder has a ``config.yaml`` and no ``summary.json``); each
+    generation step then says how many of its requests that run left in the cache.
     """
     from rr.job_env import set_progress
     from rr.preflight import check_resources
@@ -193,6 +196,8 @@ def run_job(
     t_start = time.perf_counter()
     set_progress(bool(cfg.get("progress", True)))  # in process too: progress=false draws no bar
     check_resources(cfg)  # a missing model, dataset or file: one line now, not after minutes of work
+    if resuming is None:
+        resuming = Path(output_dir, "config.yaml").exists() and not Path(output_dir, "summary.json").exists()
     plan = plan_job(cfg, output_dir)
     watch = Stopwatch()
     logger = instantiate(cfg.logger) if cfg.get("logger") else None
@@ -202,6 +207,7 @@ def run_job(
         with watch.stage("load_data"):
             examples, corpus = load_data(parts)
         rt = make_runtime(cfg, plan, parts, make_llm)
+        rt.llm.resuming = resuming
         with watch.stage("query_variants"):
             variants = query_variants(parts.query_perturbation, examples, rt)
         with watch.stage("retrieve"):

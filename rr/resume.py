@@ -8,14 +8,20 @@ model calls that are not in the generation cache. A job of a multirun is **missi
 the sweep's job list (re-expanded from Hydra's ``multirun.yaml``) names a job id that has no
 folder.
 
-``rr status <dir>`` prints the three lists; :func:`finished` is what the CLI uses to skip a
+A job that stopped is **marked**: ``failed.json`` holds the one-line error of a job that raised
+(``rr status`` lists it as **failed**), ``interrupted.json`` the signal that stopped one (still
+partial: re-running the same command resumes it). The ``rr`` command writes them
+(:func:`mark_stopped`) and removes them when the job starts again.
+
+``rr status <dir>`` prints the lists; :func:`finished` is what the CLI uses to skip a
 done job (``force=true`` re-runs it).
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +33,10 @@ from rr.errors import UserError
 SUMMARY = "summary.json"
 SCORES = "scores.parquet"
 CONFIG = "config.yaml"
+#: Markers of a job that stopped before its summary: the error of a failed job, the signal of an
+#: interrupted one (``{"job_id", "message", "at"}``; see :func:`mark_stopped`).
+FAILED = "failed.json"
+INTERRUPTED = "interrupted.json"
 
 
 @dataclass(frozen=True)
@@ -35,7 +45,7 @@ class JobState:
 
     Attributes:
         job_id: The job's content hash.
-        state: ``done``, ``partial`` or ``missing``.
+        state: ``done``, ``partial``, ``failed`` (its folder is marked with the error) or ``missing``.
         path: The job folder (``None`` for a missing job).
         detail: What was found (accuracy of a done job, the overrides of a missing one, ...).
     """
@@ -63,8 +73,48 @@ def finished(output_dir: str | Path, jid: str) -> dict[str, Any] | None:
     return summary
 
 
+def mark_stopped(folder: str | Path, jid: str, marker: str, message: str) -> None:
+    """Mark job folder ``folder`` as stopped: ``marker`` is :data:`FAILED` or :data:`INTERRUPTED`,
+    ``message`` one line (the error, or which signal). Written atomically; the other marker goes."""
+    from rr.atomic import atomic_write
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    record = {"job_id": jid, "message": message, "at": time.strftime("%Y-%m-%d %H:%M:%S")}
+    with atomic_write(folder / marker) as f:
+        f.write(json.dumps(record, indent=1))
+    for other in (FAILED, INTERRUPTED):
+        if other != marker:
+            (folder / other).unlink(missing_ok=True)
+
+
+def clear_stopped(folder: str | Path) -> dict[str, Any] | None:
+    """Remove the stop markers of a job that starts again; return what stopped it last (with the
+    marker's name under ``"marker"``), or ``None``."""
+    last = stopped(folder)
+    for marker in (FAILED, INTERRUPTED):
+        Path(folder, marker).unlink(missing_ok=True)
+    return last
+
+
+def stopped(folder: str | Path) -> dict[str, Any] | None:
+    """The marker record of a job that failed or was interrupted (``"marker"`` names the file), or ``None``."""
+    for marker in (FAILED, INTERRUPTED):
+        try:
+            record = json.loads(Path(folder, marker).read_text())
+        except (OSError, json.JSONDecodeError):
+            continue
+        if isinstance(record, dict):
+            return {**record, "marker": marker}
+    return None
+
+
 def folder_state(folder: Path) -> JobState:
-    """The state of one job folder (one that holds a ``config.yaml`` written by ``run_job``)."""
+    """The state of one job folder (one that holds a ``config.yaml`` written by ``run_job``, or a
+    :data:`FAILED` marker of a job that failed before it wrote one)."""
+    mark = stopped(folder)
+    if not (folder / CONFIG).exists() and mark is not None:
+        return _stopped_state(str(mark.get("job_id") or folder.name), folder, mark)
     try:
         jid = job_id(OmegaConf.load(folder / CONFIG))  # type: ignore[arg-type]
     except Exception as e:  # unreadable config: report, never hide
@@ -88,13 +138,28 @@ def folder_state(folder: Path) -> JobState:
         return JobState(jid, "done", folder, detail)
     if (folder / SUMMARY).exists():
         return JobState(jid, "partial", folder, "summary.json does not match this job (or is torn)")
+    if mark is not None:
+        return _stopped_state(jid, folder, mark)
     return JobState(jid, "partial", folder, "started, no summary.json (killed, failed or running)")
 
 
+def _stopped_state(jid: str, folder: Path, mark: dict[str, Any]) -> JobState:
+    at = f" at {mark['at']}" if mark.get("at") else ""
+    if mark["marker"] == FAILED:
+        return JobState(jid, "failed", folder, f"failed{at}: {mark.get('message', '?')}")
+    return JobState(
+        jid,
+        "partial",
+        folder,
+        f"interrupted{at} ({mark.get('message', '?')}); run the same command again to resume it",
+    )
+
+
 def job_folders(root: str | Path) -> list[Path]:
-    """Every job folder below ``root`` (``root`` itself included): folders with a ``config.yaml``."""
+    """Every job folder below ``root`` (``root`` itself included): folders with a ``config.yaml``,
+    or with the :data:`FAILED` marker of a job that failed before it wrote one."""
     root = Path(root)
-    found = [p.parent for p in root.rglob(CONFIG) if p.parent.name != ".hydra"]
+    found = [p.parent for p in (*root.rglob(CONFIG), *root.rglob(FAILED)) if p.parent.name != ".hydra"]
     return sorted(set(found))
 
 
@@ -151,18 +216,47 @@ def expected_jobs(sweep_dir: str | Path, config_dir: str | None = None) -> list[
     return out
 
 
-def status(root: str | Path, config_dir: str | None = None) -> list[JobState]:
-    """Done / partial jobs below ``root``, plus the missing jobs of every multirun below it."""
+@dataclass
+class StatusReport:
+    """What ``rr status`` found below a folder.
+
+    Attributes:
+        states: Done / partial / failed job folders, then the missing jobs of every sweep.
+        unreadable: ``(multirun.yaml path, error)`` of each sweep whose job list could not be
+            re-expanded (a torn file, a sweep value that no longer composes): its job folders are
+            still in ``states``, its missing jobs cannot be known.
+    """
+
+    states: list[JobState]
+    unreadable: list[tuple[Path, Exception]] = field(default_factory=list)
+
+
+def status_report(root: str | Path, config_dir: str | None = None) -> StatusReport:
+    """Done / partial / failed jobs below ``root``, plus the missing jobs of every multirun below it.
+
+    A sweep whose ``multirun.yaml`` cannot be read or re-expanded is listed in
+    :attr:`StatusReport.unreadable` instead of failing the whole listing.
+    """
     root = Path(root)
     if not root.exists():
         raise UserError(
             f"no such folder: {root} (jobs are under outputs/runs/<name>/ and outputs/multirun/<name>/)"
         )
-    states = [folder_state(f) for f in job_folders(root)]
-    present = {s.job_id for s in states}
+    report = StatusReport([folder_state(f) for f in job_folders(root)])
+    present = {s.job_id for s in report.states}
     for mr in sorted(root.rglob("multirun.yaml")):
-        for jid, overrides in expected_jobs(mr.parent, config_dir):
+        try:
+            expected = expected_jobs(mr.parent, config_dir)
+        except Exception as e:  # noqa: BLE001 - reported by name; the job folders still are listed
+            report.unreadable.append((mr, e))
+            continue
+        for jid, overrides in expected:
             if jid not in present:
-                states.append(JobState(jid, "missing", None, " ".join(overrides)))
+                report.states.append(JobState(jid, "missing", None, " ".join(overrides)))
                 present.add(jid)
-    return states
+    return report
+
+
+def status(root: str | Path, config_dir: str | None = None) -> list[JobState]:
+    """The job states of :func:`status_report` (done, partial, failed, missing)."""
+    return status_report(root, config_dir).states

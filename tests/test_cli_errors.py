@@ -210,7 +210,7 @@ def test_verbose_shows_the_traceback_of_a_user_error(tmp_path, monkeypatch, caps
 
 
 def test_a_bug_keeps_its_traceback(tmp_path, monkeypatch, capsys):
-    def broken(cfg, output_dir, make_llm=None):
+    def broken(cfg, output_dir, make_llm=None, resuming=None):
         raise KeyError("a bug, not a user error")
 
     monkeypatch.setattr("rr.pipeline.run_job", broken)

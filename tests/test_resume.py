@@ -62,6 +62,17 @@ def rr_cli(args: list[str], cwd: Path, timeout: int = 600) -> subprocess.Complet
     )
 
 
+def wait_for_a_cached_completion(proc: subprocess.Popen, output_root: Path, timeout: float = 300) -> None:
+    """Return once the job ``proc`` (outputs under ``output_root``) has a completion in its generation
+    cache on disk, or has ended, or after ``timeout`` seconds: a signal sent then lands mid-generation."""
+    shards = output_root / "cache" / "generations"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None:
+        if any(p.stat().st_size for p in shards.glob("*/*.jsonl")):
+            return
+        time.sleep(0.05)
+
+
 def _job_dir(root: Path) -> Path:
     (d,) = (root / "runs" / "cao2025_mini").iterdir()
     return d
@@ -83,12 +94,8 @@ def test_sigkill_mid_generation_then_rerun_gives_identical_table(tmp_path: Path)
         stderr=subprocess.DEVNULL,
     )
     shards = out / "cache" / "generations"
-    deadline = time.monotonic() + 300
     try:
-        while time.monotonic() < deadline and proc.poll() is None:
-            if any(p.stat().st_size for p in shards.glob("*/*.jsonl")):
-                break
-            time.sleep(0.05)
+        wait_for_a_cached_completion(proc, out)
         os.kill(proc.pid, signal.SIGKILL)
     finally:
         proc.wait()
@@ -172,13 +179,15 @@ def test_status_prints_bracketed_overrides_verbatim(
     """Regression: a missing job's overrides ``grid.k=[1,2]`` were read as rich markup and lost."""
     import rr.commands.status
     from rr.commands.status import status_main
-    from rr.resume import JobState
+    from rr.resume import JobState, StatusReport
 
     states = [
         JobState("abc123", "missing", None, "retriever=[bm25] grid.k=[1,2] name=[bold]x"),
         JobState("def456", "done", tmp_path / "[red]job", "accuracy 0.5"),
     ]
-    monkeypatch.setattr(rr.commands.status, "status", lambda root, config_dir=None: states)
+    monkeypatch.setattr(
+        rr.commands.status, "status_report", lambda root, config_dir=None: StatusReport(states)
+    )
     assert status_main([str(tmp_path / "[dim]sweep")]) == 0
     out = capsys.readouterr().out
     for text in ("retriever=[bm25]", "grid.k=[1,2]", "name=[bold]x", "[red]job", "[dim]sweep"):

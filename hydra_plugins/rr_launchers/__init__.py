@@ -30,9 +30,14 @@ log = logging.getLogger(__name__)
 
 
 class RRSweeper(BasicSweeper):
-    """Hydra's basic sweeper (same jobs, same order, same ``multirun.yaml``) that reports."""
+    """Hydra's basic sweeper (same jobs, same order, same ``multirun.yaml``) that reports.
+
+    Unlike Hydra's, it composes every job before it writes anything, and replaces ``multirun.yaml``
+    atomically: a sweep that fails to compose leaves the sweep folder byte for byte as it was.
+    """
 
     def sweep(self, arguments: list[str]) -> Any:
+        from rr.atomic import atomic_write
         from rr.commands.status import SweepFailed, print_sweep_table, rows_from_returns
 
         assert self.config is not None and self.launcher is not None and self.hydra_context is not None
@@ -40,14 +45,18 @@ class RRSweeper(BasicSweeper):
         params_conf.extend(arguments)
         parser = OverridesParser.create(config_loader=self.hydra_context.config_loader)
         self.overrides = self.split_arguments(parser.parse_overrides(params_conf), self.max_batch_size)
+        # Every job composes before anything is written (Hydra's sweeper writes multirun.yaml first
+        # and validates batch by batch): a typo in a sweep value leaves an earlier sweep's folder as it was.
+        for batch in self.overrides:
+            self.validate_batch_is_legal(batch)
         sweep_dir = Path(self.config.hydra.sweep.dir)
         sweep_dir.mkdir(parents=True, exist_ok=True)
-        OmegaConf.save(self.config, sweep_dir / "multirun.yaml")
+        with atomic_write(sweep_dir / "multirun.yaml") as f:  # a reader sees the old file or the new one
+            f.write(OmegaConf.to_yaml(self.config))
         returns: list[Sequence[JobReturn]] = []
         initial_job_idx = 0
         while not self.is_done():
             batch = self.get_job_batch()
-            self.validate_batch_is_legal(batch)
             returns.append(self.launcher.launch(batch, initial_job_idx=initial_job_idx))
             initial_job_idx += len(batch)
         rows = rows_from_returns([r for batch in returns for r in batch])

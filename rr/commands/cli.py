@@ -5,7 +5,9 @@ from __future__ import annotations
 import importlib
 import logging
 import os
+import signal
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator
@@ -54,7 +56,7 @@ def _app(cfg: DictConfig) -> dict[str, Any]:
     from rr.job_env import prepare_job
     from rr.pipeline import run_job
     from rr.reporting.job import print_job_report, print_summary
-    from rr.resume import CONFIG, SUMMARY, finished
+    from rr.resume import CONFIG, FAILED, INTERRUPTED, SUMMARY, clear_stopped, finished, mark_stopped
 
     start = time.monotonic()
     hc = HydraConfig.get()
@@ -74,13 +76,54 @@ def _app(cfg: DictConfig) -> dict[str, Any]:
     prepare_job(bool(cfg.get("progress", True)))
     outcome = "resumed" if Path(output_dir, CONFIG).exists() and done is None else "done"
     Path(output_dir, SUMMARY).unlink(missing_ok=True)  # a forced re-run is not done until it ends
+    last = clear_stopped(output_dir)
+    if outcome == "resumed":
+        how = "failed" if last and last["marker"] == FAILED else "interrupted by"
+        why = f" ({how} {last.get('message', '?')} at {last.get('at', '?')})" if last else ""
+        log.info("resuming job %s%s: model calls it made are read from the cache", output_dir, why)
     try:
-        result = run_job(cfg, output_dir)
+        result = run_job(cfg, output_dir, resuming=outcome == "resumed")
+    except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM: one line, the folder marked, no traceback
+        signame = e.signal_name if isinstance(e, Terminated) else "SIGINT"
+        mark_stopped(output_dir, jid, INTERRUPTED, signame)
+        line = (
+            f"interrupted ({signame}): job {output_dir} stopped before its end; run the same command "
+            "again to resume it (model calls already made are cached)"
+        )
+        _log_to_job_file(logging.WARNING, line)
+        print(f"rr: {line}", file=sys.stderr)
+        sys.exit(INTERRUPT_EXIT[signame])
     except Exception as e:  # the sweep table names the failed job and its folder
+        message = " ".join((user_message(e) or f"{type(e).__name__}: {e}").split())
+        mark_stopped(output_dir, jid, FAILED, message)  # rr status: failed, with this line
+        _log_to_job_file(logging.ERROR, f"job failed: {message}")
         e.rr_record = job_record("failed", jid, output_dir, None, time.monotonic() - start)  # type: ignore[attr-defined]
         raise
     print_job_report(result)
     return job_record(outcome, jid, output_dir, result.summary, time.monotonic() - start)
+
+
+class Terminated(KeyboardInterrupt):
+    """Raised in the ``rr`` process by SIGTERM (``kill``, a scheduler's cancel) as Ctrl-C raises
+    :class:`KeyboardInterrupt`: the job stops the same way, with one line and its folder marked."""
+
+    signal_name = "SIGTERM"
+
+
+#: Exit status of a command stopped by a signal (the shell's 128 + signal number).
+INTERRUPT_EXIT = {"SIGINT": 130, "SIGTERM": 143}
+
+
+def _raise_terminated(signum: int, frame: Any) -> None:
+    raise Terminated()
+
+
+def _log_to_job_file(level: int, message: str) -> None:
+    """Write ``message`` to the job's log file only (Hydra's file handler; the console gets its own line)."""
+    record = logging.LogRecord("rr", level, __file__, 0, message, None, None)
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler, logging.FileHandler):
+            handler.handle(record)
 
 
 @contextmanager
@@ -150,8 +193,23 @@ def main() -> None:
     """Entry point of the ``rr`` console script and ``python -m rr``.
 
     A user error prints one line ``rr: <what, where, how to fix>`` and exits 2; ``--verbose``
-    (or ``HYDRA_FULL_ERROR=1``) prints its traceback first.
+    (or ``HYDRA_FULL_ERROR=1``) prints its traceback first. Ctrl-C (SIGINT) and SIGTERM stop the
+    command with one line (a job's names its folder and how to resume it) and exit 130 / 143.
     """
+    in_main_thread = threading.current_thread() is threading.main_thread()  # signal handlers live there
+    previous = signal.signal(signal.SIGTERM, _raise_terminated) if in_main_thread else None
+    try:
+        _main()
+    except KeyboardInterrupt as e:  # outside a job (composing, a subcommand): one line too
+        signame = e.signal_name if isinstance(e, Terminated) else "SIGINT"
+        print(f"rr: interrupted ({signame})", file=sys.stderr)
+        sys.exit(INTERRUPT_EXIT[signame])
+    finally:
+        if in_main_thread:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _main() -> None:
     global _verbose
     verbose = VERBOSE_FLAG in sys.argv[1:] or os.environ.get("HYDRA_FULL_ERROR") == "1"
     _verbose = verbose

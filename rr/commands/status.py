@@ -20,7 +20,7 @@ from typing import Any, TextIO
 
 from rr.commands.errors import user_message
 from rr.errors import UserError
-from rr.resume import status
+from rr.resume import status_report
 
 OUTCOMES = ("done", "skipped", "resumed", "failed")
 
@@ -169,7 +169,10 @@ class SweepFailed(UserError):
 
 
 def status_main(argv: list[str]) -> int:
-    """``rr status [DIR]``: list done / partial / missing jobs below DIR (default ``outputs``)."""
+    """``rr status [DIR]``: list done / partial / failed / missing jobs below DIR (default ``outputs``).
+
+    A sweep whose ``multirun.yaml`` cannot be read or re-expanded is named on stderr; its job
+    folders are still listed (exit status 0)."""
     import argparse
 
     from rich.console import Console
@@ -184,13 +187,21 @@ def status_main(argv: list[str]) -> int:
         help="config folder to re-expand sweeps with (default: rr's own, or RR_CONFIG_DIR)",
     )
     a = ap.parse_args(argv)
-    states = status(a.dir, a.config_dir)
+    report = status_report(a.dir, a.config_dir)
+    states = report.states
+    unreadable = [
+        f"could not read {path} ({_error_line(error)}): its job folders are listed, the jobs of that "
+        "sweep that have no folder yet (missing) cannot be"
+        for path, error in report.unreadable
+    ]
+    if not states and unreadable:
+        raise UserError("; ".join(unreadable))
     if not states:
         raise UserError(
             f"no job below {a.dir} (no folder with a config.yaml, no multirun.yaml); a job writes "
             "its folder when it starts, under paths.output_root (outputs/runs/<name>/, outputs/multirun/<name>/)"
         )
-    order = {"done": 0, "partial": 1, "missing": 2}
+    order = {"done": 0, "partial": 1, "failed": 2, "missing": 3}
     states.sort(key=lambda s: (order[s.state], str(s.path or ""), s.job_id))
     table = Table(title=escape(f"rr status {a.dir}"))  # user text is not rich markup
     for col in ("state", "job id", "folder", "detail"):
@@ -200,5 +211,7 @@ def status_main(argv: list[str]) -> int:
     console = Console(width=None if Console().is_terminal else 160)
     console.print(table)
     counts = {k: sum(s.state == k for s in states) for k in order}
-    console.print(", ".join(f"{n} {k}" for k, n in counts.items()))
+    console.print(", ".join(f"{n} {k}" for k, n in counts.items() if k != "failed" or n))
+    for line in unreadable:
+        print(f"rr status: {line}", file=sys.stderr)
     return 0

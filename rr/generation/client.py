@@ -100,6 +100,8 @@ class LLM:
     fit_exactly = True
     #: Whether it calls the model (``False`` for a planner: ``rr plan``).
     calls_model = True
+    #: Set by a job that resumes a cut-off run: each step logs ``resuming: N of M requests cached``.
+    resuming = False
 
     def __init__(
         self,
@@ -258,6 +260,8 @@ class LLM:
         self.cache.prefetch(prepared.fitting())  # one bulk lookup: the shard indexes are searched once
         hits = {k for k in prepared.fitting() if self.cache.get(k) is not None}
         misses = sorted((k for k in prepared.fitting() if k not in hits), key=prepared.prompt)
+        if self.resuming and hits:
+            log.info("resuming: %d of %d requests cached (step %s)", len(hits), len(hits) + len(misses), step)
         # Same params within a chunk: group misses by their decoding parameters.
         by_params: dict[str, list[str]] = {}
         for k in misses:
