@@ -86,6 +86,7 @@ MODULE_SECONDS = {
     "test_end_to_end": 45,
     "test_dense_store": 39,
     "test_paper_minis": 36,
+    "test_site": 35,  # measured alone (one core, loaded VM): the simulated sweep, its report and chromium
     "test_wiki_dump": 33,
     "test_cao2025_demo": 22,
     "test_resume": 22,

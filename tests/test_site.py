@@ -1,0 +1,439 @@
+"""The report's result browser (``rr report`` -> ``report/site/``), opened from ``file://`` in a real
+browser (Debian's chromium through Playwright; tests/browser.py) and checked against numbers this
+module computes from ``scores.parquet`` itself.
+
+One small sweep, built once: a simulated-reader job (synthetic task, real BM25, 8 questions,
+vanilla and OwnKnow, k in {1, 3, 5}, two orders, closed book) plus a perturbed-query job made here
+from its vanilla rows (typo'd questions, a few verdicts turned), since the simulated reader reads
+only unperturbed synthetic questions. ``RR_UPDATE_SCREENSHOTS=1`` copies the screenshots the tests
+take into ``docs/img/`` (shown in docs/reporting.md).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from rr.metrics.flips import doc_perturbation_flips, robustness_flips
+from rr.metrics.robustness import ndr, ror, rsr
+from rr.metrics.spurious import robustness_rates
+from rr.pipeline import run_job
+from rr.results import write_scores
+from tests import browser
+from tests.conftest import compose_config
+from tests.synthetic import job_rows
+
+pytestmark = pytest.mark.timeout(300)
+
+SIM = [
+    "generator=simulated",
+    "dataset=synthetic",
+    "corpus=synthetic",
+    "retriever=[bm25]",
+    "strategy=[vanilla,ownknow]",
+    "dataset.n=8",
+    "corpus.max_passages=200",
+    "grid.k=[1,3,5]",
+    "grid.orders=[original,reversed]",
+]
+TYPO = "typo@0.1#0"
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "img"
+
+
+def _typo(question: str) -> str:
+    """Swap the 2nd and 3rd letters of the question's third word (a made-up typo)."""
+    words = question.split(" ")
+    w = words[2]
+    words[2] = w[0] + w[2] + w[1] + w[3:] if len(w) > 3 else w + "x"
+    return " ".join(words)
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The sweep's folder, its report folder and its score table (both jobs)."""
+    from rr.commands.report import main as report_main
+
+    root = tmp_path_factory.mktemp("site")
+    folder = root / "sweep"
+    job = folder / "sim"
+    run_job(compose_config(SIM, root), job)
+    base = pd.read_parquet(job / "scores.parquet")
+    typo = base[base["strategy"] == "vanilla"].copy()
+    typo["query_perturbation"] = TYPO
+    typo["question"] = typo["question"].map(_typo)
+    typo["job_id"] = "typo00000001"
+    # verdicts the perturbation turns: two examples right closed-book and wrong at k = 5 (NDR
+    # flips of the perturbed system, and query flips)
+    first = sorted(typo["example_id"].unique())[:2]
+    turn = typo["example_id"].isin(first)
+    typo.loc[turn & (typo["k"] == 0), "score"] = 1.0
+    typo.loc[turn & (typo["k"] == 5), "score"] = 0.0
+    (folder / "typo").mkdir(parents=True)
+    write_scores(typo.reset_index(drop=True), folder / "typo")
+    shutil.copyfile(job / "config.yaml", folder / "typo" / "config.yaml")
+    report = root / "report"
+    code = report_main([str(folder), "--out", str(report), "--resamples", "200"])
+    assert (report / "site" / "index.html").exists(), code
+    scores = pd.concat([base, typo], ignore_index=True)
+    return {"folder": folder, "report": report, "site": report / "site", "scores": scores}
+
+
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[Any]:
+    """Debian's chromium (installed with apt-get when missing) through Playwright."""
+    reason, installed_s = browser.install()
+    if reason is None:
+        try:
+            from playwright.sync_api import sync_playwright
+        except ImportError as err:
+            reason = f"playwright is not installed ({err}); it is in rr's dev extra"
+    if reason is not None:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"the browser tests must run in CI: {reason}")
+        pytest.skip(reason)
+    if installed_s:
+        print(f"\nchromium: apt-get install {installed_s:.1f} s")
+    pw = sync_playwright().start()
+    try:
+        b = browser.launch(pw)
+        yield b
+        b.close()
+    finally:
+        pw.stop()
+
+
+@pytest.fixture
+def page(chromium: Any) -> Iterator[Any]:
+    """A fresh page; the test fails if the browser console shows an error or a script throws."""
+    context = chromium.new_context(viewport={"width": 1280, "height": 900})
+    pg = context.new_page()
+    errors: list[str] = []
+    pg.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    pg.errors = errors
+    yield pg
+    context.close()
+    assert not errors, f"browser console errors: {errors}"
+
+
+def goto(pg: Any, site: Path, name: str) -> None:
+    pg.goto(
+        (site / name).as_uri()
+        if "#" not in name
+        else (site / name.split("#")[0]).as_uri() + "#" + name.split("#", 1)[1]
+    )
+    pg.wait_for_selector("body[data-ready='1']", timeout=15000)
+
+
+def screenshot(pg: Any, name: str, tmp_path: Path, full_page: bool = False) -> None:
+    path = tmp_path / f"site-{name}.png"
+    pg.screenshot(path=str(path), full_page=full_page)
+    if os.environ.get("RR_UPDATE_SCREENSHOTS") == "1":
+        DOCS.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, DOCS / path.name)
+
+
+def label(row: pd.Series | dict) -> str:
+    return f"{row['generator']} / {row['strategy']} / {row['query_perturbation']}"
+
+
+def list_rows(pg: Any) -> set[tuple[str, str]]:
+    """(system label, example id) of every row the examples list shows, across its pages."""
+    seen: set[tuple[str, str]] = set()
+    while True:
+        rows = pg.eval_on_selector_all(
+            "#rows tr[data-ex]", "trs => trs.map(t => [t.children[1].textContent, t.dataset.ex])"
+        )
+        seen |= {(s, e) for s, e in rows}
+        if pg.is_disabled("#pg-next"):
+            return seen
+        pg.click("#pg-next")
+
+
+# ----------------------------------------------------------------------------- the overview
+
+
+def test_overview_shows_the_report_tables_and_robustness_values_equal_the_csv(
+    page: Any, sweep: dict[str, Any], tmp_path: Path
+) -> None:
+    goto(page, sweep["site"], "index.html")
+    screenshot(page, "overview", tmp_path)
+    shown = page.eval_on_selector_all(
+        "#t-robustness tbody tr",
+        "trs => trs.map(t => Object.fromEntries([...t.children].map(td => [td.dataset.col, td.dataset.v ?? td.textContent])))",
+    )
+    csv = pd.read_csv(sweep["report"] / "tables" / "robustness.csv")
+    assert len(shown) == len(csv) == 3
+    scores = sweep["scores"]
+    for _, want in csv.iterrows():
+        got = next(
+            r
+            for r in shown
+            if r["strategy"] == want["strategy"] and r["query_perturbation"] == want["query_perturbation"]
+        )
+        for m in ("ndr", "rsr", "ror", "robustness", "accuracy", "closed_book_accuracy"):
+            assert float(got[m]) == pytest.approx(want[m], rel=1e-9, abs=1e-12), m
+        # and from the score table itself, without rr.metrics: accuracy, closed-book accuracy, NDR
+        mine = scores[
+            (scores["strategy"] == want["strategy"])
+            & (scores["query_perturbation"] == want["query_perturbation"])
+        ]
+        rag, cb = mine[mine["k"] > 0], mine[mine["k"] == 0].set_index("example_id")["score"]
+        assert float(got["accuracy"]) == pytest.approx(rag["score"].mean())
+        assert float(got["closed_book_accuracy"]) == pytest.approx(cb.mean())
+        assert float(got["ndr"]) == pytest.approx(
+            (rag["score"].to_numpy() >= rag["example_id"].map(cb).to_numpy()).mean()
+        )
+    # every table and figure of the report is on the page; the sweep's jobs too
+    for name in [p.stem for p in (sweep["report"] / "tables").glob("*.csv")]:
+        assert page.locator(f"#t-{name}").count() == 1, name
+    figures = sorted(p.name for p in (sweep["report"] / "figures").glob("*.png"))
+    imgs = page.eval_on_selector_all(
+        "figure img", "imgs => imgs.map(i => [i.getAttribute('src'), i.naturalWidth])"
+    )
+    assert sorted(src.split("/")[-1] for src, _ in imgs) == figures
+    assert page.locator("#jobs-table tbody tr").count() == 2
+
+
+# ----------------------------------------------------------------------------- the examples list
+
+
+def expected_flips(scores: pd.DataFrame, kind: str) -> set[tuple[str, str]]:
+    """(system label, example id) of the flips of ``kind``, computed here from the table."""
+    out = set()
+    for (_, _, _, ex), g in scores.groupby(["generator", "strategy", "query_perturbation", "example_id"]):
+        sys_label = label(g.iloc[0])
+        rag = g[g["k"] > 0]
+        if kind == "ndr":
+            cb = g.loc[g["k"] == 0, "score"]
+            if len(cb) and cb.iloc[0] == 1 and (rag["score"] == 0).any():
+                out.add((sys_label, ex))
+        elif kind == "ror":
+            if (rag.groupby(["retriever", "k"])["score"].nunique() > 1).any():
+                out.add((sys_label, ex))
+        elif kind == "query" and g.iloc[0]["query_perturbation"] != "none":
+            orig = scores[
+                (scores["example_id"] == ex)
+                & (scores["strategy"] == g.iloc[0]["strategy"])
+                & (scores["query_perturbation"] == "none")
+            ]
+            merged = g.merge(orig, on=["retriever", "k", "order"], suffixes=("", "_o"))
+            if (merged["score"] != merged["score_o"]).any():
+                out.add((sys_label, ex))
+    return out
+
+
+def test_ndr_flip_filter_lists_exactly_the_examples_right_closed_book_and_wrong_at_some_k(
+    page: Any, sweep: dict[str, Any], tmp_path: Path
+) -> None:
+    goto(page, sweep["site"], "examples.html")
+    page.check("#f-flip-ndr")
+    want = expected_flips(sweep["scores"], "ndr")
+    assert want and any(s.endswith(TYPO) for s, _ in want)
+    assert list_rows(page) == want
+    screenshot(page, "examples", tmp_path)
+
+
+@pytest.mark.parametrize("kind", ["ror", "query"])
+def test_other_flip_filters_match_their_definitions(page: Any, sweep: dict[str, Any], kind: str) -> None:
+    goto(page, sweep["site"], f"examples.html#flip={kind}")
+    want = expected_flips(sweep["scores"], kind)
+    assert want
+    assert list_rows(page) == want
+
+
+def test_cell_filters_and_search_narrow_the_list(page: Any, sweep: dict[str, Any]) -> None:
+    scores = sweep["scores"]
+    goto(page, sweep["site"], "examples.html")
+    assert (
+        page.locator("#rows tr[data-ex]").count()
+        == scores.groupby(["strategy", "query_perturbation", "example_id"]).ngroups
+    )
+    one = scores[(scores["strategy"] == "vanilla") & (scores["query_perturbation"] == "none")].iloc[0]
+    page.fill("#f-search", one["question"].split(" ", 2)[2])  # the question without its first words
+    rows = list_rows(page)
+    assert (label(one), one["example_id"]) in rows and len({e for _, e in rows}) == 1
+    page.fill("#f-search", "")
+    # NDR flips at k = 5 only: the cells' flips, as the closed-book score and k = 5 scores say
+    page.select_option("#f-k", "5")
+    page.check("#f-flip-ndr")
+    want = set()
+    for (g, s, q, ex), grp in scores.groupby(["generator", "strategy", "query_perturbation", "example_id"]):
+        cb = grp.loc[grp["k"] == 0, "score"]
+        if len(cb) and cb.iloc[0] == 1 and (grp.loc[grp["k"] == 5, "score"] == 0).any():
+            want.add((f"{g} / {s} / {q}", ex))
+    assert list_rows(page) == want
+
+
+def test_mcnemar_pair_filter_lists_the_discordant_examples(page: Any, sweep: dict[str, Any]) -> None:
+    scores = sweep["scores"][lambda d: d["query_perturbation"] == "none"]
+    goto(page, sweep["site"], "examples.html")
+    option = page.locator("#f-pair option", has_text="(strategy)")
+    first, second = option.inner_text().split(" (")[0].split(" vs ")
+    page.select_option("#f-pair", option.get_attribute("value"))
+    page.select_option("#f-pair-dir", "a")  # first right, second wrong
+    wide = scores.pivot_table(
+        index=["example_id", "retriever", "k", "order"], columns="strategy", values="score"
+    )
+    ex = wide[
+        (wide[first.split(" / ")[-1]] == 1) & (wide[second.split(" / ")[-1]] == 0)
+    ].index.get_level_values(0)
+    want = {(f"simulated / {s} / none", e) for e in set(ex) for s in ("vanilla", "ownknow")}
+    assert want and list_rows(page) == want
+
+
+def test_keyboard_reaches_every_filter(page: Any, sweep: dict[str, Any]) -> None:
+    goto(page, sweep["site"], "examples.html")
+    filters = set(
+        page.eval_on_selector_all(
+            "#filters select, #filters input", "els => els.filter(e => !e.disabled).map(e => e.id)"
+        )
+    )
+    assert {
+        "f-dataset",
+        "f-system",
+        "f-search",
+        "f-retriever",
+        "f-k",
+        "f-order",
+        "f-flip-ndr",
+        "f-pair",
+    } <= filters
+    reached = set()
+    page.locator("body").focus()
+    for _ in range(80):
+        page.keyboard.press("Tab")
+        reached.add(page.evaluate("document.activeElement && document.activeElement.id"))
+    assert filters <= reached, filters - reached
+
+
+# ----------------------------------------------------------------------------- one example
+
+
+def open_example(page: Any, site: Path, example_id: str, system: str) -> None:
+    goto(page, site, "examples.html")
+    page.click(f"#rows tr[data-ex='{example_id}']:has(td:text-is('{system}')) a")
+    page.wait_for_selector("body[data-ready='1'] #panel-a h3")
+
+
+def test_example_page_shows_documents_in_prompt_order_with_the_answer_highlighted(
+    page: Any, sweep: dict[str, Any], tmp_path: Path
+) -> None:
+    scores = sweep["scores"]
+    vanilla = scores[(scores["strategy"] == "vanilla") & (scores["query_perturbation"] == "none")]
+    row = vanilla[(vanilla["k"] == 5) & (vanilla["order"] == "reversed") & vanilla["answer_in_docs"]].iloc[0]
+    open_example(page, sweep["site"], row["example_id"], label(row))
+    section = page.locator(".system", has=page.locator("h2", has_text=label(row))).first
+    section.locator("button.cell[aria-label^='bm25, k = 5, reversed:']").click()
+    page.wait_for_selector("#panel-a h3:has-text('k = 5, reversed')")
+    docs = page.eval_on_selector_all(
+        "#panel-a li.doc",
+        "lis => lis.map(li => [li.dataset.id, li.querySelector('p.text').textContent, "
+        "[...li.querySelectorAll('mark.gold')].map(m => m.textContent)])",
+    )
+    assert [d[0] for d in docs] == list(row["doc_ids"])  # prompt order
+    answers = [a.lower() for a in row["answers"]]
+    assert any(marks for _, _, marks in docs)
+    for _, text, marks in docs:
+        has = any(a in text.lower() for a in answers)
+        assert bool(marks) == has and all(m.lower() in answers for m in marks)
+    ranks = page.eval_on_selector_all("#panel-a li.doc .rank", "els => els.map(e => e.textContent)")
+    assert ranks == [f"rank {i}" for i in range(5, 0, -1)]  # reversed: best document last
+    assert page.inner_text("#panel-a .verdict").startswith("right" if row["score"] == 1 else "wrong")
+    assert page.inner_text("#panel-a pre.raw") == row["raw_output"]
+    assert page.inner_text("#panel-a .marker") == ("yes" if row["marker_found"] else "no")
+    screenshot(page, "example", tmp_path, full_page=True)
+
+
+def test_two_cells_side_by_side_and_perturbed_query_as_a_character_diff(
+    page: Any, sweep: dict[str, Any]
+) -> None:
+    scores = sweep["scores"]
+    typo = scores[scores["query_perturbation"] == TYPO].iloc[0]
+    original = scores[(scores["example_id"] == typo["example_id"]) & (scores["query_perturbation"] == "none")]
+    open_example(page, sweep["site"], typo["example_id"], label(typo))
+    diff = page.locator(f".system:has(h2:text-is('{label(typo)}')) .diff")
+    ops = diff.evaluate("el => [...el.childNodes].map(n => [n.nodeName, n.textContent])")
+    before = "".join(t for n, t in ops if n != "INS")
+    after = "".join(t for n, t in ops if n != "DEL")
+    assert before == original["question"].iloc[0] and after == typo["question"]
+    assert any(n == "INS" for n, _ in ops) and any(n == "DEL" for n, _ in ops)
+    page.check("#target-b")
+    page.locator("button.cell[aria-label^='closed-book']").first.click()
+    page.wait_for_selector("#panels.two #panel-b h3:has-text('closed-book')")
+    assert page.locator("#panel-a h3").count() == 1 and page.is_visible("#panel-b")
+
+
+def test_unreadable_corpus_shows_the_ids_and_says_so(
+    page: Any, sweep: dict[str, Any], tmp_path: Path
+) -> None:
+    from rr.reporting.core import build_report
+    from rr.reporting.site import build_site
+
+    report = build_report([sweep["folder"]], tmp_path / "report", n_resamples=50, only=["robustness"])
+
+    def gone(job_dir: Path) -> Any:
+        raise FileNotFoundError(f"{job_dir}/corpus.jsonl")
+
+    info = build_site(report, corpus_loader=gone)
+    assert info.passages and info.passages_unreadable == info.passages
+    assert any("not readable" in n for n in info.notes)
+    row = sweep["scores"].query("k == 5 and strategy == 'vanilla'").iloc[0]
+    open_example(page, info.out_dir, row["example_id"], label(row))
+    texts = page.eval_on_selector_all("#panel-a li.doc", "lis => lis.map(li => li.textContent)")
+    assert texts and all("not readable: FileNotFoundError" in t for t in texts)
+
+
+# ----------------------------------------------------------------------------- without a browser
+
+
+def test_flips_are_the_comparisons_the_metrics_fail() -> None:
+    table = job_rows("m", "vanilla", 30, base=0.5, gain=0.2)
+    flips = robustness_flips(table)
+    for r, mine in table[table["k"] > 0].groupby("retriever"):
+        sub = pd.concat([mine, table[table["k"] == 0]])
+        n_cells = len(mine)
+        n_rsr = len(mine[mine["k"] != mine["k"].min()])
+        f = flips[flips["retriever"] == r]
+        assert (f["kind"] == "ndr").sum() == round((1 - ndr(sub)) * n_cells)
+        assert (f["kind"] == "rsr").sum() == round((1 - rsr(sub)) * n_rsr)
+        ror_cells = f.loc[f["kind"] == "ror", ["example_id", "k"]].drop_duplicates()
+        spread = mine.groupby(["example_id", "k"])["score"].nunique() > 1
+        assert len(ror_cells) == int(spread.sum()) and ror(sub) < 1
+    perturbed = job_rows("m", "vanilla", 30, base=0.5, gain=0.2, doc_perturbation="format:json")
+    both = pd.concat([table, perturbed], ignore_index=True)
+    rates = robustness_rates(both, subsets=False)
+    dflips = doc_perturbation_flips(both)
+    n = int(rates[("Total", "n")].iloc[0])
+    assert len(dflips) == round((rates[("Total", "LR")].iloc[0] + rates[("Total", "WR")].iloc[0]) * n)
+
+
+def test_site_data_are_scripts_and_the_flag_turns_the_site_off(sweep: dict[str, Any], tmp_path: Path) -> None:
+    from rr.commands.report import main as report_main
+
+    site = sweep["site"]
+    for f in [site / "data" / "index.js", *sorted((site / "data" / "ex").glob("*.js"))[:1]]:
+        text = f.read_text()
+        assert text.startswith("RR.load(") and text.rstrip().endswith(");")
+    index = json.loads((site / "data" / "index.js").read_text().split(",", 2)[2].rstrip().removesuffix(");"))
+    assert index["n_examples"] == sweep["scores"]["example_id"].nunique()
+    assert sorted(p["differs_in"] for p in index["pairs"]) == ["query_perturbation", "strategy"]
+    # each passage once
+    ids = []
+    for f in sorted((site / "data" / "p").glob("*.js")):
+        ids += json.loads(f.read_text().split(",", 2)[2].rstrip().removesuffix(");"))["id"]
+    assert len(ids) == len(set(ids)) == len({p for d in sweep["scores"]["doc_ids"] for p in d})
+    assert not any(
+        "http://" in f.read_text() or "https://" in f.read_text() for f in (site / "assets").iterdir()
+    )
+    report_main([str(sweep["folder"]), "--out", str(tmp_path / "r"), "--only", "robustness", "--no-site"])
+    assert (tmp_path / "r" / "README.md").exists() and not (tmp_path / "r" / "site").exists()
+    assert np.isfinite(index["flips"]["ndr"]["rows"])
