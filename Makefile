@@ -15,7 +15,7 @@ export HF_HUB_OFFLINE ?= 1
 export HF_DATASETS_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: help install textattack demo report test test-slow lint bench clean
+.PHONY: help install textattack demo report test test-slow lint bench gpu-check clean
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -60,6 +60,9 @@ lint:  $(STAMP) ## ruff + mypy
 
 bench: $(STAMP)  ## harness vs bare-transformers overhead benchmark
 	$(BIN)/python benchmarks/overhead.py
+
+gpu-check: $(STAMP)  ## rr's GPU path (hf, data-parallel, dense, a job, faiss, vLLM) vs CPU on tiny local models; CPU-only parts on a machine without CUDA (~1 min); node without network: tools/device/README.md
+	$(BIN)/python benchmarks/gpu_check.py
 
 clean:  ## remove outputs and caches (keeps .venv and the converted model)
 	rm -rf outputs/runs outputs/multirun outputs/cache
