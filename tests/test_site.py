@@ -136,9 +136,12 @@ def goto(pg: Any, site: Path, name: str) -> None:
 def screenshot(pg: Any, name: str, tmp_path: Path, full_page: bool = False) -> None:
     path = tmp_path / f"site-{name}.png"
     pg.screenshot(path=str(path), full_page=full_page)
-    if os.environ.get("RR_UPDATE_SCREENSHOTS") == "1":
+    if os.environ.get("RR_UPDATE_SCREENSHOTS") == "1":  # docs/img: 256 colours, a few dozen kB
+        from PIL import Image
+
         DOCS.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(path, DOCS / path.name)
+        with Image.open(path) as img:
+            img.convert("RGB").quantize(256).save(DOCS / path.name, optimize=True)
 
 
 def label(row: pd.Series | dict) -> str:
@@ -330,6 +333,7 @@ def test_example_page_shows_documents_in_prompt_order_with_the_answer_highlighte
     scores = sweep["scores"]
     vanilla = scores[(scores["strategy"] == "vanilla") & (scores["query_perturbation"] == "none")]
     row = vanilla[(vanilla["k"] == 5) & (vanilla["order"] == "reversed") & vanilla["answer_in_docs"]].iloc[0]
+    page.set_viewport_size({"width": 1280, "height": 1250})
     open_example(page, sweep["site"], row["example_id"], label(row))
     section = page.locator(".system", has=page.locator("h2", has_text=label(row))).first
     section.locator("button.cell[aria-label^='bm25, k = 5, reversed:']").click()
@@ -350,7 +354,10 @@ def test_example_page_shows_documents_in_prompt_order_with_the_answer_highlighte
     assert page.inner_text("#panel-a .verdict").startswith("right" if row["score"] == 1 else "wrong")
     assert page.inner_text("#panel-a pre.raw") == row["raw_output"]
     assert page.inner_text("#panel-a .marker") == ("yes" if row["marker_found"] else "no")
-    screenshot(page, "example", tmp_path, full_page=True)
+    page.check("#target-b")  # a second cell beside it, for the screenshot
+    section.locator("button.cell[aria-label^='bm25, k = 5, original:']").click()
+    page.wait_for_selector("#panels.two #panel-b h3:has-text('k = 5, original')")
+    screenshot(page, "example", tmp_path)
 
 
 def test_two_cells_side_by_side_and_perturbed_query_as_a_character_diff(

@@ -38,6 +38,7 @@ ranking as the prompts show it).
 from __future__ import annotations
 
 import difflib
+import gc
 import json
 import logging
 import math
@@ -115,6 +116,7 @@ class SiteInfo:
     passages_unreadable: int = 0
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
+    stage_seconds: dict[str, float] = field(default_factory=dict)
 
 
 def build_site(
@@ -139,6 +141,24 @@ def build_site(
     Returns:
         A :class:`SiteInfo`; ``index.html`` in ``out_dir`` is the overview.
     """
+    # millions of small objects (passages, cells) and no cycles among them: the cyclic collector
+    # would rescan the score table's objects again and again (a third of the time at 4e5 rows)
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _build_site(report, out_dir, scores, context, corpus_loader)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+
+
+def _build_site(
+    report: Report,
+    out_dir: str | Path | None,
+    scores: pd.DataFrame | None,
+    context: ReportContext | None,
+    corpus_loader: Callable[[Path], Any] | None,
+) -> SiteInfo:
     t0 = time.perf_counter()
     df = report.scores if scores is None else scores
     ctx = report.context if context is None else context
@@ -154,21 +174,39 @@ def build_site(
     _copy_assets(out)
     _copy_report_files(report, out)
 
-    model = _Model(df.reset_index(drop=True), ctx)
+    clock = _Clock(info.stage_seconds)
+    model = _Model(df.reset_index(drop=True), ctx, clock)
     info.notes += model.notes
     _write(out / "data" / "overview.js", "overview", None, _overview(report, ctx, model))
+    clock("overview")
     model.write_rows(out / "data")
+    clock("rows")
     passages = _Passages(ctx, corpus_loader or _job_corpus)
     model.write_examples(out / "data" / "ex", passages)
-    passages.write(out / "data")
+    clock("examples")
+    passages.write(out / "data", clock)
     _write(out / "data" / "index.js", "index", None, model.index(passages))
+    clock("passages")
     info.notes += passages.notes
     info.examples, info.list_rows = len(model.examples), model.n_list_rows
-    info.passages, info.passages_unreadable = len(passages.keys), passages.unreadable
+    info.passages, info.passages_unreadable = len(passages.items), passages.unreadable
     files = [f for f in out.rglob("*") if f.is_file()]
     info.files, info.bytes = len(files), sum(f.stat().st_size for f in files)
     info.seconds = time.perf_counter() - t0
     return info
+
+
+class _Clock:
+    """Adds the seconds since its last call to ``stages[name]`` (the stages of :class:`SiteInfo`)."""
+
+    def __init__(self, stages: dict[str, float]) -> None:
+        self.stages = stages
+        self.last = time.perf_counter()
+
+    def __call__(self, name: str) -> None:
+        now = time.perf_counter()
+        self.stages[name] = round(self.stages.get(name, 0.0) + now - self.last, 3)
+        self.last = now
 
 
 # ----------------------------------------------------------------------------- files
@@ -383,7 +421,7 @@ def _score_chars(scores: np.ndarray) -> np.ndarray:
 class _Model:
     """The score table indexed for the site: examples, systems, cells, list rows and flips."""
 
-    def __init__(self, df: pd.DataFrame, ctx: ReportContext) -> None:
+    def __init__(self, df: pd.DataFrame, ctx: ReportContext, clock: _Clock) -> None:
         self.notes: list[str] = []
         if "job_id" not in df.columns:
             df = df.assign(job_id="job")
@@ -458,8 +496,11 @@ class _Model:
             self.acc = np.where(acc_n > 0, acc_sum / np.maximum(acc_n, 1), np.nan)
             self.cb = np.where(cb_n > 0, cb_sum / np.maximum(cb_n, 1), np.nan)
         self.pairs: list[dict[str, Any]] = []
+        clock("index")
         self._flips()
+        clock("flips")
         self._mcnemar()
+        clock("mcnemar")
 
     # -- flips -----------------------------------------------------------------------
 
@@ -480,7 +521,8 @@ class _Model:
         cell = ["example_id", "retriever", "k", "order"]
         needed = {"example_id", "k", "order", "score", "retriever"}
         if needed <= set(df.columns):
-            for key, group in df.groupby(self.by, sort=True, dropna=False) if self.by else [((), df)]:
+            slim = df[list(dict.fromkeys([*needed, *self.by]))]  # not the wide columns (doc_ids, outputs)
+            for key, group in slim.groupby(self.by, sort=True, dropna=False) if self.by else [((), slim)]:
                 try:
                     flips = robustness_flips(group)
                 except ValueError as err:
@@ -662,24 +704,18 @@ class _Model:
         self, e: int, b0: int, b1: int, order: np.ndarray, col: _Columns, passages: _Passages
     ) -> dict[str, Any]:
         question, answers = self.questions[e], self.answers[e]
-        ranked: dict[tuple, list[int]] = {}
-        ranked_ids: list[list[int]] = []
+        # the ranking of each (job, retriever, perturbations): its longest original-order list;
+        # a row's documents are compared with it as ids, and numbered only when they are not a
+        # prefix of it or its reverse (most rows are)
+        ranked: dict[tuple, list[str]] = {}
         rows = range(b0, b1)
-        docs_of: dict[int, list[int]] = {}
         for i in rows:
-            job = col.job[i]
-            ids = col.doc_ids[i]
-            if not len(ids):
-                continue
-            docs_of[i] = [passages.key(job, str(p)) for p in ids]
             if col.order[i] == "original" and col.k[i] > 0:
-                rk = (job, col.retriever[i], col.qp[i], col.dp[i])
-                if len(docs_of[i]) > len(ranked.get(rk, ())):
-                    ranked[rk] = docs_of[i]
-        rk_index = {}
-        for rk, lst in ranked.items():
-            rk_index[rk] = len(ranked_ids)
-            ranked_ids.append(lst)
+                rk = (col.job[i], col.retriever[i], col.qp[i], col.dp[i])
+                if len(col.doc_ids[i]) > len(ranked.get(rk, ())):
+                    ranked[rk] = col.doc_ids[i]
+        rk_index = {rk: j for j, rk in enumerate(ranked)}
+        ranked_ids = [passages.numbers(rk[0], ids) for rk, ids in ranked.items()]
         systems: dict[int, dict[str, Any]] = {}
         for i in rows:
             r = int(order[i])
@@ -694,21 +730,21 @@ class _Model:
                 systems[s] = sysd
             docs: Any = []
             ref = -1
-            if i in docs_of:
-                mine = docs_of[i]
+            ids = col.doc_ids[i]
+            if ids:
                 rk = (col.job[i], col.retriever[i], col.qp[i], col.dp[i])
                 ranking = ranked.get(rk)
-                n = len(mine)
+                n = len(ids)
                 if ranking:
                     ref = rk_index[rk]
-                    if ranking[:n] == mine:
+                    if ranking[:n] == ids:
                         docs = n
-                    elif ranking[:n][::-1] == mine:
+                    elif ranking[:n][::-1] == ids:
                         docs = -n
                     else:
-                        docs = mine
+                        docs = passages.numbers(col.job[i], ids)
                 else:
-                    docs = mine
+                    docs = passages.numbers(col.job[i], ids)
             sysd["cells"].append(
                 [
                     int(self.cell[r]),
@@ -775,7 +811,7 @@ class _Columns:
         self.marker = [None if _isna(v) else bool(v) for v in get("marker_found", None)]
         self.refused = [None if _isna(v) else bool(v) for v in get("refused", None)]
         self.over_window = [None if _isna(v) else bool(v) for v in get("over_window", None)]
-        self.doc_ids = [_as_list(v) for v in get("doc_ids", None)]
+        self.doc_ids = [_as_list(v) for v in get("doc_ids", None)]  # passage ids are strings
 
 
 def _isna(v: Any) -> bool:
@@ -787,6 +823,8 @@ def _as_list(v: Any) -> list[Any]:
         return []
     if isinstance(v, str):
         return [v]
+    if isinstance(v, np.ndarray):
+        return v.tolist()
     return list(v)
 
 
@@ -830,7 +868,8 @@ class _Passages:
         self.corpus_of_job: dict[str, int] = {}
         self.corpora: list[dict[str, Any]] = []
         self.job_dir: dict[str, Path] = {j.job_id: j.path for j in ctx.jobs}
-        self.keys: dict[tuple[int, str], int] = {}
+        self.items: list[tuple[int, str]] = []  # (corpus, passage id) by number
+        self.maps: list[dict[str, int]] = []  # per corpus: passage id -> number
         self.shards: list[int] = []
         self.unreadable = 0
 
@@ -856,24 +895,33 @@ class _Passages:
         self.corpora.append(
             {"ident": ident if ident is not None else f"job {job}", "job": job, "folder": folder}
         )
+        self.maps.append({})
         self.corpus_of_job[job] = len(self.corpora) - 1
         return len(self.corpora) - 1
 
-    def key(self, job: str, pid: str) -> int:
-        k = (self._corpus(job), pid)
-        n = self.keys.get(k)
-        if n is None:
-            n = self.keys[k] = len(self.keys)
-        return n
+    def numbers(self, job: str, ids: Sequence[Any]) -> list[int]:
+        """The numbers of passages ``ids`` of ``job``'s corpus (new ones numbered in order)."""
+        c = self._corpus(job)
+        m = self.maps[c]
+        out = [m.get(p, -1) for p in ids]
+        if -1 in out:
+            for j, p in enumerate(ids):
+                if out[j] == -1:
+                    n = m.get(p)
+                    if n is None:
+                        n = m[p] = len(self.items)
+                        self.items.append((c, str(p)))
+                    out[j] = n
+        return out
 
     def corpora_info(self) -> list[dict[str, Any]]:
         return [{"name": c.get("name", "?"), "status": c.get("status", "")} for c in self.corpora]
 
     def _texts(self) -> list[tuple[str, str | None]]:
         """(title, text or None) of every passage, by number."""
-        out: list[tuple[str, str | None]] = [("", None)] * len(self.keys)
+        out: list[tuple[str, str | None]] = [("", None)] * len(self.items)
         by_corpus: dict[int, list[tuple[str, int]]] = {}
-        for (c, pid), n in self.keys.items():
+        for n, (c, pid) in enumerate(self.items):
             by_corpus.setdefault(c, []).append((pid, n))
         for c, items in by_corpus.items():
             info = self.corpora[c]
@@ -905,12 +953,12 @@ class _Passages:
             del corpus
         return out
 
-    def write(self, data: Path) -> None:
+    def write(self, data: Path, clock: _Clock) -> None:
+        clock("examples")
         texts = self._texts()
-        ids = [""] * len(self.keys)
-        corp = [0] * len(self.keys)
-        for (c, pid), n in self.keys.items():
-            ids[n], corp[n] = pid, c
+        clock("corpus")
+        ids = [pid for _, pid in self.items]
+        corp = [c for c, _ in self.items]
         start, shard, size = 0, 0, 0
         for n in range(len(ids) + 1):
             if n == len(ids) or (n > start and size > PASSAGE_SHARD_BYTES):
