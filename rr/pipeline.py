@@ -28,7 +28,7 @@ from rr.answers import has_answer_in
 from rr.atomic import atomic_write
 from rr.config import instantiate, instantiate_as, job_id, semantic_config
 from rr.context import ORDERS, RankedDoc, order_indices
-from rr.data.base import Corpus, DataError, Dataset, FilteringDataset
+from rr.data.base import Corpus, DataError, Dataset, FilteringDataset, SampledDataset
 from rr.errors import ConfigError, require_positive
 from rr.generation.base import (
     ChecksStrategies,
@@ -206,6 +206,9 @@ def run_job(
         parts = build_components(cfg, plan)
         with watch.stage("load_data"):
             examples, corpus = load_data(parts)
+        scope = data_scope(cfg, parts.dataset, examples, corpus)
+        for line in scope.lines:  # how much of the data this job runs, and who decided
+            log.info("%s", line)
         rt = make_runtime(cfg, plan, parts, make_llm)
         rt.llm.resuming = resuming
         with watch.stage("query_variants"):
@@ -227,7 +230,7 @@ def run_job(
                 planted = planted_summary(drawn, scores, summary_groups(scores)) if drawn else None
         with watch.stage("write"):
             summary = write_outputs(
-                scores, examples, corpus, retrieval, parts, plan, rt, watch, t_start, planted
+                scores, examples, corpus, retrieval, parts, plan, rt, watch, t_start, planted, scope
             )
         if logger is not None:
             logger.log_job(plan.job_id, semantic_config(cfg), summary, scores, str(plan.output_dir))
@@ -237,6 +240,57 @@ def run_job(
             rt.close()
         if logger is not None:
             logger.finish()
+
+
+@dataclass(frozen=True)
+class DataScope:
+    """How much of its data a job runs, and which setting decided it (printed first, in ``summary.json``).
+
+    Attributes:
+        examples: Examples the job runs.
+        available: Examples the dataset had to sample them from (``None``: a generated dataset, such
+            as ``synthetic``, whose size is ``dataset.n`` itself).
+        lines: One line each: ``examples: 12 of 78 (dataset.n=12 from experiment=cao2025_mini)``,
+            the corpus's passages, and the settings the experiment gives the job.
+    """
+
+    examples: int
+    available: int | None
+    lines: list[str]
+
+
+def data_scope(cfg: DictConfig, dataset: Dataset, examples: list[Example], corpus: Corpus) -> DataScope:
+    """The job's :class:`DataScope`: a subset of the user's data never goes unsaid (CONVENTIONS 13)."""
+    from rr.config import experiment_settings, setting_origin
+
+    def shown(value: Any) -> str:  # as on the command line: null, [1, 2, 3], [original, reversed]
+        if isinstance(value, list | tuple):
+            return "[" + ", ".join(shown(v) for v in value) + "]"
+        return "null" if value is None else str(value)
+
+    def because(key: str) -> str:
+        origin = setting_origin(key)
+        return f"{key}={shown(OmegaConf.select(cfg, key))}" + (f" {origin}" if origin else "")
+
+    n = OmegaConf.select(cfg, "dataset.n")
+    available = dataset.available if isinstance(dataset, SampledDataset) else None
+    if available is None:
+        line = f"examples: {len(examples)}" + (f" ({because('dataset.n')})" if n is not None else "")
+    elif len(examples) < available:
+        line = f"examples: {len(examples)} of {available} ({because('dataset.n')}; dataset.n=null runs all)"
+    else:
+        line = f"examples: {len(examples)} of {available} (all)"
+    lines = [line]
+    if len(corpus):
+        cap = OmegaConf.select(cfg, "corpus.max_passages")
+        lines.append(
+            f"corpus: {len(corpus)} passages" + (f" ({because('corpus.max_passages')})" if cap else "")
+        )
+    if (settings := experiment_settings(cfg)) is not None and settings[1]:
+        name, values = settings
+        listed = ", ".join(f"{k}={shown(v)}" for k, v in values.items())
+        lines.append(f"experiment={name} sets {listed} (override any on the command line)")
+    return DataScope(len(examples), available, lines)
 
 
 def plan_job(cfg: DictConfig, output_dir: str | Path) -> JobPlan:
@@ -458,6 +512,7 @@ def write_outputs(
     watch: Stopwatch,
     t_start: float,
     planted: dict[str, Any] | None = None,
+    scope: DataScope | None = None,
 ) -> dict[str, Any]:
     """Write ``scores.parquet``, ``retrieval.csv``, the TREC runs and qrels and ``summary.json``
     (last: a job is done when it exists); return the summary. ``planted``: a simulated reader's
@@ -491,6 +546,9 @@ def write_outputs(
         summary["approximate_indexes"] = approx
     if planted is not None:
         summary["planted"] = planted
+    if scope is not None:
+        summary["examples_available"] = scope.available  # beside "examples": 12 of 78
+        summary["data_scope"] = scope.lines
     with atomic_write(out / "summary.json") as f:
         f.write(json.dumps(summary, indent=1, default=str))
     return summary

@@ -21,7 +21,7 @@ from rr.registry import COMPONENTS
 from .conftest import CONF_DIR, compose_config
 
 CONF = Path(CONF_DIR)
-SKIP_GROUPS = {"experiment", "hydra", "sweep"}
+SKIP_GROUPS = {"experiment", "experiment_data", "hydra", "sweep"}
 
 
 def _options() -> list[tuple[str, str]]:

@@ -59,6 +59,16 @@ class FilteringDataset(Dataset, Protocol):
     filter_counts: dict[str, int]
 
 
+@runtime_checkable
+class SampledDataset(Dataset, Protocol):
+    """A dataset that samples ``n`` of the examples its source holds (:func:`sample_examples`) and
+    says how many there were, so a job can print ``examples: 12 of 78``."""
+
+    #: After :meth:`load`: how many examples there were to sample ``n`` from (after any filter, such as
+    #: mini's answerable one); ``None`` before.
+    available: int | None
+
+
 class Corpus:
     """An in-memory passage collection with id lookup.
 

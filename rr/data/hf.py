@@ -104,6 +104,7 @@ class HFDataset:
         self.split = split
         self.n = n
         self.seed = seed
+        self.available: int | None = None  # after load: examples there were to sample n from
         #: Hub config name (``None``: the dataset's default); a loader that takes one sets it.
         self.subset: str | None = None
         self.data_files = data_files
@@ -198,7 +199,9 @@ class HFDataset:
             DataError: On a malformed row (message names the source and row index).
             ConnectionError: If the Hub cannot be reached and no local copy is cached.
         """
-        return sample_examples(self.read_all(), self.n, self.seed)
+        population = self.read_all()
+        self.available = len(population)
+        return sample_examples(population, self.n, self.seed)
 
     def fingerprint(self) -> dict:
         """Everything that determines :meth:`load`'s output.

@@ -219,6 +219,7 @@ class JsonlDataset:
         self.path = path
         self.n = n
         self.seed = seed
+        self.available: int | None = None  # after load: examples there were to sample n from
         self.id_field = id_field
         self.question_field = question_field
         self.answers_field = answers_field
@@ -262,6 +263,7 @@ class JsonlDataset:
             examples.append(ex)
         if not examples:
             raise DataError(f"{self.path}: no examples")
+        self.available = len(examples)
         return sample_examples(examples, self.n, self.seed)
 
     def fingerprint(self) -> dict:

@@ -129,6 +129,9 @@ class MiniDataset:
         self.variant = variant
         self.n = n
         self.seed = seed
+        self.available: int | None = (
+            None  # after load: answerable (filtered) examples there were to sample n from
+        )
         self.scalar_answers_only = scalar_answers_only
         self.answerable_only = answerable_only
         self.filter_counts: dict[str, int] = {}
@@ -162,6 +165,7 @@ class MiniDataset:
             kept = [ex for ex in in_evidence if answerable(ex, evidence)]
             counts["answer_in_evidence"] = len(in_evidence)
         counts["answerable"] = len(kept)
+        self.available = len(kept)
         sampled = sample_examples(kept, self.n, self.seed)
         self.filter_counts = {**counts, "sampled": len(sampled)}
         return sampled

@@ -186,6 +186,7 @@ class RGBDataset:
         self.testbed = testbed
         self.n = n
         self.seed = seed
+        self.available: int | None = None  # after load: examples there were to sample n from
         self.name = name
 
     def fingerprint(self) -> dict:
@@ -201,7 +202,9 @@ class RGBDataset:
         }
 
     def load(self) -> list[Example]:
-        return sample_examples(read_rgb(self.path, self.testbed), self.n, self.seed)
+        population = read_rgb(self.path, self.testbed)
+        self.available = len(population)
+        return sample_examples(population, self.n, self.seed)
 
 
 @component("corpus", "rgb")
