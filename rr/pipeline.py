@@ -467,7 +467,12 @@ def run_strategy(
     """Perturb the documents, generate, judge: the strategy's score-table rows."""
     with watch.stage(f"perturb_docs:{strategy.name}"):
         inputs = parts.doc_perturbation.apply(inputs, rt)
-    log.info("strategy %s: %d inputs (cells x query variants)", strategy.name, len(inputs))
+    log.info(
+        "strategy %s: %d inputs (cells x query variants; a cell = one retriever, k and document order, "
+        "or k = 0 without documents)",
+        strategy.name,
+        len(inputs),
+    )
     with watch.stage(f"generate:{strategy.name}"):
         outputs = strategy.run(inputs, rt)
     with watch.stage(f"judge:{strategy.name}"):

@@ -146,6 +146,37 @@ def test_missing_option_is_one_line(tmp_path, monkeypatch, capsys):
     assert_one_line(code, err, "generator/nope", "hf")
 
 
+@pytest.mark.parametrize(
+    ("args", "needles"),
+    [
+        (["retriever=bm25s"], ["'retriever/bm25s' (did you mean bm25?)", "Available options in 'retriever'"]),
+        (["retriever=[bm25s]"], ["'retriever/bm25s' (did you mean bm25?)"]),  # a list-valued group
+        (["strategy=ownknw"], ["(did you mean ownknow?)"]),
+        (["-m", "strategy=vanilla,owknow"], ["'strategy/owknow' (did you mean ownknow?)"]),  # a sweep's value
+    ],
+)
+def test_mistyped_option_says_which_one_was_meant(args, needles, tmp_path, monkeypatch, capsys):
+    code, err = run_main([*args, f"paths.output_root={tmp_path}"], tmp_path, monkeypatch, capsys, root=False)
+    assert_one_line(code, err, *needles)
+
+
+def test_unlike_option_suggests_nothing(tmp_path, monkeypatch, capsys):
+    code, err = run_main(["generator=xyz"], tmp_path, monkeypatch, capsys)
+    assert "did you mean" not in assert_one_line(code, err, "generator/xyz")
+
+
+@pytest.mark.parametrize(
+    ("override", "write"),
+    [("grid.k=5", "'grid.k=[5]'"), ("grid.orders=original", "'grid.orders=[original]'")],
+)
+def test_a_list_key_given_one_value_says_how_to_write_the_list(
+    override, write, tmp_path, monkeypatch, capsys
+):
+    code, err = run_main([override], tmp_path, monkeypatch, capsys)
+    line = assert_one_line(code, err, f"{override.split('=')[0]} takes a list: write {write}")
+    assert "ListConfig" not in line
+
+
 def _write(path: Path, data: bytes) -> Path:
     path.write_bytes(data)
     return path

@@ -553,6 +553,23 @@ def test_jsonl_dataset_malformed_lines(tmp_path: Path, lines: list[str], problem
         JsonlDataset(str(path)).load()
 
 
+@pytest.mark.parametrize(
+    ("line", "where"),
+    [
+        # cut short (a killed writer): the newline after it made this "column 1"
+        ('{"id": "b", "question": "Q", "answers": ["y"]', "the line ends at column 45 before the JSON does"),
+        ('{"id": "b", "question": "Q", "answers": ["y"],}', "at column 47"),  # the stray comma's real column
+        ('{"id": "b", "question": "Q" "answers": ["y"]}', "at column 29"),
+    ],
+)
+def test_invalid_json_names_its_real_column(tmp_path: Path, line: str, where: str) -> None:
+    path = tmp_path / "qs.jsonl"
+    path.write_text('{"id": "a", "question": "Q", "answers": ["x"]}\n' + line + "\r\n", encoding="utf-8")
+    with pytest.raises(DataError) as err:
+        JsonlDataset(str(path)).load()
+    assert str(err.value).startswith(f"{path}:2: invalid JSON (") and str(err.value).endswith(f" {where})")
+
+
 # -- JSON-lines corpora --------------------------------------------------------------------
 
 

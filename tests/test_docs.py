@@ -353,11 +353,22 @@ def test_rerun_and_readme_snippet(in_reader_dir: Path, capsys) -> None:
         b for b in blocks("python") if b[0] == "README.md" and "robustness_table" in b[2]
     )
     namespace: dict = {}
-    *body, last = snippet.strip().splitlines()
-    exec(compile("\n".join(body), f"{file}:{line}", "exec"), namespace)  # noqa: S102 - the README's own text
-    table = eval(compile(last.split("#")[0], f"{file}:{line}", "eval"), namespace)  # noqa: S307
+    capsys.readouterr()
+    exec(compile(snippet, f"{file}:{line}", "exec"), namespace)  # noqa: S102 - the README's own text
+    printed = capsys.readouterr().out.splitlines()
     assert namespace["df"]["job_id"].nunique() >= 2, "the snippet should face a folder of several jobs"
-    assert len(table) == namespace["df"]["job_id"].nunique()
+    assert len(namespace["table"]) == namespace["df"]["job_id"].nunique()
+    # every metric column printed, none replaced by pandas' "..." (issue 30)
+    assert printed[0].split() == [
+        "job_id",
+        "strategy",
+        "ndr",
+        "rsr",
+        "ror",
+        "accuracy",
+        "closed_book_accuracy",
+    ]
+    assert len(printed) == 1 + len(namespace["table"]) and not any("..." in p for p in printed)
 
 
 @pytest.mark.parametrize("cmd", distinct("compose"))

@@ -182,3 +182,20 @@ def test_a_20_question_file_runs_20_examples(tmp_path: Path, monkeypatch, capsys
     summary = json.loads((job / "summary.json").read_text())
     assert (summary["examples"], summary["examples_available"]) == (N, N)
     assert summary["data_scope"][0] == f"examples: {N} of {N} (all)"
+
+
+def test_console_says_what_cells_fallbacks_and_planted_mean(tmp_path: Path, monkeypatch, capsys) -> None:
+    """Words a new user meets on the console get a gloss where they first appear (issue 30)."""
+    args = ["generator=simulated", "dataset=synthetic", "corpus=synthetic", "dataset.n=3", "retriever=[bm25]"]
+    code, out, err = rr_main([*args, "progress=false", f"paths.output_root={tmp_path}"], monkeypatch, capsys)
+    assert code == 0, err
+    said = " ".join(out.split())  # rich wraps long lines
+    assert (
+        "(cells x query variants; a cell = one retriever, k and document order, or k = 0 without documents)"
+        in said
+    )
+    assert (
+        "answer-extraction fallbacks 0 (outputs without an 'Answer:' marker: their first non-empty line"
+        in said
+    )
+    assert "planted = the true value of the simulated reader's population" in said

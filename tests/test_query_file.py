@@ -39,6 +39,20 @@ def test_typo_command_roundtrip_equals_in_process(tmp_path: Path) -> None:
     assert counts == {}
 
 
+def test_typo_command_explains_its_counters(tmp_path: Path, capsys) -> None:
+    """``typo:duplicate_variant: 1`` alone meant nothing to a reader (issue 30): each counter says what it counts."""
+    qfile = _write(tmp_path / "q.jsonl", [{"id": e.id, "question": e.question} for e in EXAMPLES])
+    out = tmp_path / "typos.jsonl"
+    main(["typo", "--input", str(qfile), "--output", str(out), "--rate", "0.01", "--n", "8"])  # one edit each
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == f"wrote 16 variants of 2 questions to {out}"
+    dup = next(line for line in lines if line.startswith("  typo:duplicate_variant: "))
+    assert (
+        dup.endswith(TypoPerturbation.COUNTERS["duplicate_variant"])
+        and " - variants identical to another" in dup
+    )
+
+
 def test_questions_command_writes_dataset(tmp_path: Path) -> None:
     out = tmp_path / "questions.jsonl"
     main(["questions", str(out), "dataset=mini", "dataset.n=3"])

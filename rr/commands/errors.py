@@ -8,6 +8,7 @@ such file). ``None`` means a bug: the command keeps its traceback.
 
 from __future__ import annotations
 
+import difflib
 import errno
 import re
 
@@ -68,12 +69,20 @@ def _hydra_message(ex: Exception) -> str | None:
         )
     # "Available options in 'generator': hf hf_schema ...": the generated *_schema nodes are no options
     message = re.sub(r"\s\w+_schema\b", "", _one_line(str(ex)))
-    if (missing := re.search(r"Could not load '([\w/]+)/([^'/]+)'", message)) and "Available" not in message:
-        options = _group_options(missing.group(1))  # a list-valued group (retriever=[bm2]) names none
-        if options:
-            message += f" Available options in '{missing.group(1)}': {' '.join(options)}"
+    if missing := re.search(r"Could not (?:load|find) '([\w/]+)/([^'/]+)'", message):
+        group, option = missing.groups()
+        options = _group_options(group)
+        if options and "Available" not in message:  # a list-valued group (retriever=[bm2]) names none
+            message += f" Available options in '{group}': {' '.join(options)}"
+        if close := difflib.get_close_matches(option, options, n=1, cutoff=0.6):
+            message = message.replace(missing.group(0), f"{missing.group(0)} (did you mean {close[0]}?)", 1)
     if isinstance(cause, OmegaConfBaseException):
         message += " " + _one_line(str(cause).split("full_key:")[0])
+    if listed := re.match(
+        r"Error merging override ([\w.]+)=(\S+) Invalid value assigned: \w+ is not a ListConfig", message
+    ):
+        key, value = listed.groups()  # grid.k=5: the key holds a list
+        return f"{key} takes a list: write '{key}=[{value}]' (with the quotes, for the shell)"
     return message
 
 

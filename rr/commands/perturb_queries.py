@@ -67,6 +67,14 @@ def _counter() -> tuple[dict[str, int], Any]:
     return counts, count
 
 
+def print_counters(counts: dict[str, int], perturbation: Any) -> None:
+    """One line per counter, with what it means where the perturbation says (its ``COUNTERS``)."""
+    meanings = getattr(perturbation, "COUNTERS", {})
+    for name, n in sorted(counts.items()):
+        meaning = meanings.get(name.rsplit(":", 1)[-1])
+        print(f"  {name}: {n}" + (f" - {meaning}" if meaning else ""))
+
+
 def cmd_questions(args: argparse.Namespace) -> None:
     from rr.config import instantiate
 
@@ -96,7 +104,8 @@ def cmd_typo(args: argparse.Namespace) -> None:
     counts, count = _counter()
     variants = pert.perturb(examples, args.seed, count)
     n = write_query_file(args.output, variants, {ex.id: ex.question for ex in examples})
-    print(f"wrote {n} variants of {len(examples)} questions to {args.output}; counters: {counts}")
+    print(f"wrote {n} variants of {len(examples)} questions to {args.output}")
+    print_counters(counts, pert)
 
 
 def cmd_apply(args: argparse.Namespace) -> None:
@@ -118,7 +127,8 @@ def cmd_apply(args: argparse.Namespace) -> None:
     finally:
         rt.close()  # e.g. vLLM's engine process (the interpreter would wait on it forever)
     n = write_query_file(args.output, variants, {ex.id: ex.question for ex in examples})
-    print(f"wrote {n} variants of {len(examples)} questions to {args.output}; counters: {dict(rt.counters)}")
+    print(f"wrote {n} variants of {len(examples)} questions to {args.output}")
+    print_counters(dict(rt.counters), pert)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -169,10 +169,18 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
                     f"{path}:{lineno}: not valid UTF-8 (byte 0x{ord(bad.group()) & 0xFF:02x} at column "
                     f"{bad.start() + 1}); re-encode the file as UTF-8"
                 )
+            text = line.rstrip(
+                "\r\n"
+            )  # with the newline, an error at the line's end is "column 1" of the next
             try:
-                obj = json.loads(line)
+                obj = json.loads(text)
             except json.JSONDecodeError as e:
-                raise DataError(f"{path}:{lineno}: invalid JSON ({e.msg} at column {e.colno})") from e
+                where = (
+                    f": the line ends at column {len(text.rstrip())} before the JSON does"
+                    if e.pos >= len(text.rstrip())
+                    else f" at column {e.colno}"
+                )
+                raise DataError(f"{path}:{lineno}: invalid JSON ({e.msg}{where})") from e
             if not isinstance(obj, dict):
                 raise DataError(f"{path}:{lineno}: expected a JSON object, got {type(obj).__name__}")
             if _SURROGATE_ESCAPE.search(line) and (text := _lone_surrogate(obj)) is not None:

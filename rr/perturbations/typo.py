@@ -325,6 +325,15 @@ class TypoPerturbation:
     variants. Identical variants of one query are kept (counted ``<name>:duplicate_variant``).
     """
 
+    #: What each counter (``<name>:<counter>``) means, for the lines ``rr perturb-queries`` prints.
+    COUNTERS = {
+        "unchanged": "candidates identical to their question (no eligible word): dropped, so that question "
+        "has fewer variants",
+        "rate_capped": "variants with fewer edits than the rate asked for (too few eligible words)",
+        "duplicate_variant": "variants identical to another variant of the same question: kept, so that "
+        "question has fewer distinct variants than n",
+    }
+
     def __init__(
         self,
         rate: float = 0.1,

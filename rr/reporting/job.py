@@ -86,7 +86,8 @@ def print_summary(
         console.print(escape(line))
     counts = (
         f"requests {s['requests']}, unique {s['unique_requests']}, model calls {s['model_calls']}, "
-        f"cache hits {s['cache_hits']}; answer-extraction fallbacks {s['answer_extraction_fallbacks']}; "
+        f"cache hits {s['cache_hits']}; answer-extraction fallbacks {s['answer_extraction_fallbacks']} "
+        "(outputs without an 'Answer:' marker: their first non-empty line is taken as the answer); "
         f"rows truncated to fit the window {s['rows_truncated_to_fit_window']}; "
         f"rows over the window (not sent) {s.get('rows_over_window', 0)}; wall {s['wall_s']:.1f}s"
     )
@@ -135,6 +136,13 @@ _PLANTED = {
 }
 
 
+#: What "planted" means, printed under the tables that show it.
+PLANTED_GLOSS = (
+    "planted = the true value of the simulated reader's population, set by its parameters "
+    "(docs/simulated.md); measured = this job's score table"
+)
+
+
 def print_planted(planted: dict, measured: list[dict], console: Console) -> None:
     """The simulated reader's planted (true) values beside the measured ones: the robustness metrics
     per system and retriever when the job has them, else accuracy per cell (e.g. RGB's noise ratios)."""
@@ -155,6 +163,7 @@ def print_planted(planted: dict, measured: list[dict], console: Console) -> None
                 *[f"{_fmt(m.get(c))} / {_fmt(p.get(c))}" for c in _PLANTED],
             )
         console.print(t)
+        console.print(PLANTED_GLOSS)
         return
     t = Table(title=f"Accuracy measured vs planted per cell (simulated reader, {planted['reps']} draws)")
     cols = ("strategy", "retriever", "doc_perturbation", "k", "order")
@@ -172,3 +181,4 @@ def print_planted(planted: dict, measured: list[dict], console: Console) -> None
             _fmt(row.get("planted_refusal_rate")),
         )
     console.print(t)
+    console.print(PLANTED_GLOSS)
