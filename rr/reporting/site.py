@@ -12,6 +12,7 @@ written for rr: no library, no CDN, no network) plus data files::
                                side by side; a perturbed query as a character-level diff
     data/overview.js           the overview's data
     data/index.js              systems, cells, datasets, flip kinds, McNemar pairs, shard bounds
+    data/pairs.js              each McNemar pair's discordant examples and cells (the examples list)
     data/rows-NNN.js           the examples list, in chunks of whole examples
     data/ex/e-NNN.js           example shards: every row of a few examples (loaded by example.html)
     data/p/p-NNN.js            passage shards: each passage text once (loaded when a page needs it)
@@ -186,6 +187,12 @@ def _build_site(
     clock("examples")
     passages.write(out / "data", clock)
     _write(out / "data" / "index.js", "index", None, model.index(passages))
+    _write(
+        out / "data" / "pairs.js",
+        "pairs",
+        None,
+        [{"ex": p["ex"], "a_right": p["a_right"], "b_right": p["b_right"]} for p in model.pairs],
+    )
     clock("passages")
     info.notes += passages.notes
     info.examples, info.list_rows = len(model.examples), model.n_list_rows
@@ -564,8 +571,8 @@ class _Model:
             for d in sorted(set(ds[self.sys == s])):
                 keys[(d, s)] = tuple(sysd["cols"][c] for c in cols)
         items = sorted(keys.items())
-        cell_index = {(str(c[0]), str(c[1]), str(c[2])): i for i, c in enumerate(self.cells)}
-        ex_of_ds: dict[str, dict[str, int]] = {}
+        # example and cell as numbers: the wide columns (doc_ids, outputs) stay out of the merges
+        slim = pd.DataFrame({"example_id": self.ex, "_c": self.cell, "score": self.score})
         for i, ((da, sa), ka) in enumerate(items):
             for (db, sb), kb in items[i + 1 :]:
                 if da != db:
@@ -573,15 +580,17 @@ class _Model:
                 diff = [c for c, a, b in zip(cols, ka, kb, strict=True) if a != b]
                 if len(diff) != 1:
                     continue
-                a = df.loc[(self.sys == sa) & (ds == da)]
-                b = df.loc[(self.sys == sb) & (ds == db)]
-                disc = discordant_cells(a, b)
-                ex_of = ex_of_ds.setdefault(da, self._example_numbers(da))
-                per: dict[int, list[list[int]]] = {}
-                for eid, r, kk, o, a_right in disc.itertuples(index=False):
-                    c = cell_index[(str(int(kk)), str(r), str(o))]
-                    per.setdefault(ex_of[str(eid)], [[], []])[0 if a_right else 1].append(c)
-                exs = sorted(per)
+                a = slim.loc[(self.sys == sa) & (ds == da)]
+                b = slim.loc[(self.sys == sb) & (ds == db)]
+                disc = discordant_cells(a, b, cell=("_c",)).sort_values(["example_id", "_c"])
+                e, c, right = (disc[k].to_numpy() for k in ("example_id", "_c", "a_right"))
+                exs = np.unique(e)
+
+                def cells_of(mask: np.ndarray, e=e, c=c, exs=exs) -> list[list[int]]:
+                    ee, cc = e[mask], c[mask]
+                    lo, hi = np.searchsorted(ee, exs, "left"), np.searchsorted(ee, exs, "right")
+                    return [cc[x:y].tolist() for x, y in zip(lo, hi, strict=True)]
+
                 self.pairs.append(
                     {
                         "a": sa,
@@ -590,15 +599,11 @@ class _Model:
                         "differs_in": diff[0],
                         "label": f"{system_label(self.systems[sa]['cols'], diff)} vs "
                         f"{system_label(self.systems[sb]['cols'], diff)}",
-                        "ex": exs,
-                        "a_right": [per[e][0] for e in exs],
-                        "b_right": [per[e][1] for e in exs],
+                        "ex": exs.tolist(),
+                        "a_right": cells_of(right.astype(bool)),
+                        "b_right": cells_of(~right.astype(bool)),
                     }
                 )
-
-    def _example_numbers(self, dataset: str) -> dict[str, int]:
-        mine = self.examples.index[self.examples["ds"] == dataset]
-        return dict(zip(self.examples["id"].iloc[mine], mine.astype(int), strict=True))
 
     def flip_counts(self) -> dict[str, Any]:
         out = {}
@@ -784,7 +789,10 @@ class _Model:
             "corpora": passages.corpora_info(),
             "flips": self.flip_counts(),
             "flip_bits": FLIP_BITS,
-            "pairs": self.pairs,
+            "pairs": [
+                {k: v for k, v in p.items() if k in ("a", "b", "dataset", "differs_in", "label")}
+                for p in self.pairs
+            ],
             "notes": self.notes,
         }
 

@@ -268,6 +268,9 @@
 
   RR.require("data/index.js", "index", null).then(function (d) {
     idx = d;
+    return RR.require("data/pairs.js", "pairs", null);
+  }).then(function (pairs) {
+    pairs.forEach(function (p, i) { Object.assign(idx.pairs[i], p); });
     render();
     next(0);
   }).catch(RR.fail);
