@@ -98,6 +98,10 @@ MODULE_SECONDS = {
     "test_simulated": 17,
     "test_sure_end_to_end": 16,
     "test_plugins": 15,
+    # these three measured alone (-p no:xdist, loaded VM), 2026-11-27
+    "test_experiment_scope": 25,
+    "test_interrupts": 15,
+    "test_failed_commands": 12,
     "test_faults": 14,
     "test_over_window": 13,
     "test_rgb_end_to_end": 13,
