@@ -48,6 +48,7 @@ NON_SEMANTIC_KEYS = (
     "force",
     "flush_every",
     "strict_window",
+    "cpu_warn_minutes",
     "shards",
     "shard",
     "shard_gpus",
@@ -104,6 +105,7 @@ class RootSchema:
     force: bool = False
     flush_every: int = 64
     strict_window: bool = False
+    cpu_warn_minutes: float | None = 10.0
     dataset: Any = MISSING
     corpus: Any = MISSING
     retriever: Any = field(default_factory=dict)

@@ -1,13 +1,14 @@
-"""What a job (or sweep) would cost, without calling any model (the library behind ``rr plan``).
+"""What a job (or sweep) would cost, before running it (the library behind ``rr plan``).
 
 :func:`cost_job` runs the real pipeline (data, retrieval, cells, perturbations, strategies, window
 fitting with the real tokenizer) with a stand-in for the model: :class:`PlanningLLM` renders
 and keys every request exactly as :class:`~rr.generation.client.LLM` does, deduplicates,
 looks each unique request up in the real generation cache (read only), counts the prompt
 tokens of the requests that would reach the model, and returns placeholder text for them so
-that the next steps of multi-step strategies still run. Nothing is generated and nothing is
-written to the generation cache (retrieval runs are computed and cached as in a real job:
-they are real work the job reuses).
+that the next steps of multi-step strategies still run. Nothing is written to the generation
+cache (retrieval runs are computed and cached as in a real job: they are real work the job
+reuses). With a :class:`StepTiming` a few real prompts of each step are generated (not cached)
+to predict its wall time on this machine.
 
 Prompt tokens: by default window fitting decides from its estimate from parts
 (:class:`~rr.context.WindowEstimate`: the prompt rendered with empty documents, plus each
@@ -41,14 +42,16 @@ from __future__ import annotations
 import json
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from rr.generation.base import Generator
 from rr.generation.cache import GenerationCache
-from rr.generation.client import LLM
+from rr.generation.client import LLM, PROBE_TOKENS, PreparedStep
+from rr.generation.throughput import Throughput, ThroughputStore, TimesBatches, step_seconds, timed_generate
+from rr.hashing import content_hash
 from rr.records import Generation, Request
 from rr.retrieval.base import CorpusEncoder
 
@@ -167,6 +170,10 @@ class PlanStep:
             fitting's estimate from parts rather than an exact count of the whole prompt.
         over_window: Distinct requests that will not be sent because prompt + ``max_new_tokens``
             exceed the context window (not in ``to_generate``; their tokens are not counted).
+        seconds: Predicted wall seconds of generating ``to_generate`` on this machine (``None``:
+            no throughput for its backend; see :func:`cost_job`'s ``calibrate``).
+        timed_on: Where the throughput behind ``seconds`` comes from (``"8 prompts of this step"``,
+            ``"recorded"``, ``""``).
     """
 
     step: str
@@ -180,16 +187,134 @@ class PlanStep:
     estimate: bool = False
     estimated_prompts: int = 0
     over_window: int = 0
+    seconds: float | None = None
+    timed_on: str = ""
 
     def gpu_hours(self, prompt_tps: float, generated_tps: float) -> float:
         return (self.prompt_tokens / prompt_tps + self.new_tokens / generated_tps) / 3600
 
 
+@dataclass
+class StepTiming:
+    """How ``rr plan`` predicts each step's wall time on this machine, shared by the planners of
+    every model and job of a plan.
+
+    For a backend that times its batches (:class:`~rr.generation.throughput.TimesBatches`: the HF
+    backend, on CPU or GPU), while this plan has spent less than ``budget_s`` timing: the model is
+    loaded (timed) and warmed up on a few tokens; the step's median-length prompt is run alone for a
+    few tokens (prefill and decode speed); then, if one batch of the backend's ``batch_size``
+    prompts around the median length, with the step's own decoding parameters, is predicted to fit
+    in what is left of the budget, that batch is generated and timed (how early its rows stop
+    included). Nothing generated here is cached. The figures are recorded in ``paths.cache_dir``
+    (:class:`~rr.generation.throughput.ThroughputStore`) for the job's own check. A step not timed
+    (budget spent) uses the backend's last timing in this plan, else (``--no-timing``) the
+    throughput recorded by an earlier plan or job. A step's wall time is then
+    :func:`~rr.generation.throughput.step_seconds` of its prompts' tokens as the job will batch them.
+
+    Attributes:
+        budget_s: Seconds this plan may spend timing, model loads included (``None``: time nothing,
+            use what is recorded).
+        store: Recorded throughputs (``None``: none read or written).
+        progress: Show a bar while timing.
+        measured: (backend key, step) -> throughput measured by this plan and what it rests on.
+        latest: Backend key -> its last measured throughput and what it rests on.
+        load_s: Backend key -> seconds loading its model took.
+        seconds: Seconds spent timing (model loads included).
+    """
+
+    budget_s: float | None = 60.0
+    store: ThroughputStore | None = None
+    progress: bool = False
+    measured: dict[tuple[str, str], tuple[Throughput, str]] = field(default_factory=dict)
+    latest: dict[str, tuple[Throughput, str]] = field(default_factory=dict)
+    load_s: dict[str, float] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def predict(
+        self, llm: LLM, step: str, prepared: PreparedStep, tokens: dict[str, int]
+    ) -> tuple[float | None, str]:
+        """Predicted wall seconds of generating the keys of ``tokens`` (key -> prompt tokens) and
+        where the throughput comes from; ``(None, "")`` when there is none."""
+        gen = llm.generator
+        if not isinstance(gen, TimesBatches):
+            return None, ""
+        key = gen.throughput_key()
+        backend = content_hash(key, 16)
+        mkey = (backend, step)
+        if self.budget_s is not None and mkey not in self.measured and self.seconds < self.budget_s:
+            t0 = time.perf_counter()
+            found = self.measure(gen, backend, step, prepared, tokens, self.budget_s - self.seconds)
+            self.seconds += time.perf_counter() - t0
+            if found is not None:
+                self.measured[mkey] = self.latest[backend] = found
+                if self.store is not None:
+                    self.store.put(key, found[0], f"rr plan: {step}: {found[1]}")
+        if mkey in self.measured:
+            tp, basis = self.measured[mkey]
+        elif backend in self.latest:
+            tp, basis = self.latest[backend][0], "the budget spent: as timed on an earlier step"
+        elif (tp := self.store.get(key) if self.store is not None else None) is not None:
+            basis = "recorded by an earlier plan or job here"
+        else:
+            return None, ""
+        order = sorted(tokens, key=prepared.prompt)  # the order the job sends them in
+        max_new = max(prepared.request(k).params.max_new_tokens for k in tokens)
+        seconds = step_seconds([tokens[k] for k in order], tp, gen.batch_size, llm.flush_every, max_new)
+        return seconds, basis
+
+    def measure(
+        self,
+        gen: Any,
+        backend: str,
+        step: str,
+        prepared: PreparedStep,
+        tokens: dict[str, int],
+        budget: float,
+    ) -> tuple[Throughput, str] | None:
+        """Time the step's median prompt alone for a few tokens, then one batch around it with the
+        step's own parameters if it should fit in ``budget`` seconds."""
+        from tqdm.auto import tqdm
+
+        by_length = sorted(tokens, key=lambda k: tokens[k])
+        mid = len(by_length) // 2
+        m = min(gen.batch_size, len(by_length))
+        window = by_length[max(0, min(mid - m // 2, len(by_length) - m)) :][:m]
+        params = prepared.request(by_length[mid]).params
+        probe = replace(params, max_new_tokens=min(params.max_new_tokens, PROBE_TOKENS))
+        bar = tqdm(
+            total=1 + len(window),
+            desc=f"rr plan: timing {step} on this machine",
+            unit="prompt",
+            disable=not self.progress,
+        )
+        try:
+            if backend not in self.load_s:
+                t0 = time.perf_counter()
+                gen.load()
+                self.load_s[backend] = time.perf_counter() - t0
+                gen.generate([prepared.prompt(by_length[0])], replace(params, max_new_tokens=2))  # warm-up
+            _, one = timed_generate(gen, [prepared.prompt(by_length[mid])], probe)
+            bar.update(1)
+            if one is None:
+                return None
+            steps = max(params.max_new_tokens - 1, 0)
+            if m >= 2 and one.batch_seconds(m, tokens[window[-1]], steps) <= budget:
+                _, batch = timed_generate(gen, [prepared.prompt(k) for k in window], params)
+                bar.update(len(window))
+                if batch is not None:
+                    return batch, f"{m} prompts of this step"
+            # one prompt: decode taken to run to max_new_tokens in every batch (an upper bound)
+            return replace(one, steps_share=1.0), "1 prompt of this step (decode: upper bound)"
+        finally:
+            bar.close()
+
+
 class PlanningLLM(LLM):
-    """An :class:`LLM` that records what it would send and calls no model.
+    """An :class:`LLM` that records what it would send and sends nothing.
 
     Args:
-        generator: The backend (only its tokenizer is used: ``render``, ``count_tokens``).
+        generator: The backend (its tokenizer: ``render``, ``count_tokens``; with ``timing``, a
+            few real prompts per step, never cached).
         cache: The generation cache to look requests up in (never written).
         steps: Where :class:`PlanStep` records are appended (shared with :meth:`sibling`\\ s).
         planned: Keys of requests already planned (by earlier steps, or earlier jobs of a
@@ -201,6 +326,8 @@ class PlanningLLM(LLM):
         exact_tokens: Fit windows and count every prompt exactly, as the job will; else window
             fitting decides from its estimates alone (:func:`~rr.context.fit_prompt`'s
             ``estimate_only``) and reports them (:meth:`note_prompt_tokens`).
+        timing: How each step's wall time on this machine is predicted (:class:`StepTiming`);
+            ``None``: it is not.
     """
 
     #: No model is called: the pipeline skips what only a real run's outputs are for (planted values).
@@ -215,14 +342,17 @@ class PlanningLLM(LLM):
         placeholder: str = PLACEHOLDER,
         planned: set[str] | None = None,
         exact_tokens: bool = False,
+        timing: StepTiming | None = None,
+        flush_every: int = 64,
     ) -> None:
-        super().__init__(generator, cache, show_progress=False)
+        super().__init__(generator, cache, flush_every=flush_every, show_progress=False)
         self.steps: list[PlanStep] = steps if steps is not None else []
         self.planned: set[str] = planned if planned is not None else set()
         self.mean_new_tokens = mean_new_tokens
         self.placeholder = placeholder
         self.exact_tokens = exact_tokens
         self.fit_exactly = exact_tokens  # else window fitting decides from its estimates alone
+        self.timing = timing
 
     def sibling(self, generator: Generator, cache: GenerationCache) -> LLM:
         return PlanningLLM(
@@ -233,6 +363,8 @@ class PlanningLLM(LLM):
             self.placeholder,
             self.planned,
             self.exact_tokens,
+            self.timing,
+            self.flush_every,
         )
 
     def count_tokens(self, prompts: list[str]) -> list[int]:
@@ -282,6 +414,11 @@ class PlanningLLM(LLM):
                 over_window=len(prepared.too_long),
             )
         )
+        if self.timing is not None and todo:
+            tokens = dict(zip(todo, n_prompt, strict=True))
+            self.steps[-1].seconds, self.steps[-1].timed_on = self.timing.predict(
+                self, step, prepared, tokens
+            )
         s = self.stats
         s.requests += len(requests)
         s.unique_requests += len(prepared.first)
@@ -306,6 +443,16 @@ class JobCost:
     seconds: float = 0.0
     cpu_seconds: float = 0.0
     exact_tokens: bool = False
+    timing_seconds: float = 0.0
+    model_load_seconds: float = 0.0
+    wall_seconds: float | None = None
+
+    @property
+    def generation_seconds(self) -> float | None:
+        """Predicted seconds of every step's generation (``None``: a step that generates has none)."""
+        if any(s.seconds is None for s in self.steps if s.to_generate):
+            return None
+        return sum(s.seconds or 0.0 for s in self.steps)
 
 
 def cost_job(
@@ -314,12 +461,16 @@ def cost_job(
     overrides: list[str] | None = None,
     planned: set[str] | None = None,
     exact_tokens: bool = False,
+    timing: StepTiming | None = None,
 ) -> JobCost:
     """Run the pipeline of ``cfg`` with a :class:`PlanningLLM`; outputs go to a temporary folder.
 
     ``planned``: request keys planned by earlier jobs of the same sweep (updated in place).
     ``exact_tokens``: count every prompt exactly (else window fitting's estimates are used
-    where it made them; see the module docstring).
+    where it made them; see the module docstring). ``timing``: predict each step's wall time on
+    this machine (:class:`StepTiming`; shared by a sweep's jobs); then ``wall_seconds`` = the
+    pipeline without the model (this plan's own time, less timing) + model loads + generation.
+    The job's own progress bars (corpus encoding) show when ``cfg.progress`` is on.
     """
     from rr.pipeline import run_job
 
@@ -327,18 +478,28 @@ def cost_job(
     cfg = cfg.copy()
     with open_dict(cfg):
         cfg.logger = {}  # never log a plan
-        cfg.progress = False
     steps: list[PlanStep] = []
+    timed0 = timing.seconds if timing is not None else 0.0
 
     def make_llm(generator: Generator, cache: GenerationCache) -> LLM:
         return PlanningLLM(
-            generator, cache, steps, mean_new_tokens, planned=planned, exact_tokens=exact_tokens
+            generator,
+            cache,
+            steps,
+            mean_new_tokens,
+            planned=planned,
+            exact_tokens=exact_tokens,
+            timing=timing,
+            flush_every=int(cfg.get("flush_every", 64)),
         )
 
     with tempfile.TemporaryDirectory(prefix="rr-plan-") as tmp:
         result = run_job(cfg, tmp, make_llm=make_llm)
     s = result.summary
-    return JobCost(
+    seconds = time.perf_counter() - t0
+    timed = (timing.seconds - timed0) if timing is not None else 0.0
+    load = sum(timing.load_s.values()) if timing is not None else 0.0  # every model the job loads
+    cost = JobCost(
         job_id=s["job_id"],
         name=str(s.get("name")),
         overrides=list(overrides or []),
@@ -346,10 +507,17 @@ def cost_job(
         rows=int(s["rows"]),
         steps=steps,
         counters=dict(s.get("counters", {})),
-        seconds=round(time.perf_counter() - t0, 3),
+        seconds=round(seconds, 3),
         cpu_seconds=round(time.process_time() - c0, 3),
         exact_tokens=exact_tokens,
+        timing_seconds=round(timed, 3),
+        model_load_seconds=round(load, 3),
     )
+    generation = cost.generation_seconds
+    if timing is not None and generation is not None:
+        generating = any(st.to_generate for st in steps)
+        cost.wall_seconds = round(seconds - timed + (load if generating else 0.0) + generation, 3)
+    return cost
 
 
 def total(steps: list[PlanStep]) -> PlanStep:
@@ -369,6 +537,18 @@ def total(steps: list[PlanStep]) -> PlanStep:
             setattr(t, f, getattr(t, f) + getattr(s, f))
         t.estimate = t.estimate or s.estimate
     return t
+
+
+def dataset_size(cfg: DictConfig) -> tuple[int, str]:
+    """How many examples ``cfg``'s dataset holds (all of them: ``n`` unset, after its own filters),
+    and its name."""
+    from rr.config import instantiate
+
+    node = cfg.dataset.copy()
+    with open_dict(node):
+        node.n = None
+    dataset = instantiate(node)
+    return len(dataset.load()), str(dataset.name)
 
 
 def compose_jobs(

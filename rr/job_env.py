@@ -105,3 +105,19 @@ def prepare_job(progress: bool) -> None:
     """Everything a job process sets before its work: progress bars and thread counts."""
     set_progress(progress)
     limit_threads()
+
+
+def plan_command() -> str:
+    """``rr plan`` with this job's command-line overrides (``rr plan ...`` outside a Hydra run):
+    the command that shows what the job will cost, quoted for a shell."""
+    import shlex
+
+    try:
+        from hydra.core.hydra_config import HydraConfig
+
+        if HydraConfig.initialized():
+            overrides = list(HydraConfig.get().overrides.task)
+            return " ".join(["rr plan", *(shlex.quote(o) for o in overrides)])
+    except (ImportError, ValueError):
+        pass
+    return "rr plan ..."

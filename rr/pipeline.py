@@ -40,6 +40,8 @@ from rr.generation.base import (
 )
 from rr.generation.cache import GenerationCache
 from rr.generation.client import LLM
+from rr.generation.throughput import ThroughputStore
+from rr.job_env import plan_command
 from rr.judges.base import Judge, JudgeItem
 from rr.perturbations.base import DocPerturbation, QueryPerturbation, QueryVariant
 from rr.records import Example, Hit
@@ -373,12 +375,16 @@ def make_runtime(
     if make_llm is not None:
         llm = make_llm(parts.generator, cache)
     else:
+        warn = cfg.get("cpu_warn_minutes")
         llm = LLM(
             parts.generator,
             cache,
             flush_every=int(cfg.get("flush_every", 64)),
             show_progress=plan.show_progress,
             strict_window=bool(cfg.get("strict_window", False)),
+            warn_after_s=None if warn is None else 60.0 * float(warn),
+            throughput=ThroughputStore(cfg.paths.cache_dir),
+            plan_hint=plan_command(),
         )
     rt = Runtime(
         llm, Path(cfg.paths.cache_dir), seed=plan.seed, job_id=plan.job_id, show_progress=plan.show_progress

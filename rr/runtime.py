@@ -63,13 +63,7 @@ class Runtime:
             return self.llm
         if key not in self._llms:
             cache = GenerationCache(self.cache_dir, gen.identity(), writer=self.job_id)
-            self._llms[key] = LLM(
-                gen,
-                cache,
-                flush_every=self.llm.flush_every,
-                show_progress=self.show_progress,
-                strict_window=self.llm.strict_window,
-            )
+            self._llms[key] = self.llm.sibling(gen, cache)  # same kind (a planner plans) and settings
         return self._llms[key]
 
     def close(self) -> None:

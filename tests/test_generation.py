@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -103,3 +104,56 @@ def test_torn_last_line_is_skipped_and_counted(smol: HFGenerator, tmp_path: Path
         f.write(json.dumps({"key": "x", "text": "half"})[:20])  # a write cut by SIGKILL
     cache = GenerationCache(tmp_path, smol.identity(), "job-again")
     assert cache.torn_lines == 1 and len(cache) == 1
+
+
+class _Bar:
+    """A tqdm stand-in recording what the backend shows."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, Any]] = []
+
+    def update(self, n: int) -> None:
+        self.events.append(("update", n))
+
+    def set_postfix_str(self, text: str, refresh: bool = True) -> None:
+        self.events.append(("postfix", text))
+
+
+def test_the_bar_advances_as_each_prompt_ends_not_once_per_batch(smol: HFGenerator) -> None:
+    # issue 30: on CPU a batch of 8 long prompts took minutes with the bar standing still
+    prompts = [
+        smol.render(Request.user(q))
+        for q in (
+            "What is 2+2? Answer briefly.",
+            "Name the capital of France.",
+            "Who wrote Hamlet?",
+            "Say hi.",
+        )
+    ]
+    bar = _Bar()
+    before = len(smol.batch_timings)
+    smol.generate(prompts, GenerationParams(max_new_tokens=16), progress=bar)
+    updates = [n for kind, n in bar.events if kind == "update"]
+    assert sum(updates) == 4 and len(updates) >= 2  # rows end at different steps
+    assert any(kind == "postfix" and text.endswith("tokens in this batch") for kind, text in bar.events)
+    (timing,) = smol.batch_timings[before:]  # the batch is timed, prefill apart from decode
+    assert timing.rows == 4 and timing.steps > 0 and timing.prefill_s > 0 and timing.decode_s > 0
+    assert timing.padded_tokens == 4 * max(smol.count_tokens(prompts))
+
+
+def test_a_long_prefill_shows_the_layers_done() -> None:
+    import torch
+
+    from rr.generation.hf import BatchWatch
+
+    bar = _Bar()
+    watch = BatchWatch(bar, 2, {0})
+    watch.n_layers = 30
+    watch.put(torch.zeros(2, 5, dtype=torch.long))  # the prompt: prefill starts
+    watch.layer_done()
+    assert bar.events == [("postfix", "prefill: layer 1/30")]
+    watch.put(torch.tensor([0, 7]))  # first token: row 0 ended, prefill over
+    watch.layer_done()
+    assert bar.events[1:] == [("update", 1)]
+    watch.end()  # the last row ends with the batch
+    assert bar.events[2:] == [("update", 1), ("postfix", "2 tokens in this batch")]

@@ -34,6 +34,8 @@ def test_plan_matches_the_real_job_then_sees_its_cache(tmp_path: Path) -> None:
     assert not list((tmp_path / "cache").glob("generations/*/*.jsonl"))  # nothing generated or cached
     t = total(before.steps)
     real = run_job(cfg, tmp_path / "job").summary
+    # the job recorded what its batches took, for `rr plan --no-timing` and its next CPU check
+    assert list((tmp_path / "cache" / "throughput").glob("*.json"))
     assert [s.step for s in before.steps] == [s["step"] for s in real["generation_steps"]]
     assert t.requests == real["requests"] == 1 * (1 + 2 * 2)
     assert t.unique == real["unique_requests"] and t.to_generate == real["model_calls"] and t.cached == 0
@@ -129,6 +131,34 @@ def test_plan_cli_writes_json(tmp_path: Path, capsys) -> None:
     assert power["accuracy"]["n_planned"] == 2 and abs(power["accuracy"]["halfwidth"] - 0.69296) < 1e-4
     assert power["ndr"]["n_needed"] == 2401  # (1.96 / 0.02)^2 * 0.25 = 2400.9
     assert "power at 2 examples" in stdout and "2,401" in stdout
+    # issue 30: the examples needed are more than the dataset holds (mini: 78 answerable questions)
+    assert power["ndr"]["dataset_examples"] == 78
+    assert "2,401 examples needed for ±0.02, more than the 78 that dataset mini holds" in stdout
+    # issue 30: the wall time on this machine, from a few real prompts of each step timed here
+    (job,) = plan["jobs"]
+    assert all(s["seconds"] > 0 and "of this step" in s["timed_on"] for s in job["steps"])
+    assert plan["wall_seconds"][0] > sum(s["seconds"] for s in job["steps"])
+    assert "expected wall time on this machine ~" in stdout and "time here" in stdout
+    assert not list((tmp_path / "cache").glob("generations/*/*.jsonl"))  # timing caches nothing
+    assert list((tmp_path / "cache" / "throughput").glob("*.json"))  # but records the throughput
+
+
+def test_plan_keeps_the_jobs_progress_bars_and_plans_other_models(tmp_path: Path, monkeypatch) -> None:
+    # issue 30: `rr plan` encoded a corpus for minutes with no bar (the plan forced progress off);
+    # and a judge on another model than the one under test was served by a real LLM, not planned
+    import rr.job_env
+
+    shown: list[bool] = []
+    real = rr.job_env.set_progress
+    monkeypatch.setattr(rr.job_env, "set_progress", lambda on: (shown.append(on), real(on)))
+    cfg = compose_config([*SMALL, "dataset.n=1", "judge=llm", "judge.generator.dtype=bfloat16"], tmp_path)
+    cfg.progress = True
+    cost = cost_job(cfg)
+    real(False)
+    assert shown and shown[0] is True
+    judged = [s for s in cost.steps if s.step.startswith("judge")]
+    assert judged and judged[0].to_generate > 0  # planned, on the placeholder answers
+    assert not list((tmp_path / "cache").glob("generations/*/*.jsonl"))  # no model called
 
 
 def test_plan_multirun_expands_named_sweeps_like_hydra() -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from dataclasses import asdict
@@ -34,19 +35,23 @@ from rr.cost import (
     PROMPT_TPS,
     JobCost,
     RetrievalPlan,
+    StepTiming,
     compose_jobs,
     cost_job,
+    dataset_size,
     plan_jobs_retrieval,
     total,
 )
+from rr.generation.throughput import ThroughputStore, format_seconds
 
 
 def plan_main(argv: list[str]) -> int:
-    """``rr plan [options] [-m] OVERRIDES...``: requests, tokens and GPU-hours, no model calls.
+    """``rr plan [options] [-m] OVERRIDES...``: requests, tokens, GPU-hours and wall time here.
 
     The steps, each a function below: parse the options -> check the power options (before the
     possibly long costing) -> compose the jobs and check their resources -> cost retrieval ->
-    cost each job -> print the job tables and totals -> power -> write the JSON.
+    cost each job (timing a few real prompts per step on this machine) -> print the job tables and
+    totals -> power -> write the JSON.
     """
     a = parse_args(argv)
     try:  # bad power options fail before the (possibly long) planning
@@ -54,6 +59,7 @@ def plan_main(argv: list[str]) -> int:
     except (ValueError, FileNotFoundError) as e:
         print(f"rr plan: {e}", file=sys.stderr)
         return 2
+    startup = process_age()  # the interpreter and rr's imports: a job pays them too
     t0 = time.perf_counter()
     console = make_console()
     jobs = compose_checked(a.overrides, a.multirun, a.retrieval_only)
@@ -63,12 +69,14 @@ def plan_main(argv: list[str]) -> int:
         if a.json:
             a.json.write_text(json.dumps({"retrieval": [asdict(r) for r in retrieval]}, indent=1))
         return 0
-    costs = cost_jobs(jobs, a.mean_new_tokens, a.exact_tokens)
+    timing = step_timing(jobs, a)
+    costs = cost_jobs(jobs, a.mean_new_tokens, a.exact_tokens, timing, startup)
     wall = time.perf_counter() - t0
     for c in costs:
         print_job(console, c, a.prompt_tps, a.generated_tps)
     print_totals(console, costs, a, wall)
-    powers = power_tables(console, costs, a, rates, pilot)
+    print_wall_time(console, costs, timing, startup)
+    powers = power_tables(console, costs, a, rates, pilot, jobs)
     if a.json:
         a.json.write_text(json.dumps(plan_json(costs, a, wall, powers, retrieval), indent=1))
     return 0
@@ -98,6 +106,20 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "per-document counts where it made them; exact for the packaged SmolLM2 on the paper's prompts)",
     )
     ap.add_argument("--json", type=Path, default=None, help="also write the plan to this JSON file")
+    ap.add_argument(
+        "--timing-budget",
+        type=float,
+        default=60.0,
+        metavar="S",
+        help="seconds this plan may spend timing steps on this machine (default %(default)g): per step "
+        "its median prompt alone, then one batch of its prompts if that fits; nothing generated is cached",
+    )
+    ap.add_argument(
+        "--no-timing",
+        action="store_true",
+        help="generate nothing: the wall time comes from the throughput recorded by earlier plans and "
+        "jobs on this machine, if any",
+    )
     ap.add_argument(
         "--encode-pps",
         type=float,
@@ -173,13 +195,42 @@ def compose_checked(
     return jobs
 
 
+def process_age() -> float:
+    """Seconds since this process started (Linux ``/proc``; 0 elsewhere)."""
+    try:
+        ticks = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+        return max(uptime - ticks / os.sysconf("SC_CLK_TCK"), 0.0)
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+def step_timing(jobs: list[tuple[list[str], DictConfig]], a: argparse.Namespace) -> StepTiming:
+    """How the steps are timed (``--timing-budget`` / ``--no-timing``), recorded in the first job's
+    ``paths.cache_dir``."""
+    from rr.job_env import progress_enabled
+
+    store = ThroughputStore(jobs[0][1].paths.cache_dir) if jobs else None
+    progress = progress_enabled() and bool(jobs and jobs[0][1].get("progress", True))
+    return StepTiming(None if a.no_timing else a.timing_budget, store, progress)
+
+
 def cost_jobs(
-    jobs: list[tuple[list[str], DictConfig]], mean_new_tokens: float | None, exact_tokens: bool
+    jobs: list[tuple[list[str], DictConfig]],
+    mean_new_tokens: float | None,
+    exact_tokens: bool,
+    timing: StepTiming | None = None,
+    startup: float = 0.0,
 ) -> list[JobCost]:
     """:func:`~rr.cost.cost_job` of each job, in order; the jobs of a sweep share the cache, so later
-    jobs hit earlier ones' requests."""
+    jobs hit earlier ones' requests. ``startup``: seconds a job's process takes to start, added
+    to each job's predicted wall time."""
     planned: set[str] = set()
-    return [cost_job(cfg, mean_new_tokens, job, planned, exact_tokens) for job, cfg in jobs]
+    costs = [cost_job(cfg, mean_new_tokens, job, planned, exact_tokens, timing) for job, cfg in jobs]
+    for c in costs:
+        if c.wall_seconds is not None:
+            c.wall_seconds = round(c.wall_seconds + startup, 3)
+    return costs
 
 
 def print_job(console: Any, c: JobCost, prompt_tps: float, generated_tps: float) -> None:
@@ -204,9 +255,12 @@ def print_job(console: Any, c: JobCost, prompt_tps: float, generated_tps: float)
         "new tokens",
         "over window",
         "GPU-h",
+        "time here",
     ):
         table.add_column(col, justify="left" if col in ("step", "model") else "right")
-    for s in [*c.steps, total(c.steps)]:
+    step_total = total(c.steps)
+    step_total.seconds = c.generation_seconds
+    for s in [*c.steps, step_total]:
         table.add_row(
             escape(s.step + (" (estimate)" if s.estimate and s.step != "total" else "")),
             escape(s.model),
@@ -224,6 +278,7 @@ def print_job(console: Any, c: JobCost, prompt_tps: float, generated_tps: float)
                 )
             ),
             f"{s.gpu_hours(prompt_tps, generated_tps):.3f}",
+            "-" if s.seconds is None else format_seconds(s.seconds),
         )
     console.print(table)
     if c.counters:
@@ -263,11 +318,54 @@ def print_totals(console: Any, costs: list[JobCost], a: argparse.Namespace, wall
         )
 
 
+def print_wall_time(console: Any, costs: list[JobCost], timing: StepTiming, startup: float) -> None:
+    """Each job's predicted wall time on this machine and what it rests on (one line per job)."""
+    from rich.markup import escape
+
+    bases = sorted({s.timed_on for c in costs for s in c.steps if s.timed_on})
+    for c in costs:
+        head = f"job {c.job_id}: expected wall time on this machine "
+        if c.wall_seconds is None:
+            missing = sorted({s.step for s in c.steps if s.to_generate and s.seconds is None})
+            why = (
+                "nothing recorded for this backend here (timing needs the hf backend; --no-timing "
+                "uses what earlier plans and jobs recorded)"
+                if missing
+                else "nothing to time"
+            )
+            if missing:
+                console.print(escape(head + f"unknown for {', '.join(missing)}: {why}"))
+            continue
+        generation = c.generation_seconds or 0.0
+        rest = c.wall_seconds - generation - c.model_load_seconds - startup
+        console.print(
+            escape(
+                head + f"~{format_seconds(c.wall_seconds)} (generation {format_seconds(generation)}, "
+                f"model load {format_seconds(c.model_load_seconds)}, start-up {format_seconds(startup)}, "
+                f"the rest of the pipeline {format_seconds(max(rest, 0.0))})"
+            )
+        )
+    if bases:
+        console.print(
+            escape(
+                f"timed on: {'; '.join(bases)} (this plan spent {format_seconds(timing.seconds)} timing; "
+                "nothing generated was cached)"
+            )
+        )
+
+
 def power_tables(
-    console: Any, costs: list[JobCost], a: argparse.Namespace, rates: dict[str, float], pilot: Any
+    console: Any,
+    costs: list[JobCost],
+    a: argparse.Namespace,
+    rates: dict[str, float],
+    pilot: Any,
+    jobs: list[tuple[list[str], DictConfig]] | None = None,
 ) -> list[dict[str, Any]]:
-    """Print the power table at each planned number of examples; return its rows as dicts."""
+    """Print the power table at each planned number of examples, with a note where the examples
+    needed exceed what the dataset holds; return its rows as dicts."""
     powers = []
+    configs = {c.examples: cfg for c, (_, cfg) in zip(costs, jobs or [], strict=False)}
     for n in sorted({c.examples for c in costs}):
         if pilot is not None:
             rows, notes = power_from_pilot(
@@ -275,9 +373,26 @@ def power_tables(
             )
         else:
             rows, notes = power_from_rates(rates, n, a.target_halfwidth, a.confidence), []
+        held = None
+        if n in configs and any(r.n_needed is not None and r.n_needed > n for r in rows):
+            held, name = dataset_size(configs[n])
+            notes = [*notes, *beyond_dataset(rows, held, name)]
         print_power(console, rows, notes, a.confidence, a.pilot)
-        powers += [asdict(r) for r in rows]
+        powers += [{**asdict(r), "dataset_examples": held} for r in rows]
     return powers
+
+
+def beyond_dataset(rows: list[PowerRow], held: int, name: str) -> list[str]:
+    """One line per metric whose examples needed exceed the ``held`` examples of the dataset."""
+    from rr.analysis.power import project_halfwidth
+
+    return [
+        f"{r.metric}{'' if r.system == 'assumed' else f' ({r.system})'}: {r.n_needed:,} examples needed for "
+        f"±{r.target:g}, more than the {held:,} that dataset {name} holds; with all {held:,} the half-width "
+        f"would be ±{project_halfwidth(r.halfwidth_basis, r.n_basis, held):.4f}"
+        for r in rows
+        if r.n_needed is not None and r.n_needed > held
+    ]
 
 
 def plan_json(
@@ -300,6 +415,7 @@ def plan_json(
         "seconds": round(wall, 3),
         "power": powers,
         "retrieval": [asdict(r) for r in retrieval],
+        "wall_seconds": [c.wall_seconds for c in costs],
     }
 
 

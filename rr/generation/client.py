@@ -6,16 +6,26 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from tqdm.auto import tqdm
 
 from rr.generation.base import Generator
 from rr.generation.cache import GenerationCache
+from rr.generation.throughput import (
+    Throughput,
+    ThroughputStore,
+    TimesBatches,
+    format_seconds,
+    step_seconds,
+)
 from rr.hashing import content_hash
 from rr.records import Generation, Request
 
 log = logging.getLogger(__name__)
+
+#: New tokens of the prompt a CPU step times before it starts when nothing is recorded (:meth:`LLM.foresee`).
+PROBE_TOKENS = 3
 
 
 class PromptTooLongError(ValueError):
@@ -92,6 +102,10 @@ class LLM:
         flush_every: Prompts per backend call / cache write.
         show_progress: One progress bar per step, over the prompts that reach the model.
         strict_window: Raise instead of skipping a prompt that does not fit the window.
+        warn_after_s: On a CPU backend that times its batches, a step predicted to take longer
+            than this says so in one line before it starts (:meth:`foresee`); ``None``: never.
+        throughput: Where measured throughputs are recorded and read (``None``: nowhere).
+        plan_hint: The command that shows the job's cost, named in that line.
     """
 
     #: Texts whose token counts :meth:`count_tokens_cached` keeps (oldest forgotten first).
@@ -110,12 +124,18 @@ class LLM:
         flush_every: int = 64,
         show_progress: bool = True,
         strict_window: bool = False,
+        warn_after_s: float | None = None,
+        throughput: ThroughputStore | None = None,
+        plan_hint: str = "rr plan ...",
     ) -> None:
         self.generator = generator
         self.cache = cache
         self.flush_every = flush_every
         self.show_progress = show_progress
         self.strict_window = strict_window
+        self.warn_after_s = warn_after_s
+        self.throughput = throughput
+        self.plan_hint = plan_hint
         self.identity = generator.identity()
         self.stats = LLMStats()
         # hash(text) -> token count, oldest first. An OrderedDict: evicting a plain dict's first
@@ -132,6 +152,9 @@ class LLM:
             flush_every=self.flush_every,
             show_progress=self.show_progress,
             strict_window=self.strict_window,
+            warn_after_s=self.warn_after_s,
+            throughput=self.throughput,
+            plan_hint=self.plan_hint,
         )
 
     def key(self, prompt: str, request: Request) -> str:
@@ -253,6 +276,57 @@ class LLM:
         none here, since :meth:`generate` caches every completion (a planner returns a placeholder)."""
         raise RuntimeError(f"request {key} was generated but is not in the generation cache")
 
+    def foresee(self, step: str, prepared: PreparedStep, misses: list[str]) -> None:
+        """Before a step of more than one batch on a CPU backend that times its batches: predict its
+        wall time and, above :attr:`warn_after_s`, say so in one line (expected time, :attr:`plan_hint`).
+
+        The throughput is the one recorded for this backend on this machine (by ``rr plan`` or an
+        earlier step or job); without one, the step's median-length prompt is run alone for
+        :data:`PROBE_TOKENS` new tokens and timed (its output is dropped: nothing the step
+        generates changes), and decode is taken to run to ``max_new_tokens`` (an upper bound).
+        """
+        gen = self.generator
+        if self.warn_after_s is None or not isinstance(gen, TimesBatches) or len(misses) <= gen.batch_size:
+            return
+        if not gen.runs_on_cpu():
+            return
+        tp = self.throughput.get(gen.throughput_key()) if self.throughput is not None else None
+        share = None
+        if tp is None:
+            probe = sorted(misses, key=lambda k: len(prepared.prompt(k)))[len(misses) // 2]
+            params = prepared.request(probe).params
+            params = replace(params, max_new_tokens=min(params.max_new_tokens, PROBE_TOKENS))
+            before = len(gen.batch_timings)
+            gen.generate([prepared.prompt(probe)], params)
+            tp, share = Throughput.from_timings(gen.batch_timings[before:]), 1.0
+            del gen.batch_timings[before:]  # not the step's own work
+            if tp is None:
+                return
+        lengths = self.count_tokens_cached([prepared.prompt(k) for k in misses])
+        max_new = max(prepared.request(k).params.max_new_tokens for k in misses)
+        seconds = step_seconds(lengths, tp, gen.batch_size, self.flush_every, max_new, share)
+        if seconds > self.warn_after_s:
+            basis = "recorded on this machine" if tp.source == "recorded" else "timed on 1 prompt"
+            log.warning(
+                "%s: %d prompts to generate on the CPU, expected ~%s (%s); `%s` shows the cost of "
+                "every step before running it",
+                step,
+                len(misses),
+                format_seconds(seconds),
+                basis,
+                self.plan_hint,
+            )
+
+    def record_throughput(self, step: str, since: int) -> None:
+        """Record the throughput of the batches generated since index ``since`` of the backend's
+        timings, for later jobs and plans on this machine (:class:`ThroughputStore`)."""
+        gen = self.generator
+        if self.throughput is None or not isinstance(gen, TimesBatches):
+            return
+        tp = Throughput.from_timings(gen.batch_timings[since:])
+        if tp is not None and tp.rows >= 2:
+            self.throughput.put(gen.throughput_key(), tp, f"job step {step}")
+
     def generate(self, requests: list[Request], step: str = "generate") -> list[Generation]:
         """One :class:`Generation` per request, same order; identical requests are sent once."""
         t0 = time.perf_counter()
@@ -272,6 +346,8 @@ class LLM:
             unit="prompt",
             disable=not self.show_progress or not misses,
         )
+        timed = len(self.generator.batch_timings) if isinstance(self.generator, TimesBatches) else 0
+        self.foresee(step, prepared, misses)
         for group in by_params.values():
             params = prepared.request(group[0]).params
             for start in range(0, len(group), self.flush_every):
@@ -281,6 +357,7 @@ class LLM:
                 )
                 self.cache.put_many(zip(chunk, completions, strict=True))
         bar.close()
+        self.record_throughput(step, timed)
         out = self.generations(prepared, hits)
         dt = time.perf_counter() - t0
         s = self.stats

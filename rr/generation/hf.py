@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -11,6 +12,7 @@ from rr.errors import UserError, require_positive
 from rr.generation import packaged
 from rr.generation.base import Completion, ConfiguredDecoding, check_local_model
 from rr.generation.parallel import FabricPool
+from rr.generation.throughput import BatchTiming
 from rr.records import GenerationParams, Request
 from rr.registry import component
 
@@ -108,6 +110,8 @@ class HFGenerator(ConfiguredDecoding):
         self.data_parallel = data_parallel
         self.dp_timeout_s = dp_timeout_s
         self._pool: Any = None
+        #: One :class:`~rr.generation.throughput.BatchTiming` per batch generated in this process.
+        self.batch_timings: list[BatchTiming] = []
 
     # -- identity and prompt rendering (tokenizer only) -------------------------------------
     def identity(self) -> dict:
@@ -217,6 +221,21 @@ class HFGenerator(ConfiguredDecoding):
 
         return self.device or ("cuda" if torch.cuda.is_available() else "cpu")
 
+    def runs_on_cpu(self) -> bool:
+        """Whether the model runs on the CPU (decided without loading it)."""
+        return self._resolve_device() == "cpu"
+
+    def throughput_key(self) -> dict:
+        """What this backend's speed depends on (:class:`~rr.generation.throughput.ThroughputStore`)."""
+        import torch
+
+        return {
+            "model": self.identity(),
+            "device": self._resolve_device(),
+            "threads": torch.get_num_threads(),
+            "data_parallel": self.data_parallel,
+        }
+
     def load(self) -> Any:
         """Load the model (once). Called by :meth:`generate`; public for benchmarks."""
         if self._model is None:
@@ -322,7 +341,10 @@ class HFGenerator(ConfiguredDecoding):
             self._pool = FabricPool(
                 self, self._init_kwargs, self.data_parallel, accelerator, self.dp_timeout_s
             )
-        return self._pool.generate(prompts, self.count_tokens(prompts), params, progress)
+        before = len(self.batch_timings)
+        out = self._pool.generate(prompts, self.count_tokens(prompts), params, progress)
+        del self.batch_timings[before:]  # rank 0's share only: not the machine's throughput
+        return out
 
     def close(self) -> None:
         """Stop the data-parallel workers, if any (also done at interpreter exit)."""
@@ -361,8 +383,17 @@ class HFGenerator(ConfiguredDecoding):
             batch = {k: v.to(model.device) for k, v in batch.items()}
             if not params.greedy and params.seed is not None:
                 torch.manual_seed(params.seed)
-            with torch.inference_mode():
-                output = model.generate(**batch, **gen_kwargs)
+            watch = BatchWatch(progress, len(idx), {tok.pad_token_id, *_eos_ids(model, tok)})
+            layers = getattr(getattr(model, "model", None), "layers", None) or []
+            watch.n_layers = len(layers)
+            hooks = [layer.register_forward_hook(watch.layer_done) for layer in layers]
+            try:
+                with torch.inference_mode():
+                    output = model.generate(**batch, **gen_kwargs, streamer=watch)
+            finally:
+                for h in hooks:
+                    h.remove()
+            self.batch_timings.append(watch.timing(int(batch["input_ids"].numel()), params.max_new_tokens))
             new_tokens = output[:, batch["input_ids"].shape[1] :]
             for row, i in enumerate(idx):
                 ids = new_tokens[row]
@@ -372,6 +403,89 @@ class HFGenerator(ConfiguredDecoding):
                     prompt_tokens=lengths[i],
                     completion_tokens=n_new,
                 )
-            if progress is not None:
-                progress.update(len(idx))
         return [c for c in out if c is not None]
+
+
+def _eos_ids(model: Any, tok: Any) -> set[int]:
+    """The token ids that end a row (the generation config's EOS ids and the tokenizer's)."""
+    eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    ids = set(eos if isinstance(eos, list | tuple) else [eos]) | {tok.eos_token_id}
+    return {int(i) for i in ids if i is not None}
+
+
+class BatchWatch:
+    """A ``transformers`` streamer over one batch: the progress bar advances as each row ends (not
+    once per batch) and shows the tokens generated so far, or during a long prefill the decoder
+    layers done (:meth:`layer_done`, a forward hook), at most once a second; and the batch is
+    timed, prefill (until the first new token) apart from decode.
+
+    ``generate`` calls :meth:`put` with the prompt ids first, then with each step's new token of
+    every row (``finished`` ids: EOS or padding, which a row gets once it ended), then :meth:`end`.
+    """
+
+    def __init__(self, progress: Any, rows: int, finished: set[Any]) -> None:
+        self.progress = progress
+        self.rows = rows
+        self.finished = {i for i in finished if i is not None}
+        self.done = [False] * rows
+        self.tokens = 0
+        self.steps = 0
+        self.t_start = self.t_first = self.t_end = time.perf_counter()
+        self._prompt_seen = False
+        self._first = False
+        self._shown = 0.0
+        self.n_layers = 0
+        self._layers = 0
+
+    def layer_done(self, *_: Any) -> None:
+        """A decoder layer finished a forward pass: during the prefill, show how far it is."""
+        if self._first or not self._prompt_seen or self.progress is None:
+            return
+        self._layers += 1
+        now = time.perf_counter()
+        if now - self._shown >= 1.0 and hasattr(self.progress, "set_postfix_str"):
+            self._shown = now
+            self.progress.set_postfix_str(f"prefill: layer {self._layers}/{self.n_layers}", refresh=True)
+
+    def put(self, value: Any) -> None:
+        now = time.perf_counter()
+        if not self._prompt_seen:  # the prompt ids
+            self._prompt_seen, self.t_start = True, now
+            return
+        if not self._first:
+            self._first, self.t_first = True, now
+        else:
+            self.steps += 1
+        ended = 0
+        for i, t in enumerate(value.reshape(-1).tolist()[: self.rows]):
+            if not self.done[i]:
+                self.tokens += 1
+                if t in self.finished:
+                    self.done[i] = True
+                    ended += 1
+        self._show(ended, now)
+
+    def end(self) -> None:
+        self.t_end = time.perf_counter()
+        self._show(self.done.count(False), self.t_end, force=True)
+        self.done = [True] * self.rows
+
+    def _show(self, ended: int, now: float, force: bool = False) -> None:
+        if self.progress is None:
+            return
+        if ended:
+            self.progress.update(ended)
+        if (force or now - self._shown >= 1.0) and hasattr(self.progress, "set_postfix_str"):
+            self._shown = now
+            self.progress.set_postfix_str(f"{self.tokens} tokens in this batch", refresh=True)
+
+    def timing(self, padded_tokens: int, max_new_tokens: int) -> BatchTiming:
+        """This batch's :class:`~rr.generation.throughput.BatchTiming`."""
+        return BatchTiming(
+            rows=self.rows,
+            padded_tokens=padded_tokens,
+            prefill_s=self.t_first - self.t_start,
+            steps=self.steps,
+            decode_s=self.t_end - self.t_first,
+            max_new_tokens=max_new_tokens,
+        )

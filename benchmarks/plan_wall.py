@@ -1,0 +1,95 @@
+"""`rr plan`'s wall-time prediction against the job's real wall time, on this machine's CPU.
+
+For each size: a fresh output folder; ``python -m rr plan --json ...`` (times a few real prompts of
+each step on this machine, as a user's first ``rr plan`` would), then the job itself,
+``python -m rr ...`` with the same overrides, each in its own process, back to back. Reported: the
+plan's predicted wall time (start-up, pipeline, model load, generation), the job's measured wall
+time (the process, from start to exit) and their ratio; issue 30's target is a ratio within
+[0.5, 2]. The job runs after the plan, as a user would: it reuses the plan's retrieval runs (the
+plan predicted that) and the throughput the plan recorded (no probe).
+
+Workload: the demo's design (mini data, BM25 over a 300-passage sample, vanilla prompting,
+closed-book, three orders, SmolLM2-135M on CPU, 24 new tokens) at ``--sizes`` questions and
+``--k``. Both processes run with ``OMP_WAIT_POLICY=PASSIVE`` unless the environment sets it (on
+shared cores spinning OpenMP threads make torch 3-30x slower and erratic: ``tests/conftest.py``).
+
+    .venv/bin/python benchmarks/plan_wall.py              # 4 and 8 questions, k = 1, 2, 3
+    .venv/bin/python benchmarks/plan_wall.py --quick      # 2 questions, k = 1, 2, two orders
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def run(args: list[str], env: dict[str, str]) -> float:
+    """Wall seconds of ``python -m rr <args>`` (its output kept for a failure)."""
+    t0 = time.perf_counter()
+    p = subprocess.run([sys.executable, "-m", "rr", *args], cwd=REPO, env=env, capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit(f"rr {' '.join(args)} failed ({p.returncode}):\n{p.stderr[-3000:]}")
+    return time.perf_counter() - t0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", type=int, nargs="+", default=[4, 8], help="questions per job")
+    ap.add_argument("--k", default="1,2,3", help="grid.k")
+    ap.add_argument("--orders", default="original,reversed,shuffled", help="grid.orders")
+    ap.add_argument("--quick", action="store_true", help="2 questions, k = 1, 2, two orders")
+    a = ap.parse_args()
+    if a.quick:
+        a.sizes, a.k, a.orders = [2], "1,2", "original,reversed"
+    # OMP_WAIT_POLICY=PASSIVE: on shared cores spinning OpenMP threads make torch erratic (tests/conftest.py)
+    env = {"OMP_WAIT_POLICY": "PASSIVE", **os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+    rows = []
+    for n in a.sizes:
+        with tempfile.TemporaryDirectory(prefix="rr-plan-wall-") as tmp:
+            overrides = [
+                f"dataset.n={n}",
+                "retriever=bm25",
+                f"grid.k=[{a.k}]",
+                f"grid.orders=[{a.orders}]",
+                "corpus.max_passages=300",
+                "corpus.keep_fanoutqa_evidence=false",
+                f"paths.output_root={tmp}",
+                "progress=false",
+            ]
+            load0 = os.getloadavg()[0]
+            plan_s = run(["plan", "--json", f"{tmp}/plan.json", *overrides], env)
+            plan = json.loads(Path(tmp, "plan.json").read_text())
+            (job,) = plan["jobs"]
+            predicted = plan["wall_seconds"][0]
+            job_s = run(overrides, env)
+            load1 = os.getloadavg()[0]
+            (summary,) = Path(tmp, "runs").glob("*/*/summary.json")
+            s = json.loads(summary.read_text())
+            rows.append(
+                {
+                    "questions": n,
+                    "prompts": s["model_calls"],
+                    "plan_s": round(plan_s, 1),
+                    "timed_on": sorted({st["timed_on"] for st in job["steps"] if st["timed_on"]}),
+                    "predicted_s": round(predicted, 1),
+                    "job_s": round(job_s, 1),
+                    "job_wall_s (summary)": round(s["wall_s"], 1),
+                    "ratio": round(predicted / job_s, 2),
+                    "load": f"{load0:.1f}-{load1:.1f}",
+                }
+            )
+            print(json.dumps(rows[-1]), flush=True)
+    ok = all(0.5 <= r["ratio"] <= 2 for r in rows)
+    print(f"every prediction within a factor of 2: {ok}")
+
+
+if __name__ == "__main__":
+    main()

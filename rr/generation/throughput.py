@@ -1,0 +1,192 @@
+"""How fast a backend generates on this machine: batch timings, a throughput fitted from them,
+the wall time of a step predicted from it, and a record of it in the cache.
+
+A backend that times its batches (:class:`TimesBatches`: the HF backend) appends one
+:class:`BatchTiming` per batch it generates: its rows, its padded prompt tokens (rows x the
+longest prompt: what the prefill computes), the seconds until the first new token (prefill) and
+the decode steps and seconds after it. :meth:`Throughput.from_timings` turns them into prefill
+tokens per second and decode seconds per step per row; :func:`step_seconds` predicts a step's wall
+time by forming the batches as :class:`~rr.generation.client.LLM` and the backend will (sorted by
+prompt text, chunks of ``flush_every``, longest first within a chunk, batches of ``batch_size``).
+
+Where the figures come from: ``rr plan`` measures them (a few real generations of the configured
+model at the step's own prompt lengths, :mod:`rr.cost`), and every job records what its own batches
+took; both are kept per model, device and thread count in ``paths.cache_dir/throughput/``
+(:class:`ThroughputStore`), so a job on CPU can say before a long step how long it will take.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import platform
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from rr.atomic import atomic_write
+from rr.hashing import content_hash
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class BatchTiming:
+    """What one generated batch took.
+
+    Attributes:
+        rows: Prompts in the batch.
+        padded_tokens: Rows x the longest prompt's tokens (what the prefill computes).
+        prefill_s: Seconds from the call to the first new token of every row.
+        steps: Decode steps after the first token (the batch runs until its last row ends).
+        decode_s: Seconds of those steps.
+        max_new_tokens: The batch's token budget.
+    """
+
+    rows: int
+    padded_tokens: int
+    prefill_s: float
+    steps: int
+    decode_s: float
+    max_new_tokens: int
+
+
+@runtime_checkable
+class TimesBatches(Protocol):
+    """A backend that times its batches (prefill and decode apart) and says where it runs."""
+
+    #: One :class:`BatchTiming` per batch generated so far (the caller may clear it).
+    batch_timings: list[BatchTiming]
+    batch_size: int
+
+    def throughput_key(self) -> dict:
+        """What its speed depends on: model identity, device, dtype, threads (keys the record)."""
+        ...
+
+    def runs_on_cpu(self) -> bool:
+        """Whether it generates on the CPU (without loading the model)."""
+        ...
+
+    def load(self) -> Any:
+        """Load the model (once; later calls return it)."""
+        ...
+
+
+@dataclass(frozen=True)
+class Throughput:
+    """A backend's speed on this machine, fitted from batch timings.
+
+    Attributes:
+        prefill_tps: Padded prompt tokens per second of prefill.
+        step_s_per_row: Seconds of one decode step per batch row.
+        steps_share: Decode steps per batch / its ``max_new_tokens - 1`` (how early batches end);
+            1.0 = every batch runs to its budget.
+        rows: Rows of the timed batches (how much was measured).
+        source: ``"measured"`` (timed just now) or ``"recorded"`` (read from the cache).
+    """
+
+    prefill_tps: float
+    step_s_per_row: float
+    steps_share: float
+    rows: int
+    source: str = "measured"
+
+    @classmethod
+    def from_timings(cls, timings: Sequence[BatchTiming], source: str = "measured") -> Throughput | None:
+        """The throughput of ``timings`` (``None`` when there are none or they measured nothing)."""
+        prefill_s = sum(t.prefill_s for t in timings)
+        tokens = sum(t.padded_tokens for t in timings)
+        if not timings or prefill_s <= 0 or tokens <= 0:
+            return None
+        row_steps = sum(t.steps * t.rows for t in timings)
+        decode_s = sum(t.decode_s for t in timings)
+        budget = sum(max(t.max_new_tokens - 1, 0) for t in timings)
+        return cls(
+            prefill_tps=tokens / prefill_s,
+            step_s_per_row=decode_s / row_steps if row_steps else 0.0,
+            steps_share=sum(t.steps for t in timings) / budget if budget else 1.0,
+            rows=sum(t.rows for t in timings),
+            source=source,
+        )
+
+    def batch_seconds(self, rows: int, longest: int, steps: float) -> float:
+        """Predicted seconds of one batch of ``rows`` prompts padded to ``longest`` tokens."""
+        return rows * longest / self.prefill_tps + steps * rows * self.step_s_per_row
+
+
+def step_seconds(
+    lengths: Sequence[int],
+    throughput: Throughput,
+    batch_size: int,
+    flush_every: int,
+    max_new_tokens: int,
+    steps_share: float | None = None,
+) -> float:
+    """Predicted wall seconds of generating prompts of ``lengths`` tokens, given in the order the
+    client sends them (chunks of ``flush_every``; the backend sorts each chunk longest first and
+    cuts it into batches of ``batch_size``).
+
+    ``steps_share``: decode steps per batch as a share of ``max_new_tokens - 1`` (default: the
+    throughput's own, measured on the same kind of prompts or recorded).
+    """
+    share = throughput.steps_share if steps_share is None else steps_share
+    steps = max(max_new_tokens - 1, 0) * min(max(share, 0.0), 1.0)
+    total = 0.0
+    for c in range(0, len(lengths), max(flush_every, 1)):
+        chunk = sorted(lengths[c : c + flush_every], reverse=True)
+        for b in range(0, len(chunk), max(batch_size, 1)):
+            batch = chunk[b : b + batch_size]
+            total += throughput.batch_seconds(len(batch), batch[0], steps)
+    return total
+
+
+def format_seconds(s: float) -> str:
+    """``"45 s"``, ``"12 min"``, ``"3.4 h"``."""
+    if not math.isfinite(s):
+        return "?"
+    if s < 90:
+        return f"{s:.0f} s"
+    if s < 90 * 60:
+        return f"{s / 60:.0f} min"
+    return f"{s / 3600:.1f} h"
+
+
+class ThroughputStore:
+    """The last measured throughput per backend key (:meth:`TimesBatches.throughput_key` and this
+    host), one small JSON file each under ``cache_dir/throughput/``."""
+
+    def __init__(self, cache_dir: str | Path) -> None:
+        self.dir = Path(cache_dir) / "throughput"
+
+    def _path(self, key: dict) -> Path:
+        return self.dir / f"{content_hash({**key, 'host': platform.node(), 'cpus': os.cpu_count()}, 16)}.json"
+
+    def get(self, key: dict) -> Throughput | None:
+        """The recorded throughput of ``key`` on this host (``None``: none, or unreadable)."""
+        try:
+            data = json.loads(self._path(key).read_text())
+            return Throughput(**{**data["throughput"], "source": "recorded"})
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def put(self, key: dict, throughput: Throughput, what: str) -> None:
+        """Record ``throughput`` for ``key`` (best effort: a read-only cache keeps nothing)."""
+        try:
+            self.dir.mkdir(parents=True, exist_ok=True)
+            with atomic_write(self._path(key)) as f:
+                f.write(json.dumps({"key": key, "what": what, "throughput": asdict(throughput)}, indent=1))
+        except OSError as e:
+            log.debug("throughput not recorded in %s: %s", self.dir, e)
+
+
+def timed_generate(generator: Any, prompts: list[str], params: Any) -> tuple[list[Any], Throughput | None]:
+    """``generator.generate(prompts, params)`` and the throughput of its batches (a
+    :class:`TimesBatches` backend; ``None`` for others)."""
+    if not isinstance(generator, TimesBatches):
+        return generator.generate(prompts, params), None
+    before = len(generator.batch_timings)
+    out = generator.generate(prompts, params)
+    return out, Throughput.from_timings(generator.batch_timings[before:])

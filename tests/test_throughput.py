@@ -1,0 +1,158 @@
+"""Speed on this machine (issue 30): batch timings, the throughput fitted from them, a step's predicted
+wall time, its record in the cache, and the one line a long CPU step says before it starts."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rr.generation.base import Completion
+from rr.generation.cache import GenerationCache
+from rr.generation.client import LLM, PROBE_TOKENS
+from rr.generation.throughput import (
+    BatchTiming,
+    Throughput,
+    ThroughputStore,
+    TimesBatches,
+    format_seconds,
+    step_seconds,
+)
+from rr.records import GenerationParams, Request
+
+from .test_plan import _Tokenizer
+
+
+def test_throughput_from_timings_and_a_step_batched_as_the_job_batches_it() -> None:
+    timings = [
+        BatchTiming(rows=2, padded_tokens=200, prefill_s=2.0, steps=9, decode_s=1.8, max_new_tokens=11),
+        BatchTiming(rows=1, padded_tokens=100, prefill_s=1.0, steps=4, decode_s=0.4, max_new_tokens=11),
+    ]
+    tp = Throughput.from_timings(timings)
+    assert tp is not None and tp.source == "measured" and tp.rows == 3
+    assert tp.prefill_tps == pytest.approx(300 / 3.0)
+    assert tp.step_s_per_row == pytest.approx(2.2 / (9 * 2 + 4 * 1))
+    assert tp.steps_share == pytest.approx((9 + 4) / 20)
+    assert Throughput.from_timings([]) is None
+    # chunks of 3 sent in order, each sorted longest first, batches of 2: [30, 20], [10] | [40]
+    flat = Throughput(prefill_tps=10.0, step_s_per_row=0.5, steps_share=0.5, rows=1)
+    steps = 0.5 * 10  # half of max_new_tokens - 1
+    expected = (2 * 30 / 10 + steps * 2 * 0.5) + (10 / 10 + steps * 0.5) + (40 / 10 + steps * 0.5)
+    assert step_seconds([20, 30, 10, 40], flat, 2, 3, 11) == pytest.approx(expected)
+    assert step_seconds([20], flat, 2, 3, 11, steps_share=1.0) == pytest.approx(2 + 10 * 0.5)
+    assert (format_seconds(45), format_seconds(600), format_seconds(7200)) == ("45 s", "10 min", "2.0 h")
+
+
+def test_store_records_per_backend_and_reads_back_as_recorded(tmp_path: Path) -> None:
+    store = ThroughputStore(tmp_path)
+    tp = Throughput(prefill_tps=100.0, step_s_per_row=0.1, steps_share=0.4, rows=8)
+    assert store.get({"model": "a"}) is None
+    store.put({"model": "a"}, tp, "test")
+    back = store.get({"model": "a"})
+    assert back is not None and back.source == "recorded" and back.prefill_tps == 100.0
+    assert store.get({"model": "b"}) is None
+
+
+class _SlowCPU(_Tokenizer):
+    """A backend on the CPU that times its batches: 10 prompt tokens/s, 0.5 s per decode step and row."""
+
+    name = "slow"
+    context_window = 10_000
+    batch_size = 2
+
+    def __init__(self, cpu: bool = True) -> None:
+        self.batch_timings: list[BatchTiming] = []
+        self.calls: list[tuple[int, int]] = []
+        self.cpu = cpu
+
+    def runs_on_cpu(self) -> bool:
+        return self.cpu
+
+    def throughput_key(self) -> dict:
+        return {"model": self.identity()}
+
+    def load(self) -> Any:
+        return None
+
+    def generate(
+        self, prompts: list[str], params: GenerationParams, progress: Any = None
+    ) -> list[Completion]:
+        self.calls.append((len(prompts), params.max_new_tokens))
+        for b in range(0, len(prompts), self.batch_size):
+            batch = prompts[b : b + self.batch_size]
+            padded = len(batch) * max(len(p.split()) for p in batch)
+            steps = params.max_new_tokens - 1
+            self.batch_timings.append(
+                BatchTiming(
+                    len(batch), padded, padded / 10, steps, steps * 0.5 * len(batch), params.max_new_tokens
+                )
+            )
+            if progress is not None:
+                progress.update(len(batch))
+        return [Completion(f"Answer: {p}", len(p.split()), params.max_new_tokens) for p in prompts]
+
+
+def test_a_long_cpu_step_says_so_before_it_starts_and_names_rr_plan(tmp_path: Path, caplog) -> None:
+    gen = _SlowCPU()
+    assert isinstance(gen, TimesBatches)
+    store = ThroughputStore(tmp_path)
+    llm = LLM(
+        gen,
+        GenerationCache(tmp_path, gen.identity(), writer="t"),
+        warn_after_s=5.0,
+        throughput=store,
+        plan_hint="rr plan dataset.n=5",
+    )
+    requests = [
+        Request.user(" ".join(["w"] * (20 + i)), GenerationParams(max_new_tokens=10)) for i in range(5)
+    ]
+    with caplog.at_level(logging.WARNING, logger="rr.generation.client"):
+        out = llm.generate(requests, step="answer")
+    # nothing recorded yet: the median prompt alone, a few tokens, timed and dropped; then the step
+    assert gen.calls == [(1, PROBE_TOKENS), (5, 10)]
+    assert [g.text for g in out] == [f"Answer: {r.messages[-1][1]}" for r in requests]
+    (line,) = [r.getMessage() for r in caplog.records]
+    assert (
+        line.startswith("answer: 5 prompts to generate on the CPU, expected ~")
+        and "`rr plan dataset.n=5`" in line
+    )
+    assert "timed on 1 prompt" in line
+    recorded = store.get(gen.throughput_key())  # the step's own batches, for later steps and jobs
+    assert recorded is not None and recorded.rows == 5 and recorded.prefill_tps == pytest.approx(10.0)
+    caplog.clear()
+    more = [Request.user(" ".join(["v"] * (20 + i)), GenerationParams(max_new_tokens=10)) for i in range(5)]
+    with caplog.at_level(logging.WARNING, logger="rr.generation.client"):
+        llm.generate(more, step="again")
+    assert gen.calls[2:] == [(5, 10)]  # recorded: no probe
+    assert "recorded on this machine" in caplog.records[0].getMessage()
+
+
+def test_no_line_on_gpu_for_a_single_batch_or_a_short_step(tmp_path: Path, caplog) -> None:
+    requests = [Request.user(f"w{i} x", GenerationParams(max_new_tokens=2)) for i in range(5)]
+    cases = ((_SlowCPU(cpu=False), 0.0, 5), (_SlowCPU(), 0.0, 2), (_SlowCPU(), 3600.0, 5))
+    for i, (gen, warn, n) in enumerate(cases):
+        llm = LLM(gen, GenerationCache(tmp_path / str(i), gen.identity(), writer="t"), warn_after_s=warn)
+        with caplog.at_level(logging.WARNING, logger="rr.generation.client"):
+            llm.generate(requests[:n], step="s")
+        assert gen.calls[-1] == (n, 2)
+    assert not caplog.records
+
+
+def test_the_job_wires_the_threshold_and_the_record(tmp_path: Path) -> None:
+    from omegaconf import open_dict
+
+    from rr.pipeline import build_components, make_runtime, plan_job
+
+    from .conftest import compose_config
+
+    cfg = compose_config(["dataset.n=1", "retriever=bm25"], tmp_path)
+    assert cfg.cpu_warn_minutes == 10
+    with open_dict(cfg):
+        cfg.cpu_warn_minutes = 0.5
+    plan = plan_job(cfg, tmp_path / "job")
+    rt = make_runtime(cfg, plan, build_components(cfg, plan), None)
+    assert rt.llm.warn_after_s == 30.0 and rt.llm.throughput is not None
+    assert rt.llm.throughput.dir == Path(cfg.paths.cache_dir) / "throughput"
+    assert rt.llm.plan_hint.startswith("rr plan")
