@@ -1,16 +1,18 @@
 """Coverage of rr's 95% intervals, and `rr plan`'s predicted half-widths, against the simulated reader.
 
 1. Coverage (score-table level, no pipeline; rr.analysis.calibration): ``--reps`` tables of ``n``
-   questions drawn from the simulated reader's population at each ``--sizes``; each table's
-   intervals are rr.stats.bootstrap_cluster_means (rr report's); the share holding the planted
-   value (the population mean, 10^6 questions) per metric and size, with the 99% binomial band.
+   questions drawn from the simulated reader's population at each ``--sizes`` (12 and 24: the
+   demo's and most first experiments' sizes); each table's intervals are
+   rr.stats.bootstrap_cluster_means as rr report computes them (BCa with the small-sample rules;
+   ``--plain``: without them); the share holding the planted value (the population mean, 10^6
+   questions) per metric (the geometric mean ``robustness`` too) and size, with the 99% binomial band.
 2. Plan check (the whole pipeline): a pilot simulated job of ``--pilot`` questions, then simulated
    jobs at ``--plan-sizes``; rr plan's pilot projection (rr.analysis.power.power_from_pilot, what
    ``rr plan --pilot`` prints), averaged over ``--pilots`` pilots (with their relative spread), vs
    the bootstrap half-width each job's rr report gives (rr.reporting.robustness.robustness_ci),
    averaged over ``--plan-seeds`` jobs per size.
 
-    .venv/bin/python benchmarks/calibration.py                    # 1,000 reps at n = 50 and 500
+    .venv/bin/python benchmarks/calibration.py                    # 1,000 reps at n = 12, 24, 50 and 500
     .venv/bin/python benchmarks/calibration.py --reps 200 --skip-plan
 """
 
@@ -31,14 +33,15 @@ from rr.analysis.calibration import Design, binomial_band, coverage, planted_pop
 from rr.generation.simulated import ReaderParams  # noqa: E402
 
 
-def coverage_table(sizes: list[int], reps: int, method: str) -> pd.DataFrame:
+def coverage_table(sizes: list[int], reps: int, method: str, small_sample: bool = True) -> pd.DataFrame:
     params, design = ReaderParams(), Design()
     planted = planted_population(params, design)
+    planted["robustness"] = float(np.cbrt(planted["ndr"] * planted["rsr"] * planted["ror"]))
     print("planted:", {k: round(v, 4) for k, v in planted.items()})
     out = []
     for n in sizes:
         t0 = time.perf_counter()
-        cov = coverage(params, design, n, reps, planted, method=method)
+        cov = coverage(params, design, n, reps, planted, method=method, small_sample=small_sample)
         cov["planted"] = cov["metric"].map(planted)
         out.append(cov)
         print(f"n={n}: {time.perf_counter() - t0:.1f}s")
@@ -105,8 +108,13 @@ def plan_check(pilot: int, sizes: list[int], seeds: int, n_pilots: int) -> pd.Da
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--reps", type=int, default=1000)
-    ap.add_argument("--sizes", type=int, nargs="+", default=[50, 500])
+    ap.add_argument("--sizes", type=int, nargs="+", default=[12, 24, 50, 500])
     ap.add_argument("--method", default="BCa", choices=["percentile", "basic", "BCa"])
+    ap.add_argument(
+        "--plain",
+        action="store_true",
+        help="intervals without the small-sample rules (rr's before issue 30: no expanded level, no Wilson)",
+    )
     ap.add_argument("--skip-coverage", action="store_true")
     ap.add_argument("--skip-plan", action="store_true")
     ap.add_argument("--pilot", type=int, default=100)
@@ -118,7 +126,7 @@ def main() -> None:
     a = ap.parse_args()
     pd.set_option("display.width", 160)
     if not a.skip_coverage:
-        print(coverage_table(a.sizes, a.reps, a.method).round(4).to_string(index=False))
+        print(coverage_table(a.sizes, a.reps, a.method, not a.plain).round(4).to_string(index=False))
     if not a.skip_plan:
         print(plan_check(a.pilot, a.plan_sizes, a.plan_seeds, a.pilots).round(4).to_string(index=False))
 

@@ -48,12 +48,15 @@ class JobState:
         state: ``done``, ``partial``, ``failed`` (its folder is marked with the error) or ``missing``.
         path: The job folder (``None`` for a missing job).
         detail: What was found (accuracy of a done job, the overrides of a missing one, ...).
+        overrides: The overrides that set it apart from the other jobs of its folder (a sweep's
+            jobs, or the runs of one name); :func:`status_report` fills them in.
     """
 
     job_id: str
     state: str
     path: Path | None
     detail: str = ""
+    overrides: str = ""
 
 
 def finished(output_dir: str | Path, jid: str) -> dict[str, Any] | None:
@@ -244,6 +247,7 @@ def status_report(root: str | Path, config_dir: str | None = None) -> StatusRepo
         )
     report = StatusReport([folder_state(f) for f in job_folders(root)])
     present = {s.job_id for s in report.states}
+    missing_in: dict[str, tuple[Path, list[str]]] = {}
     for mr in sorted(root.rglob("multirun.yaml")):
         try:
             expected = expected_jobs(mr.parent, config_dir)
@@ -254,7 +258,51 @@ def status_report(root: str | Path, config_dir: str | None = None) -> StatusRepo
             if jid not in present:
                 report.states.append(JobState(jid, "missing", None, " ".join(overrides)))
                 present.add(jid)
+                missing_in[jid] = (mr.parent, overrides)
+    report.states = name_by_overrides(report.states, missing_in)
     return report
+
+
+def job_overrides(folder: Path) -> list[str] | None:
+    """The command-line overrides Hydra recorded for the job in ``folder`` (``.hydra/overrides.yaml``),
+    or ``None`` when there is no readable record."""
+    try:
+        overrides = OmegaConf.load(folder / ".hydra" / "overrides.yaml")
+    except Exception:  # noqa: BLE001 - absent or torn: the job is named by its id only
+        return None
+    return [str(o) for o in overrides] if OmegaConf.is_list(overrides) else None
+
+
+def differing_overrides(jobs: list[list[str]]) -> list[list[str]]:
+    """Each job's overrides less those every job of the list shares (all of them for a lone job)."""
+    if len(jobs) < 2:
+        return [list(j) for j in jobs]
+    common = set.intersection(*(set(j) for j in jobs))
+    return [[o for o in j if o not in common] for j in jobs]
+
+
+def name_by_overrides(
+    states: list[JobState], missing_in: dict[str, tuple[Path, list[str]]]
+) -> list[JobState]:
+    """``states`` with :attr:`JobState.overrides` set: per folder of jobs (a sweep, or the runs of
+    one name), the overrides that differ between its jobs (a missing job: its sweep's folder and
+    the overrides it would run with)."""
+    from dataclasses import replace
+
+    groups: dict[Path, list[tuple[int, list[str]]]] = {}
+    for i, s in enumerate(states):
+        if s.path is not None:
+            found = job_overrides(s.path)
+            if found is not None:
+                groups.setdefault(s.path.parent, []).append((i, found))
+        elif s.job_id in missing_in:
+            parent, overrides = missing_in[s.job_id]
+            groups.setdefault(parent, []).append((i, overrides))
+    out = list(states)
+    for members in groups.values():
+        for (i, _), diff in zip(members, differing_overrides([o for _, o in members]), strict=True):
+            out[i] = replace(out[i], overrides=" ".join(diff))
+    return out
 
 
 def status(root: str | Path, config_dir: str | None = None) -> list[JobState]:

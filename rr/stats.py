@@ -226,6 +226,34 @@ def _bootstrap_method(method: str, n_resamples: int, seed: int, n: int, confiden
     return f"cluster bootstrap ({method}, {n_resamples} resamples of {n} examples, seed {seed}, {confidence:.0%})"
 
 
+#: The fewest examples at which the small-sample intervals' coverage was checked
+#: (``benchmarks/calibration.py``); below it reports call them approximate.
+COVERAGE_CHECKED_FROM = 12
+
+
+def small_sample_confidence(confidence: float, n: int) -> float:
+    """The level at which a bootstrap interval of a mean of ``n`` examples is computed so that it
+    holds ``confidence`` with few examples: Hesterberg's expanded interval (Hesterberg 2015, "What
+    teachers should know about the bootstrap", The American Statistician 69(4), sec. 4.2): the level
+    whose normal quantile is ``sqrt(n / (n - 1))`` times Student's t quantile with ``n - 1`` degrees of
+    freedom (bootstrap intervals are too narrow by about both factors at small n). 0.95 becomes
+    0.979 at n = 12, 0.966 at 24, 0.958 at 50 and 0.951 at 500."""
+    if n < 2:
+        return confidence
+    t = float(scipy.stats.t.ppf(0.5 + confidence / 2, n - 1)) * math.sqrt(n / (n - 1))
+    return float(1.0 - 2.0 * scipy.stats.norm.sf(t))
+
+
+def wilson_interval(mean: float, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Wilson's score interval of a proportion ``mean`` of ``n`` (statsmodels ``proportion_confint``):
+    for 0/1 values, and for values in [0, 1] that are all equal (where a bootstrap has no spread to
+    resample; a 0/1 variable has the largest variance for its mean, so this interval is conservative)."""
+    from statsmodels.stats.proportion import proportion_confint
+
+    low, high = proportion_confint(mean * n, n, alpha=1 - confidence, method="wilson")
+    return float(low), float(high)
+
+
 def bootstrap_cluster_means(
     values: pd.DataFrame,
     derived: Mapping[str, Callable[[Mapping[str, np.ndarray]], np.ndarray]] | None = None,
@@ -234,6 +262,7 @@ def bootstrap_cluster_means(
     confidence: float = 0.95,
     seed: int = 0,
     method: BootstrapMethod = "percentile",
+    small_sample: bool = False,
 ) -> dict[str, StatResult]:
     """Bootstrap intervals of column means, resampling rows (= clusters) jointly.
 
@@ -254,6 +283,10 @@ def bootstrap_cluster_means(
         method: ``"percentile"`` (default), ``"basic"`` or ``"BCa"`` (scipy's formulas; BCa's
             jackknife is computed in closed form for means, O(n), so it costs what percentile
             costs). Where a statistic does not vary across resamples the interval is the point itself.
+        small_sample: Intervals that hold their level with few examples (what ``rr report``
+            uses): resample quantiles at :func:`small_sample_confidence`, and for a column of
+            0/1 values, or of values in [0, 1] that are all equal, :func:`wilson_interval` instead
+            (``benchmarks/calibration.py`` chose them: coverage at 12 to 500 examples).
 
     Returns:
         name -> :class:`StatResult` with statistic = the value on the full data, ci_low/ci_high,
@@ -289,7 +322,10 @@ def bootstrap_cluster_means(
         return {nm: StatResult(NAN, NAN, NAN, NAN, NAN, len(values), "undefined") for nm in names}
     data = tuple(arrays[c] for c in live)
     point = statistic(*data)
+    level = small_sample_confidence(confidence, len(values)) if small_sample else confidence
     desc = _bootstrap_method(method, n_resamples, seed, len(values), confidence)
+    if small_sample:
+        desc += f" at level {level:.4f} (small-sample expansion); 0/1 or constant columns: Wilson"
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
         res = scipy.stats.bootstrap(
@@ -298,7 +334,7 @@ def bootstrap_cluster_means(
             n_resamples=n_resamples,
             paired=True,
             vectorized=True,
-            confidence_level=confidence,
+            confidence_level=level,
             # BCa from the same draws, with the jackknife of means in closed form (below)
             method="percentile" if method == "BCa" else method,
             rng=np.random.default_rng(seed),
@@ -308,7 +344,7 @@ def bootstrap_cluster_means(
             n = len(values)
             jack = tuple((a.sum() - a) / (n - 1) for a in data)  # leave-one-out means, O(n)
             low, high = _bca_of_means(
-                np.atleast_1d(point), dist, statistic(*(j[:, None] for j in jack)), confidence
+                np.atleast_1d(point), dist, statistic(*(j[:, None] for j in jack)), level
             )
         else:
             low, high = (
@@ -318,10 +354,20 @@ def bootstrap_cluster_means(
     out: dict[str, StatResult] = {}
     for i, nm in enumerate(names):
         lo, hi, pt = float(low[i]), float(high[i]), float(point[i])
-        if math.isfinite(pt) and np.allclose(dist[i], pt, equal_nan=False):
+        arr = arrays.get(nm)
+        if small_sample and arr is not None and nm in live and _proportion_like(arr):
+            lo, hi = wilson_interval(pt, len(values), confidence)
+        elif math.isfinite(pt) and np.allclose(dist[i], pt, equal_nan=False):
             lo = hi = pt  # degenerate: every resample gives the same value (BCa would give NaN)
         out[nm] = StatResult(pt, NAN, NAN, lo, hi, len(values), desc)
     return out
+
+
+def _proportion_like(arr: np.ndarray) -> bool:
+    """0/1 values, or values in [0, 1] that are all equal: :func:`wilson_interval`'s cases."""
+    if np.isin(arr, (0.0, 1.0)).all():
+        return True
+    return bool(np.all(arr == arr[0]) and 0.0 <= arr[0] <= 1.0)
 
 
 def _bca_of_means(
@@ -369,6 +415,7 @@ def cluster_bootstrap(
     confidence: float = 0.95,
     seed: int = 0,
     method: BootstrapMethod = "percentile",
+    small_sample: bool = False,
 ) -> dict[str, StatResult]:
     """Bootstrap interval of any metric of a score table, resampling clusters (examples), not rows.
 
@@ -388,6 +435,7 @@ def cluster_bootstrap(
         confidence: Interval level.
         seed: Seed of the ``numpy.random.Generator``; same seed, same interval.
         method: ``"percentile"`` (default), ``"basic"`` or ``"BCa"`` (``scipy.stats.bootstrap``).
+        small_sample: Compute the interval at :func:`small_sample_confidence` (few clusters).
 
     Returns:
         name -> :class:`StatResult` (name ``"value"`` when ``statistic`` returns a float):
@@ -429,7 +477,7 @@ def cluster_bootstrap(
             resampled,
             n_resamples=n_resamples,
             vectorized=False,
-            confidence_level=confidence,
+            confidence_level=small_sample_confidence(confidence, n) if small_sample else confidence,
             method=method,
             rng=np.random.default_rng(seed),
         )
@@ -492,6 +540,7 @@ def paired_permutation_test(
     seed: int = 0,
     alternative: str = "two-sided",
     confidence: float = 0.95,
+    small_sample: bool = False,
 ) -> StatResult:
     """Paired permutation test of the mean difference of two systems on the same examples.
 
@@ -506,6 +555,8 @@ def paired_permutation_test(
         seed: Seed of the ``numpy.random.Generator``.
         alternative: ``"two-sided"``, ``"greater"`` (A > B) or ``"less"``.
         confidence: Level of the bootstrap interval of the mean difference.
+        small_sample: The interval by :func:`bootstrap_cluster_means`' small-sample rules, on the
+            differences of values in [0, 1] mapped to [0, 1] (``(d + 1) / 2``).
 
     Returns:
         statistic and effect_size: mean of ``a - b``; p_value: permutation p-value;
@@ -528,11 +579,17 @@ def paired_permutation_test(
     )
     ci = (
         bootstrap_cluster_means(
-            pd.DataFrame({"d": x - y}), n_resamples=min(n_resamples, 2000), seed=seed, confidence=confidence
+            pd.DataFrame({"d": (x - y + 1) / 2 if small_sample else x - y}),
+            n_resamples=min(n_resamples, 2000),
+            seed=seed,
+            confidence=confidence,
+            small_sample=small_sample,
         )["d"]
         if x.size >= 2
         else StatResult(NAN, NAN, NAN, NAN, NAN, x.size, "")
     )
+    if small_sample:
+        ci = StatResult(ci.statistic, NAN, NAN, 2 * ci.ci_low - 1, 2 * ci.ci_high - 1, ci.n, ci.method)
     diff = float(res.statistic)
     return StatResult(
         diff,
@@ -593,6 +650,7 @@ def bootstrap_mean(
     confidence: float = 0.95,
     seed: int = 0,
     method: BootstrapMethod = "percentile",
+    small_sample: bool = False,
 ) -> StatResult:
     """Mean of a column over all rows with an interval that resamples clusters (examples).
 
@@ -608,6 +666,9 @@ def bootstrap_mean(
         confidence: Interval level.
         seed: Generator seed.
         method: ``"percentile"``, ``"basic"`` or ``"BCa"``.
+        small_sample: :func:`bootstrap_cluster_means`' small-sample rules (what ``rr report``
+            uses); where every cluster has as many rows, on the clusters' means (so 0/1 means get
+            the Wilson interval).
 
     Returns:
         :class:`StatResult` with statistic = the row mean and the interval; n = clusters. With
@@ -619,12 +680,15 @@ def bootstrap_mean(
     point = float(df[value].astype(float).mean())
     if len(g) < 2:
         return StatResult(point, NAN, NAN, NAN, NAN, len(g), "row mean (one cluster: no interval)")
+    # equal clusters: the row mean is the mean of the clusters' means (so 0/1 means get Wilson's interval)
+    equal = small_sample and g["count"].nunique() == 1
     res = bootstrap_cluster_means(
-        g,
-        {"mean": lambda m: m["sum"] / m["count"]},
+        pd.DataFrame({"mean": g["sum"] / g["count"]}) if equal else g,
+        None if equal else {"mean": lambda m: m["sum"] / m["count"]},
         n_resamples=n_resamples,
         confidence=confidence,
         seed=seed,
         method=method,
+        small_sample=small_sample,
     )["mean"]
     return StatResult(point, NAN, NAN, res.ci_low, res.ci_high, len(g), res.method)

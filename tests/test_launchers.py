@@ -40,6 +40,9 @@ def _run_sweep(tmp_path: Path, launcher: list[str], monkeypatch, capsys) -> Path
     )
     assert code == 0, err[-3000:]
     assert "2 done, 0 skipped, 0 resumed, 0 failed" in out  # the sweep table (rr.commands.status)
+    # issue 30: each job named by the overrides that set it apart (not by hash only)
+    rows = [ln for ln in out.splitlines() if "│" in ln and ("seed=0" in ln or "seed=1" in ln)]
+    assert len(rows) == 2 and not any("dataset.n=2" in ln for ln in rows)
     sweep_dir = tmp_path / "out" / "multirun" / "cao2025_mini"
     jobs = sorted(p.parent for p in sweep_dir.glob("*/scores.parquet"))
     assert len(jobs) == 2
@@ -67,6 +70,8 @@ def test_joblib_multirun_and_status(tmp_path: Path, monkeypatch, capsys) -> None
     states = {s.job_id: s for s in status(sweep_dir)}
     assert states[gone].state == "missing" and "seed=0" in states[gone].detail.split()
     assert states[cut].state == "partial"
+    # issue 30: rr status names each job by what differs between the sweep's jobs
+    assert (states[gone].overrides, states[cut].overrides) == ("seed=0", "seed=1")
     code, out, _ = rr_main(["status", str(sweep_dir)], monkeypatch, capsys)
     assert code == 0 and "0 done, 1 partial, 1 missing" in out
 

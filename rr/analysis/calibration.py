@@ -160,9 +160,12 @@ def coverage(
     confidence: float = 0.95,
     seed: int = 0,
     method: BootstrapMethod = "BCa",
+    small_sample: bool = True,
 ) -> pd.DataFrame:
-    """How often rr's interval (:func:`rr.stats.bootstrap_cluster_means` with ``method``, BCa as
-    ``rr report`` computes it) holds the planted value, over ``reps`` drawn tables of ``n`` questions.
+    """How often rr's interval (:func:`rr.stats.bootstrap_cluster_means` with ``method`` and
+    ``small_sample``, as ``rr report`` computes it: BCa with the small-sample expansion) holds the
+    planted value, over ``reps`` drawn tables of ``n`` questions. The geometric mean of NDR, RSR and
+    ROR (``robustness``, planted: that of the planted values) is checked too.
 
     Returns:
         One row per metric: ``metric``, ``n``, ``reps``, ``coverage``, ``mean_halfwidth``,
@@ -170,17 +173,25 @@ def coverage(
     """
     from rr.stats import bootstrap_cluster_means
 
+    metrics = (*METRICS, "robustness")
+    planted = {**planted, "robustness": float(np.cbrt(planted["ndr"] * planted["rsr"] * planted["ror"]))}
     rng = np.random.default_rng(seed)
-    hits: dict[str, list[bool]] = {c: [] for c in METRICS}
-    width: dict[str, list[float]] = {c: [] for c in METRICS}
-    below = {c: 0 for c in METRICS}
-    above = {c: 0 for c in METRICS}
+    hits: dict[str, list[bool]] = {c: [] for c in metrics}
+    width: dict[str, list[float]] = {c: [] for c in metrics}
+    below = {c: 0 for c in metrics}
+    above = {c: 0 for c in metrics}
     for r in range(reps):
         values = per_example(*draw_scores(params, design, n, rng))
         res = bootstrap_cluster_means(
-            values, n_resamples=n_resamples, confidence=confidence, seed=seed + r, method=method
+            values,
+            {"robustness": lambda m: np.cbrt(m["ndr"] * m["rsr"] * m["ror"])},
+            n_resamples=n_resamples,
+            confidence=confidence,
+            seed=seed + r,
+            method=method,
+            small_sample=small_sample,
         )
-        for c in METRICS:
+        for c in metrics:
             lo, hi, truth = res[c].ci_low, res[c].ci_high, planted[c]
             hits[c].append(lo <= truth <= hi)
             width[c].append((hi - lo) / 2)
@@ -197,7 +208,7 @@ def coverage(
                 "below": below[c] / reps,
                 "above": above[c] / reps,
             }
-            for c in METRICS
+            for c in metrics
         ]
     )
 

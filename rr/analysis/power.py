@@ -156,7 +156,11 @@ def power_from_pilot(
     if scores.empty:
         raise ValueError("rr plan --pilot: the pilot's score table is empty")
     by = system_by(scores)
-    table = robustness_ci(scores, by, n_resamples=n_resamples, confidence=confidence, seed=seed)
+    # the plain bootstrap: its half-width scales as 1 / sqrt(n); the small-sample rules rr report adds
+    # at few examples (an expanded level, Wilson for constant values) are not projected
+    table = robustness_ci(
+        scores, by, n_resamples=n_resamples, confidence=confidence, seed=seed, small_sample=False
+    )
     rows: list[PowerRow] = []
     notes: list[str] = []
     for _, r in table.iterrows():

@@ -20,7 +20,7 @@ from typing import Any, TextIO
 
 from rr.commands.errors import user_message
 from rr.errors import UserError
-from rr.resume import status_report
+from rr.resume import differing_overrides, status_report
 
 OUTCOMES = ("done", "skipped", "resumed", "failed")
 
@@ -55,6 +55,7 @@ class JobRow:
         closed_book_accuracy: Its mean score at k = 0 (closed book), ``None`` when it has none.
         folder: Its result folder (or, for a SLURM job that died, its log).
         error: Why it failed (one line), empty otherwise.
+        overrides: The overrides that set it apart from the sweep's other jobs.
     """
 
     outcome: str
@@ -65,6 +66,7 @@ class JobRow:
     closed_book_accuracy: float | None
     folder: str
     error: str = ""
+    overrides: str = ""
 
 
 def _error_line(error: BaseException) -> str:
@@ -80,11 +82,10 @@ def rows_from_returns(returns: list[Any]) -> list[JobRow]:
 
     rows = []
     lists = [list(ret.overrides or []) for ret in returns]
-    common = set.intersection(*(set(o) for o in lists)) if len(lists) > 1 else set()
-    for ret, job_overrides in zip(returns, lists, strict=True):
+    for ret, job_overrides, apart in zip(returns, lists, differing_overrides(lists), strict=True):
         value = ret._return_value  # the public property re-raises a failure; we report it instead
-        # a job without a record is named by what sets it apart from the sweep's other jobs
-        overrides = " ".join(o for o in job_overrides if o not in common) or " ".join(job_overrides)
+        # every job is named by what sets it apart from the sweep's other jobs (and by its id)
+        overrides = " ".join(apart) or " ".join(job_overrides)
         folder = str(getattr(ret, "working_dir", "") or "")
         if ret.status == JobStatus.COMPLETED:
             rec = value if isinstance(value, dict) and "outcome" in value else {}
@@ -97,6 +98,7 @@ def rows_from_returns(returns: list[Any]) -> list[JobRow]:
                     rec.get("accuracy"),
                     rec.get("closed_book_accuracy"),
                     rec.get("folder") or folder,
+                    overrides=overrides,
                 )
             )
             continue
@@ -111,6 +113,7 @@ def rows_from_returns(returns: list[Any]) -> list[JobRow]:
                 None,
                 rec.get("folder") or getattr(value, "log", None) or folder,
                 _error_line(value) if isinstance(value, BaseException) else str(value),
+                overrides,
             )
         )
     return rows
@@ -126,6 +129,7 @@ def print_sweep_table(rows: list[JobRow], title: str, file: TextIO | None = None
     table = Table(title=escape(title))
     for col in (
         "job",
+        "overrides",
         "outcome",
         "wall s",
         "model calls",
@@ -144,6 +148,7 @@ def print_sweep_table(rows: list[JobRow], title: str, file: TextIO | None = None
                 escape(c)
                 for c in (
                     r.job,
+                    r.overrides if r.overrides != r.job else "",
                     r.outcome,
                     fmt(r.wall_s, ".1f"),
                     fmt(r.model_calls, "d"),
@@ -204,10 +209,11 @@ def status_main(argv: list[str]) -> int:
     order = {"done": 0, "partial": 1, "failed": 2, "missing": 3}
     states.sort(key=lambda s: (order[s.state], str(s.path or ""), s.job_id))
     table = Table(title=escape(f"rr status {a.dir}"))  # user text is not rich markup
-    for col in ("state", "job id", "folder", "detail"):
+    for col in ("state", "job id", "overrides", "folder", "detail"):
         table.add_column(col, overflow="fold")
     for s in states:
-        table.add_row(*(escape(c) for c in (s.state, s.job_id, str(s.path) if s.path else "-", s.detail)))
+        cells = (s.state, s.job_id, s.overrides, str(s.path) if s.path else "-", s.detail)
+        table.add_row(*(escape(c) for c in cells))
     console = Console(width=None if Console().is_terminal else 160)
     console.print(table)
     counts = {k: sum(s.state == k for s in states) for k in order}

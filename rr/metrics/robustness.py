@@ -486,3 +486,43 @@ def robustness_table(
         [*by_cols, retriever_col, *metric_cols] if per_retriever else [*by_cols, *metric_cols, "retrievers"]
     )
     return pd.DataFrame(rows, columns=columns)
+
+
+#: What :func:`metric_notes` says of a metric that is undefined or degenerate.
+NOTE_NDR_NO_CLOSED_BOOK = "NDR undefined: no closed-book (k = 0) rows to compare with"
+NOTE_NDR_TRIVIAL = (
+    "NDR degenerate: closed-book accuracy is 0, so every k > 0 cell passes (1 by construction, not a result)"
+)
+NOTE_RSR_ONE_K = (
+    "RSR undefined: one k > 0 (RSR compares each k with the smaller ones; give grid.k two or more)"
+)
+NOTE_ROBUSTNESS = "robustness not shown: it combines NDR and RSR"
+
+
+def metric_notes(row: dict | pd.Series) -> dict[str, str]:
+    """The metrics of one :func:`robustness_table` row that are undefined or degenerate, each with
+    the one-line reason to show in place of its value (empty for a closed-book-only row, whose
+    robustness metrics do not apply at all).
+
+    * ``ndr``: undefined without k = 0 rows; degenerate when closed-book accuracy is 0 (every score
+      is >= 0, so NDR is 1 whatever the system does).
+    * ``rsr``: undefined with one k > 0 (NaN in the table).
+    * ``robustness``: not shown when NDR or RSR is not (it is their geometric mean with ROR).
+    """
+
+    def value(name: str) -> float:
+        v = row.get(name) if hasattr(row, "get") else None
+        return float(v) if isinstance(v, int | float | np.floating) else math.nan
+
+    notes: dict[str, str] = {}
+    if math.isnan(value("accuracy")):  # no k > 0 rows: nothing to say per metric
+        return notes
+    if math.isnan(value("ndr")):
+        notes["ndr"] = NOTE_NDR_NO_CLOSED_BOOK
+    elif value("closed_book_accuracy") == 0:
+        notes["ndr"] = NOTE_NDR_TRIVIAL
+    if math.isnan(value("rsr")):
+        notes["rsr"] = NOTE_RSR_ONE_K
+    if notes:
+        notes["robustness"] = NOTE_ROBUSTNESS
+    return notes

@@ -8,6 +8,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from rr.metrics.robustness import metric_notes
+
 #: Robustness-table column -> header shown in the console.
 _HEADERS = {
     "generator": "generator",
@@ -54,14 +56,26 @@ def print_summary(
         for c, h in _HEADERS.items():
             left = c in ("generator", "strategy", "retriever")
             t.add_column(h, justify="left" if left else "right", no_wrap=left)
+        notes: dict[str, list[str]] = {}  # note -> the systems it applies to
         for row in s["metrics"]:
+            noted = metric_notes(row)
+            for note in noted.values():
+                notes.setdefault(note, []).append(
+                    " / ".join(str(row.get(c, "")) for c in ("strategy", "retriever") if row.get(c))
+                )
             t.add_row(
                 *[
-                    f"{row[c]:.3f}" if isinstance(row.get(c), float) else escape(str(row.get(c, "")))
+                    "—"
+                    if c in noted
+                    else f"{row[c]:.3f}"
+                    if isinstance(row.get(c), float)
+                    else escape(str(row.get(c, "")))
                     for c in cols
                 ]
             )
         console.print(t)
+        for note, where in notes.items():  # a metric that would look like a result but is not one
+            console.print(escape(f"— {note} ({', '.join(dict.fromkeys(where))})"))
     elif "closed_book_accuracy" not in s:  # a summary written before the two were named apart
         console.print(f"mean score of all {s['rows']} rows {_fmt(s.get('accuracy'))}")
     else:

@@ -49,7 +49,9 @@ def _mean_rows(df: pd.DataFrame, keys: Sequence[str], ctx: ReportContext) -> pd.
     for key, g in df.groupby(list(keys), sort=True, dropna=False):
         key_t = key if isinstance(key, tuple) else (key,)
         rag = _rag_or_all(g)
-        r = bootstrap_mean(rag, n_resamples=ctx.n_resamples, confidence=ctx.confidence, seed=ctx.seed)
+        r = bootstrap_mean(
+            rag, n_resamples=ctx.n_resamples, confidence=ctx.confidence, seed=ctx.seed, small_sample=True
+        )
         rows.append(
             {
                 **dict(zip(keys, key_t, strict=True)),

@@ -142,7 +142,11 @@ def match_section(df: pd.DataFrame, ctx: ReportContext) -> Iterator[Item]:
                     & (sel["kind"] == kind)
                 ]
                 r = bootstrap_mean(
-                    part, n_resamples=ctx.n_resamples, confidence=ctx.confidence, seed=ctx.seed
+                    part,
+                    n_resamples=ctx.n_resamples,
+                    confidence=ctx.confidence,
+                    seed=ctx.seed,
+                    small_sample=True,
                 )
                 rows.append(
                     {

@@ -73,6 +73,7 @@ def rgb_rejection(df: pd.DataFrame, ctx: ReportContext) -> Iterator[Item]:
                     n_resamples=ctx.n_resamples,
                     confidence=ctx.confidence,
                     seed=ctx.seed,
+                    small_sample=True,
                 )
                 table.loc[i, name + CI_LOW] = r.ci_low
                 table.loc[i, name + CI_HIGH] = r.ci_high

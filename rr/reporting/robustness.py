@@ -23,7 +23,7 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from rr.metrics.robustness import NO_RETRIEVER, TIE_TOLERANCE, robustness_table
+from rr.metrics.robustness import NO_RETRIEVER, TIE_TOLERANCE, metric_notes, robustness_table
 from rr.reporting.core import (
     CI_HIGH,
     CI_LOW,
@@ -38,7 +38,13 @@ from rr.reporting.core import (
     system_label,
     varying,
 )
-from rr.stats import BootstrapMethod, StatResult, bootstrap_cluster_means, cluster_bootstrap
+from rr.stats import (
+    COVERAGE_CHECKED_FROM,
+    BootstrapMethod,
+    StatResult,
+    bootstrap_cluster_means,
+    cluster_bootstrap,
+)
 
 log = logging.getLogger(__name__)
 
@@ -148,6 +154,7 @@ def robustness_ci(
     derived: Derived | None = None,
     retriever_col: str = "retriever",
     method: BootstrapMethod = "BCa",
+    small_sample: bool = True,
 ) -> pd.DataFrame:
     """:func:`rr.metrics.robustness_table` with an example-level bootstrap interval on every metric.
 
@@ -172,6 +179,10 @@ def robustness_ci(
             100 to 500 examples drawn from the simulated reader (``docs/reproduction.md``,
             ``benchmarks/calibration.py``), where percentile intervals of NDR near 1 cover only
             89-93% below 500 examples (the per-example values are skewed against the bound).
+        small_sample: The small-sample rules of :func:`rr.stats.bootstrap_cluster_means` (the
+            level expanded for few examples; Wilson for 0/1 or constant values), without which
+            rr's 95% intervals covered 77-91% at 12 and 87-95% at 24 examples
+            (``benchmarks/calibration.py``, ``benchmarks/README.md``).
 
     Returns:
         The :func:`robustness_table` columns, each metric ``m`` followed by ``m_ci_low`` and
@@ -197,7 +208,13 @@ def robustness_ci(
             res = {}
         elif ok:
             res = bootstrap_cluster_means(
-                values, derived, n_resamples=n_resamples, confidence=confidence, seed=seed, method=method
+                values,
+                derived,
+                n_resamples=n_resamples,
+                confidence=confidence,
+                seed=seed,
+                method=method,
+                small_sample=small_sample,
             )
         else:
             log.warning("group %s: per-example decomposition differs; using the generic bootstrap", key_t)
@@ -208,7 +225,13 @@ def robustness_ci(
                 return {**{m: float(r[m]) for m in _BASE}, **{n: float(f(means)) for n, f in derived.items()}}
 
             res = cluster_bootstrap(
-                group, stat, n_resamples=n_resamples, confidence=confidence, seed=seed, method=method
+                group,
+                stat,
+                n_resamples=n_resamples,
+                confidence=confidence,
+                seed=seed,
+                method=method,
+                small_sample=small_sample,
             )
         for m in [*METRICS, *extra]:
             r = res.get(m)
@@ -225,6 +248,39 @@ def robustness_ci(
 
 
 # ----------------------------------------------------------------------------- helpers
+
+
+def approximate_note(table: pd.DataFrame) -> str:
+    """A caption sentence when some row's interval rests on fewer examples than coverage was checked
+    at (:data:`rr.stats.COVERAGE_CHECKED_FROM`), else ``""``."""
+    few = table["n_examples"] < COVERAGE_CHECKED_FROM if "n_examples" in table.columns else []
+    if not len(few) or not few.any():
+        return ""
+    return (
+        f" Intervals of rows with fewer than {COVERAGE_CHECKED_FROM} examples (n_examples) are approximate: "
+        f"their coverage is checked from {COVERAGE_CHECKED_FROM} examples on."
+    )
+
+
+def without_degenerate(table: pd.DataFrame, derived: Sequence[str] = ("robustness",)) -> pd.DataFrame:
+    """:func:`robustness_ci`'s table with every undefined or degenerate metric of a row
+    (:func:`rr.metrics.robustness.metric_notes`) blanked, value and interval, and a ``notes``
+    column saying why (empty where nothing is). ``derived``: columns computed from NDR and RSR,
+    blanked with them."""
+    out = table.copy()
+    notes = []
+    for i, row in table.iterrows():
+        found = metric_notes(row)
+        blank = [m for m in found if m != "robustness"]
+        if "robustness" in found:
+            blank += list(derived)
+        for m in blank:
+            for col in (m, m + CI_LOW, m + CI_HIGH):
+                if col in out.columns:
+                    out.loc[i, col] = math.nan
+        notes.append("; ".join(found.values()))
+    out["notes"] = notes
+    return out
 
 
 def _has_robustness_grid(df: pd.DataFrame) -> bool:
@@ -335,20 +391,23 @@ def robustness_section(df: pd.DataFrame, ctx: ReportContext) -> Iterator[Item]:
     """Robustness table with intervals, robustness vs performance (Fig. 1/9), bars (Fig. 4)."""
     by = system_by(df)
     table = _table_ci(ctx, df)
+    shown = without_degenerate(table)
     yield ReportTable(
         "robustness",
         "NDR, RSR, ROR, robustness and accuracy per system",
-        table,
+        shown,
         caption=(
             "Cao et al. 2025 eq. 1-3 per system, averaged over retrievers; robustness = geometric "
             "mean of NDR, RSR, ROR; accuracy = mean score over k > 0 cells; accuracy k=0 = "
             f"closed-book. [low, high]: {ctx.confidence:.0%} example-level bootstrap interval "
-            f"({ctx.n_resamples} resamples, seed {ctx.seed})."
+            f"({ctx.n_resamples} resamples, seed {ctx.seed}). A metric that is undefined or degenerate "
+            "for a system (RSR with one k; NDR when closed-book accuracy is 0) is left blank and "
+            "the notes column says why." + approximate_note(table)
         ),
     )
-    if table["robustness"].notna().any():
-        yield _scatter(table, by, "accuracy", "robustness", "robustness_vs_performance", ctx)
-    yield _bars(table, by)
+    if shown["robustness"].notna().any():  # degenerate values are not drawn either
+        yield _scatter(shown, by, "accuracy", "robustness", "robustness_vs_performance", ctx)
+    yield _bars(shown, by)
 
 
 def _scatter(
@@ -490,7 +549,7 @@ def by_order_section(df: pd.DataFrame, ctx: ReportContext) -> Iterator[Item]:
     keep = [*by, "doc_order"]
     for m in ("ndr", "rsr", "ndr_rsr", "accuracy"):
         keep += [m, m + CI_LOW, m + CI_HIGH]
-    table = table[keep + ["n_examples"]]
+    table = without_degenerate(table[keep + ["n_examples"]], derived=("ndr_rsr",))
     yield ReportTable(
         "robustness_by_order",
         "NDR, RSR and accuracy per document order",
@@ -498,7 +557,8 @@ def by_order_section(df: pd.DataFrame, ctx: ReportContext) -> Iterator[Item]:
         caption=(
             "Each order evaluated on its own (with the k = 0 rows): NDR, RSR, their geometric mean "
             "(Cao Fig. 7's y axis; ROR needs several orders) and accuracy over k > 0, averaged over "
-            f"retrievers; {ctx.confidence:.0%} example-level bootstrap intervals."
+            f"retrievers; {ctx.confidence:.0%} example-level bootstrap intervals. An undefined or "
+            "degenerate metric is blank, the notes column says why." + approximate_note(table)
         ),
     )
     if table["ndr_rsr"].notna().any():
