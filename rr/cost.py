@@ -282,7 +282,7 @@ class StepTiming:
         params = prepared.request(by_length[mid]).params
         probe = replace(params, max_new_tokens=min(params.max_new_tokens, PROBE_TOKENS))
         bar = tqdm(
-            total=1 + len(window),
+            total=1,  # the batch joins when it fits the budget
             desc=f"rr plan: timing {step} on this machine",
             unit="prompt",
             disable=not self.progress,
@@ -299,6 +299,8 @@ class StepTiming:
                 return None
             steps = max(params.max_new_tokens - 1, 0)
             if m >= 2 and one.batch_seconds(m, tokens[window[-1]], steps) <= budget:
+                bar.total += len(window)
+                bar.refresh()
                 _, batch = timed_generate(gen, [prepared.prompt(k) for k in window], params)
                 bar.update(len(window))
                 if batch is not None:

@@ -156,3 +156,11 @@ def test_the_job_wires_the_threshold_and_the_record(tmp_path: Path) -> None:
     assert rt.llm.warn_after_s == 30.0 and rt.llm.throughput is not None
     assert rt.llm.throughput.dir == Path(cfg.paths.cache_dir) / "throughput"
     assert rt.llm.plan_hint.startswith("rr plan")
+
+
+def test_hf_times_its_own_batches_only() -> None:
+    from rr.generation.hf import HFGenerator
+
+    # data-parallel batches run in worker processes: neither timed nor checked before a step
+    assert isinstance(HFGenerator(device="cpu"), TimesBatches) and HFGenerator(device="cpu").runs_on_cpu()
+    assert not HFGenerator(device="cpu", data_parallel=2).runs_on_cpu()

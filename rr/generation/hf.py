@@ -222,8 +222,9 @@ class HFGenerator(ConfiguredDecoding):
         return self.device or ("cuda" if torch.cuda.is_available() else "cpu")
 
     def runs_on_cpu(self) -> bool:
-        """Whether the model runs on the CPU (decided without loading it)."""
-        return self._resolve_device() == "cpu"
+        """Whether the model runs on the CPU in this process (decided without loading it; with
+        ``data_parallel`` > 1 the batches run in worker processes and are not timed)."""
+        return self._resolve_device() == "cpu" and self.data_parallel == 1
 
     def throughput_key(self) -> dict:
         """What this backend's speed depends on (:class:`~rr.generation.throughput.ThroughputStore`)."""
