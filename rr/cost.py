@@ -249,12 +249,14 @@ class StepTiming:
                 self.measured[mkey] = self.latest[backend] = found
                 if self.store is not None:
                     self.store.put(key, found[0], f"rr plan: {step}: {found[1]}")
+        recorded = self.store.get(key) if self.store is not None else None
+        tp: Throughput
         if mkey in self.measured:
             tp, basis = self.measured[mkey]
         elif backend in self.latest:
             tp, basis = self.latest[backend][0], "the budget spent: as timed on an earlier step"
-        elif (tp := self.store.get(key) if self.store is not None else None) is not None:
-            basis = "recorded by an earlier plan or job here"
+        elif recorded is not None:
+            tp, basis = recorded, "recorded by an earlier plan or job here"
         else:
             return None, ""
         order = sorted(tokens, key=prepared.prompt)  # the order the job sends them in
@@ -417,9 +419,9 @@ class PlanningLLM(LLM):
             )
         )
         if self.timing is not None and todo:
-            tokens = dict(zip(todo, n_prompt, strict=True))
+            by_key = dict(zip(todo, n_prompt, strict=True))
             self.steps[-1].seconds, self.steps[-1].timed_on = self.timing.predict(
-                self, step, prepared, tokens
+                self, step, prepared, by_key
             )
         s = self.stats
         s.requests += len(requests)

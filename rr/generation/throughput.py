@@ -185,8 +185,7 @@ class ThroughputStore:
 def timed_generate(generator: Any, prompts: list[str], params: Any) -> tuple[list[Any], Throughput | None]:
     """``generator.generate(prompts, params)`` and the throughput of its batches (a
     :class:`TimesBatches` backend; ``None`` for others)."""
-    if not isinstance(generator, TimesBatches):
-        return generator.generate(prompts, params), None
-    before = len(generator.batch_timings)
+    timings = generator.batch_timings if isinstance(generator, TimesBatches) else None
+    before = len(timings) if timings is not None else 0
     out = generator.generate(prompts, params)
-    return out, Throughput.from_timings(generator.batch_timings[before:])
+    return out, Throughput.from_timings(timings[before:]) if timings is not None else None

@@ -253,8 +253,7 @@ def robustness_ci(
 def approximate_note(table: pd.DataFrame) -> str:
     """A caption sentence when some row's interval rests on fewer examples than coverage was checked
     at (:data:`rr.stats.COVERAGE_CHECKED_FROM`), else ``""``."""
-    few = table["n_examples"] < COVERAGE_CHECKED_FROM if "n_examples" in table.columns else []
-    if not len(few) or not few.any():
+    if "n_examples" not in table.columns or not (table["n_examples"] < COVERAGE_CHECKED_FROM).any():
         return ""
     return (
         f" Intervals of rows with fewer than {COVERAGE_CHECKED_FROM} examples (n_examples) are approximate: "
