@@ -14,7 +14,8 @@ closed-book, three orders, SmolLM2-135M on CPU, 24 new tokens) at ``--sizes`` qu
 shared cores spinning OpenMP threads make torch 3-30x slower and erratic: ``tests/conftest.py``).
 
     .venv/bin/python benchmarks/plan_wall.py              # 4 and 8 questions, k = 1, 2, 3
-    .venv/bin/python benchmarks/plan_wall.py --quick      # 2 questions, k = 1, 2, two orders
+    .venv/bin/python benchmarks/plan_wall.py --sizes 2 --k 1,2 --orders original,reversed
+    .venv/bin/python benchmarks/plan_wall.py --quick      # 1 question, k = 1, one order, 4 new tokens
 """
 
 from __future__ import annotations
@@ -29,6 +30,11 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+#: What ``--quick`` prints (tests/test_benchmarks.py checks each regex matches a line).
+QUICK_FIGURES = [
+    r'^\{"questions": 1, "prompts": \d+, "plan_s": [\d.]+, .*"predicted_s": [\d.]+, "job_s": [\d.]+',
+    r"^every prediction within a factor of 2: (True|False)$",
+]
 
 
 def run(args: list[str], env: dict[str, str]) -> float:
@@ -45,10 +51,12 @@ def main() -> None:
     ap.add_argument("--sizes", type=int, nargs="+", default=[4, 8], help="questions per job")
     ap.add_argument("--k", default="1,2,3", help="grid.k")
     ap.add_argument("--orders", default="original,reversed,shuffled", help="grid.orders")
-    ap.add_argument("--quick", action="store_true", help="2 questions, k = 1, 2, two orders")
+    ap.add_argument("--passages", type=int, default=300, help="corpus.max_passages")
+    ap.add_argument("--max-new-tokens", type=int, default=24, help="generator.max_new_tokens")
+    ap.add_argument("--quick", action="store_true", help="1 question, k = 1, one order, 4 new tokens")
     a = ap.parse_args()
     if a.quick:
-        a.sizes, a.k, a.orders = [2], "1,2", "original,reversed"
+        a.sizes, a.k, a.orders, a.passages, a.max_new_tokens = [1], "1", "original", 50, 4
     # OMP_WAIT_POLICY=PASSIVE: on shared cores spinning OpenMP threads make torch erratic (tests/conftest.py)
     env = {"OMP_WAIT_POLICY": "PASSIVE", **os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
     rows = []
@@ -59,7 +67,8 @@ def main() -> None:
                 "retriever=bm25",
                 f"grid.k=[{a.k}]",
                 f"grid.orders=[{a.orders}]",
-                "corpus.max_passages=300",
+                f"corpus.max_passages={a.passages}",
+                f"generator.max_new_tokens={a.max_new_tokens}",
                 "corpus.keep_fanoutqa_evidence=false",
                 f"paths.output_root={tmp}",
                 "progress=false",
