@@ -94,7 +94,10 @@ def test_missing_model_dataset_or_file_is_one_line_before_any_work(
         args = [*args, f"paths.cache_dir={tmp_path}/cache"]
     code, err = run_main(args, tmp_path, monkeypatch, capsys)
     assert_one_line(code, err, *needles)
-    assert job_folders(tmp_path) == [], "rr wrote no config.yaml: the job never started"
+    # the job never started (no config.yaml); a job folder Hydra made is marked failed with the line
+    for folder in job_folders(tmp_path):
+        assert not (folder / "config.yaml").exists(), f"the job started in {folder}"
+        assert json.loads((folder / "failed.json").read_text())["message"] in err
 
 
 def test_sweep_without_m_says_to_add_it(tmp_path, monkeypatch, capsys):
