@@ -14,6 +14,7 @@
 
     .venv/bin/python benchmarks/calibration.py                    # 1,000 reps at n = 12, 24, 50 and 500
     .venv/bin/python benchmarks/calibration.py --reps 200 --skip-plan
+    .venv/bin/python benchmarks/calibration.py --quick           # seconds: 20 reps at n = 50, one small plan check
 """
 
 from __future__ import annotations
@@ -31,6 +32,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from rr.analysis.calibration import Design, binomial_band, coverage, planted_population  # noqa: E402
 from rr.generation.simulated import ReaderParams  # noqa: E402
+
+#: What ``--quick`` prints (tests/test_benchmarks.py checks each regex matches a line).
+QUICK_FIGURES = [
+    r"^planted: \{'",
+    r"^99% binomial band at \d+ replications: [\d.]+-[\d.]+$",
+    r"^ *metric +n +reps +coverage",
+    r"^plan check n=\d+ done$",
+    r"^ *metric +pilot_n +n +predicted +pilot_rel_sd +observed +ratio +within_20pct$",
+]
 
 
 def coverage_table(sizes: list[int], reps: int, method: str, small_sample: bool = True) -> pd.DataFrame:
@@ -105,8 +115,9 @@ def plan_check(pilot: int, sizes: list[int], seeds: int, n_pilots: int) -> pd.Da
     return pd.DataFrame(rows)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="20 reps at n = 50, one 20-question plan check")
     ap.add_argument("--reps", type=int, default=1000)
     ap.add_argument("--sizes", type=int, nargs="+", default=[12, 24, 50, 500])
     ap.add_argument("--method", default="BCa", choices=["percentile", "basic", "BCa"])
@@ -123,7 +134,9 @@ def main() -> None:
         "--plan-seeds", type=int, default=3, help="jobs per size (observed half-width: their mean)"
     )
     ap.add_argument("--pilots", type=int, default=3, help="pilot jobs (predicted half-width: their mean)")
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
+    if a.quick:
+        a.reps, a.sizes, a.pilot, a.plan_sizes, a.plan_seeds, a.pilots = 20, [50], 10, [20], 1, 1
     pd.set_option("display.width", 160)
     if not a.skip_coverage:
         print(coverage_table(a.sizes, a.reps, a.method, not a.plain).round(4).to_string(index=False))

@@ -1,6 +1,7 @@
 """Data-parallel HF generation (Lightning Fabric) vs one process, same prompts, one run.
 
     python benchmarks/data_parallel.py [--ranks 2] [--prompts 16] [--max-new-tokens 16] [--device cpu]
+    python benchmarks/data_parallel.py --quick     # seconds: 2 ranks, 2 prompts, 2 new tokens
 
 Generates the same prompts (closed-book prompts for mini-data questions: only the model's
 speed matters here) with
@@ -23,15 +24,26 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+#: What ``--quick`` prints (tests/test_benchmarks.py checks each regex matches a line).
+QUICK_FIGURES = [
+    r"^identical completions: (True|False)$",
+    r"^data_parallel=1: [\d.]+s with \d+ torch threads, [\d.]+s with 1 thread$",
+    r"^data_parallel=\d+: [\d.]+s \(\+ [\d.]+s pool start, once per job\); prompts per rank \[",
+    r"^ratio data_parallel=\d+ / 1: [\d.]+ \(\d+ threads\), [\d.]+ \(1 thread\)$",
+]
 
-def main() -> None:
+
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="2 ranks, 2 prompts, 2 new tokens (seconds)")
     ap.add_argument("--ranks", type=int, default=2)
     ap.add_argument("--prompts", type=int, default=16)
     ap.add_argument("--max-new-tokens", type=int, default=16)
     ap.add_argument("--batch-size", type=int, default=4)
     ap.add_argument("--device", default="cpu")
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
+    if a.quick:
+        a.ranks, a.prompts, a.max_new_tokens, a.batch_size = 2, 2, 2, 1
 
     from benchmarks.scale_out import machine
     from rr.data.mini import MiniDataset

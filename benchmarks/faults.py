@@ -20,6 +20,11 @@ count every prompt that reached the model, including the batch a kill threw away
   worker gets a file-size limit instead (``RLIMIT_FSIZE``: writes past it fail with EFBIG).
 
     python benchmarks/faults.py [--kills 8] [--seed 0] [--workdir DIR]
+    python benchmarks/faults.py --quick     # one kill, a race of 2, one disk-full run, simulated reader
+
+``--reader simulated`` (``--quick``'s) runs the same job on the simulated reader over the synthetic
+task (``generator=simulated dataset=synthetic corpus=synthetic``): the same pipeline, cache and
+writers, the same events (but no model load), each job ~5x cheaper than loading SmolLM2.
 """
 
 from __future__ import annotations
@@ -40,6 +45,17 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))  # this checkout's rr, also for the parent's checks
 
+#: What ``--quick`` prints (tests/test_benchmarks.py checks each regex matches a line).
+QUICK_FIGURES = [
+    r"^reference: \d+ rows, \d+ model calls",
+    r"^  kill kill0: aimed at '[^']+', landed in '[^']+', extra calls -?\d+, identical (True|False), crash (True|False)$",
+    r"^kill/resume: kills=\d+ \(of \d+ tries; the rest finished first\), resumed-identical=\d+/\d+",
+    r"^race: \d+ processes, same job, same folder and cache: exit codes \[",
+    r"^  disk-full \((tmpfs|RLIMIT_FSIZE), \d+ KiB free\): job failed=(True|False)",
+    r"^disk-full: runs=\d+, failed=\d+, resumed-identical=\d+/\d+",
+    r"^total \d+ s$",
+]
+
 #: The job: 2 questions, BM25 over 300 passages, k = 1 in two orders (one prompt) plus
 #: closed-book: 4 distinct prompts, one per model call, each flushed to the cache at once.
 JOB = [
@@ -55,6 +71,8 @@ JOB = [
 ]
 #: Phase -> (event that opens it, how many of them, longest random delay after it in seconds).
 #: Generation opens at the second batch: the first one waits for the model to load.
+#: ``--reader simulated``: the same job without a model (no ``load`` event: aim no kill at model load).
+SIMULATED = ["generator=simulated", "dataset=synthetic", "corpus=synthetic"]
 PHASES = {
     "retrieval": ("retrieve", 1, 0.3),
     "model load": ("load", 1, 1.0),
@@ -74,12 +92,14 @@ def worker(events: str, overrides: list[str]) -> None:
 
     import rr.pipeline
     from rr.generation.hf import HFGenerator
+    from rr.generation.simulated import SimulatedGenerator
     from rr.retrieval.runs import RunCache
 
-    retrieve, load, generate_local, write_scores = (
+    retrieve, load, generate_local, simulated, write_scores = (
         RunCache.retrieve,
         HFGenerator.load,
         HFGenerator.generate_local,
+        SimulatedGenerator.generate,
         rr.pipeline.write_scores,
     )
 
@@ -96,12 +116,17 @@ def worker(events: str, overrides: list[str]) -> None:
         emit(f"calls {len(prompts)}")
         return generate_local(self, prompts, *a, **kw)
 
+    def simulated_(self, prompts, *a, **kw):  # type: ignore[no-untyped-def]
+        emit(f"calls {len(prompts)}")
+        return simulated(self, prompts, *a, **kw)
+
     def write_scores_(*a, **kw):  # type: ignore[no-untyped-def]
         out = write_scores(*a, **kw)
         emit("scores")
         return out
 
     RunCache.retrieve, HFGenerator.load, HFGenerator.generate_local = retrieve_, load_, generate_local_
+    SimulatedGenerator.generate = simulated_  # type: ignore[method-assign]
     rr.pipeline.write_scores = write_scores_
     if os.environ.get("RR_FAULTS_FSIZE"):  # injected disk-full: writes past the limit fail (EFBIG)
         import resource
@@ -119,8 +144,12 @@ def worker(events: str, overrides: list[str]) -> None:
 # ------------------------------------------------------------------ parent
 
 
+#: Extra overrides of every job (``--reader simulated``: :data:`SIMULATED`).
+READER: list[str] = []
+
+
 def job_args(root: Path) -> list[str]:
-    return [*JOB, f"paths.output_root={root}", f"hydra.run.dir={root}/job"]
+    return [*JOB, *READER, f"paths.output_root={root}", f"hydra.run.dir={root}/job"]
 
 
 def start(root: Path, events: Path, env: dict[str, str] | None = None) -> subprocess.Popen:
@@ -265,13 +294,19 @@ def disk_full_trial(root: Path, free_kib: int, ref) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="1 kill, a race of 2, 1 disk-full run")
     ap.add_argument("--kills", type=int, default=8, help="SIGKILLs (phases taken in turn)")
+    ap.add_argument("--racers", type=int, default=3, help="processes starting the same job at once")
+    ap.add_argument("--reader", choices=["hf", "simulated"], default="hf", help="the jobs' generator")
     ap.add_argument(
         "--disk-full", type=int, nargs="*", default=[8, 64, 248, 264, 280], help="KiB left free per run"
     )
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--workdir", type=Path, default=None, help="kept when given (default: a temp dir)")
     args = ap.parse_args(argv)
+    if args.quick:
+        args.kills, args.racers, args.disk_full, args.reader = 1, 2, [8], "simulated"
+    READER[:] = SIMULATED if args.reader == "simulated" else []
     rng = random.Random(args.seed)
     work = args.workdir or Path(tempfile.mkdtemp(prefix="rr-faults-"))
     t0 = time.perf_counter()
@@ -304,12 +339,12 @@ def main(argv: list[str] | None = None) -> int:
         )
 
         race_root = work / "race"
-        procs = [start(race_root, race_root / f"racer{i}.events") for i in range(3)]
+        procs = [start(race_root, race_root / f"racer{i}.events") for i in range(args.racers)]
         rcs = [p.wait() for p in procs]
         print(
-            f"race: 3 processes, same job, same folder and cache: exit codes {rcs}, "
+            f"race: {args.racers} processes, same job, same folder and cache: exit codes {rcs}, "
             f"crashes={sum(rc != 0 for rc in rcs)}, identical={same_table(race_root, ref)}, "
-            f"model calls {sum(calls_of(race_root / f'racer{i}.events') for i in range(3))} "
+            f"model calls {sum(calls_of(race_root / f'racer{i}.events') for i in range(args.racers))} "
             f"(one clean run: {clean_calls}), leftover temporaries={len(temporaries(race_root))}, "
             f"bad cache lines={bad_cache_lines(race_root)}"
         )

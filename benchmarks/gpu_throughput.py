@@ -32,6 +32,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+#: What ``--quick`` prints (tests/test_benchmarks.py checks each regex matches a line).
+QUICK_FIGURES = [
+    r"^\[encode\] .* passages/s$",
+    r"^\[generate\] .*: prefill [\d,]+ prompt tokens/s, decode [\d,]+ new tokens/s",
+    r"^summary: \d+ figures in \d+ s on ",
+]
+
 
 @dataclass(frozen=True)
 class Shapes:

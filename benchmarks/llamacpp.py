@@ -20,6 +20,7 @@ every prompt token is processed once, every generated token decoded once), gener
 both as a multiple of ``hf`` at batch 8, and how many greedy outputs equal ``hf``'s.
 
     python benchmarks/llamacpp.py [--examples 4] [--k 4] [--max-new-tokens 32] [--repeats 2]
+    python benchmarks/llamacpp.py --quick     # seconds: 1 question, k = 1..2, 4 new tokens, one repeat
 
 Needs the ``llamacpp`` extra (``pip install 'rr[llamacpp]'``).
 """
@@ -37,6 +38,16 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
+
+#: What ``--quick`` prints (tests/test_benchmarks.py checks each regex matches a line).
+QUICK_FIGURES = [
+    r"^\d+ prompts, \d+ prompt tokens on average",
+    r"^\| hf batch 8 \| \S+ \| [\d.]+ \| \d+ \| \d+ \| [\d.]+ \| [\d.]+ / [\d.]+ \| \d+/\d+ \|",
+    r"^\| llamacpp, prefix cache \| \S+ \| [\d.]+ \| \d+ \| \d+ \| [\d.]+ \| [\d.]+ / [\d.]+ \| \d+/\d+ \|",
+    r"^\| llamacpp, no prefix cache \| ",
+]
+#: Modules the benchmark needs (tests/test_benchmarks.py skips its quick run without them).
+QUICK_NEEDS = ["llama_cpp"]
 CONFIGS = {
     "hf batch 8": ("hf", {"batch_size": 8}),
     "hf batch 1": ("hf", {"batch_size": 1}),
@@ -95,6 +106,7 @@ def measure(label: str, examples: int, k: int, max_new_tokens: int, repeats: int
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="1 question, k = 1..2, 4 new tokens, one repeat")
     ap.add_argument("--examples", type=int, default=4)
     ap.add_argument("--k", type=int, default=4)
     ap.add_argument("--max-new-tokens", type=int, default=32)
@@ -103,6 +115,8 @@ def main() -> None:
     ap.add_argument("--spin", action="store_true", help="add llamacpp sharing torch's default OpenMP")
     ap.add_argument("--only", help=argparse.SUPPRESS)  # one configuration, in this process
     args = ap.parse_args()
+    if args.quick:
+        args.examples, args.k, args.max_new_tokens, args.repeats = 1, 2, 4, 1
     sizes = [args.examples, args.k, args.max_new_tokens, args.repeats]
     if args.only:
         print(json.dumps(measure(args.only, *sizes)))

@@ -8,6 +8,7 @@ the harness's own cost: rendering, hashing, dedup, cache writes, bookkeeping). E
 ``--repeats`` times, alternating, and the best time of each is compared.
 
     python benchmarks/overhead.py [--examples 16] [--k 5] [--batch-size 8] [--max-new-tokens 32]
+    python benchmarks/overhead.py --quick    # seconds: 2 questions, k = 1, 4 new tokens, one repeat
 """
 
 from __future__ import annotations
@@ -19,8 +20,15 @@ import time
 
 import torch
 
+#: What ``--quick`` prints (tests/test_benchmarks.py checks each regex matches a line).
+QUICK_FIGURES = [
+    r"^\d+ prompts, \d+ prompt tokens on average",
+    r"^bare model\.generate loop: [\d.]+s   rr HF backend \(render\+hash\+dedup\+cache\): [\d.]+s$",
+    r"^ratio rr / bare = [\d.]+   \(outputs identical: (True|False)\)$",
+]
 
-def build_requests(n_examples: int, k: int, max_new_tokens: int):
+
+def build_requests(n_examples: int, k: int, max_new_tokens: int, passages: int = 3000):
     from rr.context import RankedDoc
     from rr.data.corpus import WikiOfflineCorpus
     from rr.data.mini import MiniDataset
@@ -30,7 +38,7 @@ def build_requests(n_examples: int, k: int, max_new_tokens: int):
     from rr.strategies.base import format_doc
 
     examples = MiniDataset(n=n_examples, seed=0, answerable_only=False).load()
-    corpus = WikiOfflineCorpus(max_passages=3000).load()
+    corpus = WikiOfflineCorpus(max_passages=passages).load()
     bm25 = BM25Retriever()
     bm25.index(corpus)
     runs = bm25.search([e.question for e in examples], k)
@@ -58,20 +66,25 @@ def bare_loop(model, tok, prompts: list[str], batch_size: int, max_new_tokens: i
     return out
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="tiny sizes, one repeat (seconds)")
     ap.add_argument("--examples", type=int, default=16)
     ap.add_argument("--k", type=int, default=5)
     ap.add_argument("--batch-size", type=int, default=8)
     ap.add_argument("--max-new-tokens", type=int, default=32)
     ap.add_argument("--repeats", type=int, default=2)
-    args = ap.parse_args()
+    ap.add_argument("--passages", type=int, default=3000, help="BM25 corpus sample (the demo's)")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.examples, args.k, args.batch_size, args.max_new_tokens = 2, 1, 2, 4
+        args.repeats, args.passages = 1, 200
 
     from rr.generation.cache import GenerationCache
     from rr.generation.client import LLM
     from rr.generation.hf import HFGenerator
 
-    requests, params = build_requests(args.examples, args.k, args.max_new_tokens)
+    requests, params = build_requests(args.examples, args.k, args.max_new_tokens, args.passages)
     gen = HFGenerator(batch_size=args.batch_size)
     model, tok = gen.load(), gen.tokenizer
     prompts = [gen.render(r) for r in requests]

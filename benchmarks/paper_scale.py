@@ -15,15 +15,16 @@ Stages:
   the shard indexes (once per shard; a writer normally indexes its own shard when its job
   ends), and a job's start beside the indexed cache: open + one bulk lookup of a Cao job's
   ``--job-keys`` keys, half of them cached.
-* ``results``: a 24-job sweep (3 datasets x 8 models, the paper's) whose jobs hold the Cao grid
+* ``results``: a 24-job sweep (3 datasets x 8 models, the paper's; ``--models``) whose jobs hold the Cao grid
   (closed-book + 2 retrievers x 6 k x 3 orders x 3 strategies per question), written with the
-  real score-table writer (``tests/synthetic.py``'s job folders). Per size: ``rr.results.load``,
+  real score-table writer (``tests/synthetic.py``'s job folders, each with a ``config.yaml`` whose
+  job id is the table's). Per size: ``rr.results.load``,
   ``robustness_ci`` (the robustness table with bootstrap intervals, ``--resamples``),
   ``rr report`` and ``rr status``.
 * ``bm25``: rr's BM25 retriever indexing (and searching) a corpus of N made-up passages.
 * ``e2e``: see ``--help`` of the stage (needs ``generator=simulated``).
 
-    python benchmarks/paper_scale.py --quick                 # about a minute, small sizes
+    python benchmarks/paper_scale.py --quick                 # seconds: tiny sizes, every stage
     python benchmarks/paper_scale.py --stages cache --cache-sizes 100000 1000000 10000000
 """
 
@@ -45,6 +46,20 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 IDENT = {"model_id": "bench/model", "revision": "r1"}
+#: What ``--quick`` prints (tests/test_benchmarks.py checks each regex matches a line): every
+#: stage's table title and the growth exponents.
+QUICK_FIGURES = [
+    r"^## cache: job start beside N entries$",
+    r"^exponent start_s: ",
+    r"^## score tables over a \d+-job sweep$",
+    r"^exponent status_s: ",
+    r"^## BM25 over made-up passages$",
+    r"^## Cao grid on the simulated reader \(BM25 over \d+ passages",
+    r"^exponent own_cpu_ms_per_request_generate_judge: ",
+    r'^\{"jobs": \d+, .*"status_s": [\d.]+',
+]
+#: rr's command line: this interpreter's ``python -m rr`` (a console script can be stale or absent)
+RR = [sys.executable, "-m", "rr"]
 MIB = 1024 * 1024
 
 
@@ -253,14 +268,29 @@ ORDERS = ("original", "reversed", "shuffled")
 RETRIEVERS = ("bm25", "bge")
 
 
+def job_config(dataset: str, model: str, n_examples: int, seed: int) -> dict:
+    """The ``config.yaml`` of one synthetic job: what sets it apart from the sweep's other jobs.
+
+    ``rr status`` finds a job by its ``config.yaml`` and checks that ``summary.json`` carries the id
+    of that config, so the job id of the score table is this config's.
+    """
+    return {
+        "name": "paper_scale",
+        "seed": seed,
+        "dataset": {"name": dataset, "n": n_examples},
+        "generator": {"model": model},
+    }
+
+
 def cao_job_rows(dataset: str, model: str, n_examples: int, seed: int):
     """One job of the Cao grid as a score table (vectorized; the columns of a real job's table)."""
     import numpy as np
     import pandas as pd
+    from omegaconf import OmegaConf
 
-    from rr.hashing import content_hash
+    from rr.config import job_id
 
-    jid = content_hash([dataset, model, n_examples, seed], 12)
+    jid = job_id(OmegaConf.create(job_config(dataset, model, n_examples, seed)))
     rng = np.random.default_rng(int(jid, 16) % 2**32)
     cells = [("none", 0, "none", s) for s in STRATEGIES]
     cells += [(r, k, o, s) for s in STRATEGIES for r in RETRIEVERS for k in KS for o in ORDERS]
@@ -296,17 +326,20 @@ def cao_job_rows(dataset: str, model: str, n_examples: int, seed: int):
     )
 
 
-def write_sweep(root: Path, rows_target: int) -> int:
+def write_sweep(root: Path, rows_target: int, models: int = len(MODELS)) -> int:
+    """A sweep of ``len(DATASETS)`` x ``models`` Cao-grid jobs of about ``rows_target`` rows in all;
+    returns its rows."""
     sys.path.insert(0, str(REPO))
     from tests.synthetic import write_job
 
-    per_job = rows_target / (len(DATASETS) * len(MODELS))
+    per_job = rows_target / (len(DATASETS) * models)
     n_examples = max(2, round(per_job / (len(STRATEGIES) * (1 + len(RETRIEVERS) * len(KS) * len(ORDERS)))))
     total = 0
     for d in DATASETS:
-        for m in MODELS:
+        for m in MODELS[:models]:
             df = cao_job_rows(d, m, n_examples, 0)
-            write_job(root, df)
+            folder = write_job(root, df)
+            (folder / "config.yaml").write_text(json.dumps(job_config(d, m, n_examples, 0)))  # JSON is YAML
             total += len(df)
     return total
 
@@ -332,26 +365,27 @@ def task_cli(args: dict) -> dict:
     return run_cli(args["cmd"])
 
 
-def stage_results(sizes: list[int], resamples: int, work: Path, report_sizes: list[int] | None) -> list[dict]:
-    rr_bin = str(Path(sys.executable).with_name("rr"))
+def stage_results(
+    sizes: list[int], resamples: int, work: Path, report_sizes: list[int] | None, models: int = len(MODELS)
+) -> list[dict]:
     rows = []
     for n in sizes:
         root = work / f"sweep-{n}"
         t0 = time.perf_counter()
-        total = write_sweep(root, n)
+        total = write_sweep(root, n, models)
         row: dict = {
             "rows": total,
-            "jobs": len(DATASETS) * len(MODELS),
+            "jobs": len(DATASETS) * models,
             "write_s": round(time.perf_counter() - t0, 1),
         }
         row["parquet_mib"] = round(du(root) / MIB, 1)
         ld = measure("load", root=str(root))
         rb = measure("robustness", root=str(root), resamples=resamples)
         if report_sizes is None or n in report_sizes:
-            rep = measure("cli", cmd=[rr_bin, "report", str(root), "--resamples", str(resamples)])
+            rep = measure("cli", cmd=[*RR, "report", str(root), "--resamples", str(resamples)])
         else:
             rep = {"wall_s": None, "cpu_s": None, "peak_mib": None}
-        st = measure("cli", cmd=[rr_bin, "status", str(root)])
+        st = measure("cli", cmd=[*RR, "status", str(root)])
         row |= {
             "load_s": ld["wall_s"],
             "load_mib": ld["peak_extra_mib"],
@@ -368,7 +402,9 @@ def stage_results(sizes: list[int], resamples: int, work: Path, report_sizes: li
         subprocess.run(["rm", "-rf", str(root)], check=True)
     cols = ["rows", "parquet_mib", "load_s", "load_mib", "robustness_ci_s", "robustness_mib"]
     table(
-        "score tables over a 24-job sweep", rows, [*cols, "report_s", "report_mib", "status_s", "status_mib"]
+        f"score tables over a {len(DATASETS) * models}-job sweep",
+        rows,
+        [*cols, "report_s", "report_mib", "status_s", "status_mib"],
     )
     ns = [r["rows"] for r in rows]
     for c in ("load_s", "robustness_ci_s", "report_s", "report_cpu_s", "report_mib", "status_s"):
@@ -474,8 +510,8 @@ def e2e_overrides(n: int, passages: int, strategies: str, extra: list[str] | Non
 
 
 def task_job(args: dict) -> dict:
-    """One job in process; the reader's time (generate, count_tokens) and the planted-value Monte
-    Carlo (the simulator's, not rr's) are timed apart."""
+    """One job in process; the reader's time (generate, count_tokens) and the planted values (the
+    job's ``planted`` stage: the simulator's Monte Carlo and its metrics, not rr's) are timed apart."""
     import logging
 
     from omegaconf import open_dict
@@ -491,17 +527,19 @@ def task_job(args: dict) -> dict:
         cfg.paths.output_root = args["out"]
         cfg.paths.cache_dir = args["cache"]
     clock: dict[str, float] = {}
-    for name in ("generate", "count_tokens", "planted"):
+    for name in ("generate", "count_tokens"):
         _timed(SimulatedGenerator, name, clock)
     stage_cpu: dict[str, float] = {}
+    stage_wall: dict[str, float] = {}
     inner_stage = Stopwatch.stage
 
     @contextlib.contextmanager
     def stage(self, name):  # type: ignore[no-untyped-def]
-        c0 = time.process_time()
+        t0, c0 = time.perf_counter(), time.process_time()
         with inner_stage(self, name):
             yield
         stage_cpu[name] = stage_cpu.get(name, 0.0) + time.process_time() - c0
+        stage_wall[name] = stage_wall.get(name, 0.0) + time.perf_counter() - t0
 
     Stopwatch.stage = stage  # type: ignore[method-assign]
     prof = None
@@ -517,6 +555,7 @@ def task_job(args: dict) -> dict:
         prof.disable()
         prof.dump_stats(args["profile"])
     summary = result.summary
+    clock["planted"], clock["planted_cpu"] = stage_wall.get("planted", 0.0), stage_cpu.get("planted", 0.0)
     reader = clock.get("generate", 0.0) + clock.get("count_tokens", 0.0)
     own = wall - reader - clock.get("planted", 0.0)
     retrieve = summary["timings_s"].get("retrieve", 0.0)
@@ -603,10 +642,9 @@ def stage_e2e(sizes: list[int], passages: int, strategies: str, work: Path, prof
 
 def task_sweep(args: dict) -> dict:
     """``rr -m`` over ``jobs`` reader seeds (one model each) sharing one cache folder."""
-    rr_bin = str(Path(sys.executable).with_name("rr"))
     over = e2e_overrides(args["n"], args["passages"], args["strategies"])
     cmd = [
-        rr_bin,
+        *RR,
         "-m",
         *over,
         f"generator.reader_seed=range(0,{args['jobs']})",
@@ -634,9 +672,8 @@ def stage_sweep(jobs: int, n: int, passages: int, strategies: str, work: Path, r
         "cache_models": len(list((cache / "generations").iterdir())),
     }
     print(json.dumps(r), flush=True)
-    rr_bin = str(Path(sys.executable).with_name("rr"))
-    st = measure("cli", cmd=[rr_bin, "status", str(out)])
-    rep = measure("cli", cmd=[rr_bin, "report", str(out), "--resamples", "200"]) if report else {}
+    st = measure("cli", cmd=[*RR, "status", str(out)])
+    rep = measure("cli", cmd=[*RR, "report", str(out), "--resamples", "200"]) if report else {}
     r |= {
         "status_s": st["wall_s"],
         "status_cpu_s": st["cpu_s"],
@@ -666,13 +703,16 @@ def main() -> None:
         child(sys.argv[2], json.loads(sys.argv[3]))
         return
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--quick", action="store_true", help="small sizes (about a minute)")
+    p.add_argument("--quick", action="store_true", help="tiny sizes, every stage (seconds)")
     p.add_argument("--stages", nargs="*", default=["cache", "results", "bm25", "e2e", "sweep"])
     p.add_argument("--cache-sizes", type=int, nargs="*", default=[100_000, 1_000_000, 10_000_000])
     p.add_argument("--shards", type=int, default=1000, help="cache shards (default 1000)")
     p.add_argument("--job-keys", type=int, default=55_000, help="keys a job looks up (a Cao job: ~55,000)")
     p.add_argument("--rows", type=int, nargs="*", default=[100_000, 1_000_000], help="score-table sizes")
     p.add_argument("--resamples", type=int, default=1000)
+    p.add_argument(
+        "--models", type=int, default=len(MODELS), help="models of the score-table sweep (x 3 datasets)"
+    )
     p.add_argument(
         "--report-sizes", type=int, nargs="*", default=None, help="run rr report at these (default all)"
     )
@@ -688,12 +728,13 @@ def main() -> None:
     p.add_argument("--work", type=Path, default=None, help="scratch folder (default: a temporary one)")
     p.add_argument("--out", type=Path, default=None, help="write every measurement here (JSON)")
     a = p.parse_args()
-    if a.quick:
-        a.cache_sizes, a.shards, a.job_keys = [10_000, 100_000], 100, 5_000
-        a.rows, a.resamples, a.bm25_sizes = [10_000, 100_000], 100, [2_000, 20_000]
+    if a.quick:  # every stage's code path at tiny sizes (tests/test_benchmarks.py runs it)
+        # one size per stage (growth exponents need two: they print None), each in its own child
+        a.cache_sizes, a.shards, a.job_keys = [5_000], 20, 1_000
+        a.rows, a.resamples, a.models, a.bm25_sizes = [1_000], 20, 2, [2_000]
         a.report_sizes = []  # rr report alone takes ~50 s at any size (plots); the full run times it
-        a.questions, a.passages = [10, 50], 20_000
-        a.sweep_jobs, a.sweep_questions, a.sweep_passages = 4, 5, 5_000
+        a.questions, a.passages = [5], 2_000
+        a.sweep_jobs, a.sweep_questions, a.sweep_passages = 2, 2, 1_000
     info = machine()
     print(json.dumps(info))
     results: dict = {"machine": info, "args": {k: str(v) for k, v in vars(a).items()}}
@@ -702,7 +743,7 @@ def main() -> None:
         if "cache" in a.stages:
             results["cache"] = stage_cache(a.cache_sizes, a.shards, a.job_keys, work)
         if "results" in a.stages:
-            results["results"] = stage_results(a.rows, a.resamples, work, a.report_sizes)
+            results["results"] = stage_results(a.rows, a.resamples, work, a.report_sizes, a.models)
         if "bm25" in a.stages:
             results["bm25"] = stage_bm25(a.bm25_sizes)
         if "e2e" in a.stages:

@@ -31,6 +31,7 @@ with a projection to Cao et al. 2025's ~20 M x 1024 (bge-large-en-v1.5) corpus.
    (an assumption, not measured here).
 
     python benchmarks/retrieval_scale.py [--sizes 10000 100000 1000000] [--json out.json]
+    python benchmarks/retrieval_scale.py --quick     # seconds: every part at toy sizes (64-d, 2,000 rows)
 """
 
 from __future__ import annotations
@@ -52,6 +53,35 @@ from typing import Any
 import numpy as np
 
 QUERY_STREAM = 10**12  # RNG stream of the queries (blocks use their first row)
+
+#: What ``--quick`` prints (tests/test_benchmarks.py checks each regex matches a line).
+QUICK_FIGURES = [
+    r"^random n=[\d,]+ dim=\d+: write [\d.]+ s; exact search [\d.]+/[\d.]+ s; flat identical \d+/\d+; IVF",
+    r"^mixture n=[\d,]+ dim=\d+: write",
+    r"^real n=[\d,]+ dim=\d+: write",
+    r"total \d+ s$",
+]
+#: ``--quick``: every part (encoding, random / mixture / real points, flat check, IVF and HNSW)
+#: at toy sizes.
+QUICK = {
+    "encode_passages": 32,
+    "encode_block": [16],
+    "batch_size": 16,
+    "repeats": 1,
+    "real_passages": 48,
+    "sizes": [2000],
+    "dim": 64,
+    "block_size": 1000,
+    "queries": 20,
+    "k": 10,
+    "nprobe": [4],
+    "ef_search": [16],
+    "train_max": 2000,
+    "hnsw_max_n": 2000,
+    "job_sample": 10,
+    "mixture_n": 1000,
+    "mixture_centres": 10,
+}
 
 
 # --------------------------------------------------------------------------- memory
@@ -749,6 +779,7 @@ def report(res: dict[str, Any]) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="every part at toy sizes (seconds)")
     ap.add_argument("--encode-passages", type=int, default=2000)
     ap.add_argument("--encode-block", type=int, nargs="+", default=[500, 2000], help="harness block sizes")
     ap.add_argument(
@@ -794,6 +825,8 @@ def main() -> None:
     ap.add_argument("--json", default=None, help="write every measurement here")
     ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.quick:
+        vars(args).update(QUICK)
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # shared cores: see llamacpp.py's section
 
     if args.worker:

@@ -3,6 +3,7 @@
     python benchmarks/scale_out.py prefix  [--examples 6]      # prefix-sorted vs unsorted order
     python benchmarks/scale_out.py plan    [--n 25 50 100]      # rr plan on the paper grid, mini data
     python benchmarks/scale_out.py openai  [--prompts 8]        # concurrency 1/2/4/8 vs transformers serve
+    python benchmarks/scale_out.py --quick [prefix|plan|openai]   # all three (or one) at toy sizes
 
 ``prefix``: the demo's vanilla prompts for k = 1..K in the three orders (mini data, BM25),
 in the client's order (sorted by prompt text) and in a seeded random order. Reported: the
@@ -39,6 +40,35 @@ sys.path.insert(0, str(REPO))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 
+#: What ``--quick`` prints (tests/test_benchmarks.py checks each regex matches a line).
+QUICK_FIGURES = [
+    r"^reusable prefix share \(16-token blocks, neighbour\): sorted [\d.]+, unsorted [\d.]+$",
+    r"^HF CPU generation, chunks of \d+, \d+ new tokens: sorted [\d.]+s, unsorted [\d.]+s",
+    r"^n=1 estimate: \d+ requests, \d+ unique",
+    r"^  exact: same requests as the estimate: (True|False); prompt tokens relative error",
+    r"^estimate CPU time ratio n=2 / n=1: [\d.]+",
+    r"^3-seed sweep at n=1: \d+ requests, \d+ unique within jobs, \d+ served by earlier jobs",
+    r"^concurrency 1: [\d.]+s for \d+ requests",
+    r"^speed-up vs concurrency 1: 2: [\d.]+x$",
+]
+#: ``--quick``: each measurement's arguments at toy sizes (the plan's cache in a temporary folder).
+QUICK_ARGV = {
+    "prefix": [
+        "--examples",
+        "1",
+        "--k",
+        "2",
+        "--max-new-tokens",
+        "2",
+        "--flush-every",
+        "4",
+        "--passages",
+        "300",
+    ],
+    "plan": ["--n", "1", "2", "--retrievers", "bm25", "--exact-up-to", "1", "--passages", "300"],
+    "openai": ["--prompts", "2", "--concurrency", "1", "2", "--max-new-tokens", "2"],
+}
+
 
 def machine() -> str:
     import torch
@@ -62,7 +92,9 @@ def reusable_prefix_share(token_ids: list[list[int]], block: int = 16) -> float:
     return reused / total if total else 0.0
 
 
-def bench_prefix(n_examples: int, k: int, max_new_tokens: int, flush_every: int) -> None:
+def bench_prefix(
+    n_examples: int, k: int, max_new_tokens: int, flush_every: int, passages: int = 1000
+) -> None:
     from rr.context import RankedDoc, order_indices
     from rr.data.corpus import WikiOfflineCorpus
     from rr.data.mini import MiniDataset
@@ -73,7 +105,7 @@ def bench_prefix(n_examples: int, k: int, max_new_tokens: int, flush_every: int)
     from rr.strategies.base import format_doc
 
     examples = MiniDataset(n=n_examples, seed=0, answerable_only=False).load()
-    corpus = WikiOfflineCorpus(max_passages=1000).load()
+    corpus = WikiOfflineCorpus(max_passages=passages).load()
     bm25 = BM25Retriever()
     bm25.index(corpus)
     runs = bm25.search([e.question for e in examples], k)
@@ -115,7 +147,9 @@ def bench_prefix(n_examples: int, k: int, max_new_tokens: int, flush_every: int)
     )
 
 
-def bench_plan(ns: list[int], cache_dir: str, retrievers: str, judge: str, exact_up_to: int) -> None:
+def bench_plan(
+    ns: list[int], cache_dir: str, retrievers: str, judge: str, exact_up_to: int, passages: int | None = None
+) -> None:
     from rr.cost import compose_jobs, cost_job, total
 
     base = [
@@ -126,6 +160,7 @@ def bench_plan(ns: list[int], cache_dir: str, retrievers: str, judge: str, exact
         f"retriever=[{retrievers}]",
         f"paths.cache_dir={cache_dir}",
         f"judge={judge}",  # the paper's 70B judge has no tokenizer offline
+        *([f"corpus.max_passages={passages}"] if passages else []),  # a sample keeping the gold pages
     ]
     # warm the retrieval caches (BM25 index, dense embeddings of the corpus) once
     ((_, cfg),) = compose_jobs([*base, "dataset.n=2"], False)
@@ -209,17 +244,23 @@ def bench_openai(
         )
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = ap.add_subparsers(dest="what", required=True)
-    p = sub.add_parser("prefix")
+    ap.add_argument("--quick", action="store_true", help="the measurement (default: all three) at toy sizes")
+    sub = ap.add_subparsers(dest="what")
+    subs = {}
+    subs["prefix"] = p = sub.add_parser("prefix")
     p.add_argument("--examples", type=int, default=4)
     p.add_argument("--k", type=int, default=4)
     p.add_argument("--max-new-tokens", type=int, default=8)
     p.add_argument("--flush-every", type=int, default=16)
-    p = sub.add_parser("plan")
+    p.add_argument("--passages", type=int, default=1000, help="BM25 corpus sample")
+    subs["plan"] = p = sub.add_parser("plan")
     p.add_argument("--n", type=int, nargs="+", default=[25, 50, 100])
-    p.add_argument("--cache-dir", default=str(REPO / "outputs" / "bench-cache"))
+    p.add_argument(
+        "--cache-dir", default=None, help="default: outputs/bench-cache (--quick: a temporary one)"
+    )
+    p.add_argument("--passages", type=int, default=None, help="corpus sample (default: the whole corpus)")
     p.add_argument("--retrievers", default="bm25,dense", help="comma-separated retriever options")
     p.add_argument(
         "--judge", default="match", help="judge option (the paper's 70B judge needs its tokenizer)"
@@ -227,7 +268,7 @@ def main() -> None:
     p.add_argument(
         "--exact-up-to", type=int, default=100, help="also plan with --exact-tokens for n up to this"
     )
-    p = sub.add_parser("openai")
+    subs["openai"] = p = sub.add_parser("openai")
     p.add_argument("--prompts", type=int, default=8)
     p.add_argument("--concurrency", type=int, nargs="+", default=[1, 2, 4, 8])
     p.add_argument("--max-new-tokens", type=int, default=8)
@@ -237,14 +278,22 @@ def main() -> None:
         default=[],
         help="e.g. --continuous-batching (no leading --: give 'continuous-batching')",
     )
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
+    if a.what is None and not a.quick:
+        ap.error("choose a measurement: prefix, plan or openai (or --quick: all three at toy sizes)")
     print(f"machine: {machine()}")
-    if a.what == "prefix":
-        bench_prefix(a.examples, a.k, a.max_new_tokens, a.flush_every)
-    elif a.what == "plan":
-        bench_plan(a.n, a.cache_dir, a.retrievers, a.judge, a.exact_up_to)
-    else:
-        bench_openai(a.prompts, a.concurrency, a.max_new_tokens, [f"--{x}" for x in a.server_args])
+    for what in [a.what] if a.what else list(subs):
+        args = subs[what].parse_args(QUICK_ARGV[what]) if a.quick else a
+        with tempfile.TemporaryDirectory(prefix="rr-scale-out-") as tmp:
+            if what == "prefix":
+                bench_prefix(args.examples, args.k, args.max_new_tokens, args.flush_every, args.passages)
+            elif what == "plan":
+                cache = args.cache_dir or (tmp if a.quick else str(REPO / "outputs" / "bench-cache"))
+                bench_plan(args.n, cache, args.retrievers, args.judge, args.exact_up_to, args.passages)
+            else:
+                bench_openai(
+                    args.prompts, args.concurrency, args.max_new_tokens, [f"--{x}" for x in args.server_args]
+                )
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ compares stop words case-sensitively), ``textattack`` (TextAttack 0.3.11's own `
 word too). The TextAttack rows are skipped, with a note, when its environment is missing.
 
     python benchmarks/typo_rate.py [--n 5] [--rates 0.1 0.25]
+    python benchmarks/typo_rate.py --quick     # seconds: 20 questions, one variant, rate 0.25, no textattack-rare
 """
 
 from __future__ import annotations
@@ -40,6 +41,14 @@ from rr.perturbations.typo import (
     textattack_python,
 )
 
+#: What ``--quick`` prints (tests/test_benchmarks.py checks each regex matches a line).
+QUICK_FIGURES = [
+    r"^\d+ questions, \d+ variants each$",
+    r"^\| rr/nlpaug \| 0\.25 \| [\d.]+ \| [\d.]+ \| [\d.]+% \| [\d.]+% \| [\d.]+% \| [\d.]+ \|$",
+    r"^\| nlpaug-raw \| 0\.25 \| [\d.]+ \| [\d.]+ \| [\d.]+% \| [\d.]+% \| [\d.]+% \| [\d.]+ \|$",
+]
+BACKENDS = ("rr/nlpaug", "nlpaug-raw", "textattack", "textattack-rare")
+
 
 def measure(original: str, perturbed: str, rate: float) -> dict[str, float] | None:
     stop = english_stopwords()
@@ -60,12 +69,20 @@ def measure(original: str, perturbed: str, rate: float) -> dict[str, float] | No
     }
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser()
+    ap.add_argument(
+        "--quick", action="store_true", help="20 questions, 1 variant, rate 0.25, no textattack-rare"
+    )
     ap.add_argument("--n", type=int, default=5)
     ap.add_argument("--rates", type=float, nargs="+", default=[0.1, 0.25])
-    args = ap.parse_args()
-    examples = MiniDataset(n=None, answerable_only=False).load()
+    ap.add_argument("--questions", type=int, default=None, help="the first N questions (default: all)")
+    ap.add_argument("--backends", nargs="+", default=list(BACKENDS), choices=BACKENDS)
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.n, args.rates, args.questions = 1, [0.25], 20
+        args.backends = [b for b in BACKENDS if b != "textattack-rare"]  # textattack's code path, once
+    examples = MiniDataset(n=None, answerable_only=False).load()[: args.questions]
     stop = english_stopwords()
     try:
         textattack_python()
@@ -88,7 +105,7 @@ def main() -> None:
                 for e in examples
             ]
         )
-        backends = ["rr/nlpaug", "nlpaug-raw"] + (["textattack", "textattack-rare"] if has_textattack else [])
+        backends = [b for b in args.backends if has_textattack or not b.startswith("textattack")]
         for backend in backends:
             t0 = time.perf_counter()
             rows = []

@@ -1,6 +1,7 @@
 """vLLM (CPU build) prefix caching on the Cao grid, prefix-sorted vs arrival order, vs ``hf``.
 
     python benchmarks/vllm_prefix.py [--n 3] [--k 1 2 3] [--max-new-tokens 16]
+    python benchmarks/vllm_prefix.py --quick      # 1 question, k = 1, 2 new tokens, no repeated pass
 
 The prompts: every distinct prompt the ``cao2025_mini`` job sends with
 ``strategy=[vanilla,ownknow,s2a]`` (closed-book baseline included), ``n`` mini questions, the
@@ -24,12 +25,24 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+#: What ``--quick`` prints (tests/test_benchmarks.py checks each regex matches a line).
+QUICK_FIGURES = [
+    r"^\d+ distinct prompts \(\d+ questions, k=\[",
+    r"^vLLM arrival      : hit rate [\d.]+ \(\d+/\d+ tokens\), [\d.]+s, [\d.]+ prompts/s",
+    r"^vLLM sorted       : hit rate [\d.]+ \(\d+/\d+ tokens\)",
+    r"^hf \(batch 8\)       : [\d.]+s, [\d.]+ prompts/s, .*same text as vLLM \d+/\d+",
+    r"^sorted vs arrival \(vLLM\): [\d.]+x prompts/s$",
+]
+#: The test that runs ``--quick`` (with its module's engine, started once for the module).
+QUICK_RUN_BY = "tests/test_vllm_cpu.py::test_vllm_prefix_benchmark_quick"
 
 
 def cao_grid_prompts(n: int, ks: list[int], max_new_tokens: int, retrievers: str) -> list[str]:
@@ -65,13 +78,18 @@ def cao_grid_prompts(n: int, ks: list[int], max_new_tokens: int, retrievers: str
     return list(seen)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None, vl: Any = None) -> None:
+    """Run the benchmark; ``vl``: a :class:`~rr.generation.vllm.VLLMGenerator` (float32, eager,
+    ``max_model_len`` 2048) to use and leave open (tests lend theirs); else one is started here."""
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--quick", action="store_true", help="1 question, k = 1, 2 new tokens")
     p.add_argument("--n", type=int, default=3)
     p.add_argument("--k", type=int, nargs="+", default=[1, 2, 3])
     p.add_argument("--max-new-tokens", type=int, default=16)
     p.add_argument("--retrievers", default="bm25", help="retriever list, e.g. bm25,dense")
-    args = p.parse_args()
+    args = p.parse_args(argv)
+    if args.quick:
+        args.n, args.k, args.max_new_tokens = 1, [1], 2
 
     from vllm import SamplingParams
 
@@ -81,7 +99,9 @@ def main() -> None:
 
     prompts = cao_grid_prompts(args.n, args.k, args.max_new_tokens, args.retrievers)
     params = GenerationParams(max_new_tokens=args.max_new_tokens)
-    vl = VLLMGenerator(dtype="float32", enforce_eager=True, max_model_len=2048)
+    own = vl is None
+    if own:
+        vl = VLLMGenerator(dtype="float32", enforce_eager=True, max_model_len=2048)
     ids = vl.tokenizer(prompts, add_special_tokens=False)["input_ids"]
     print(
         f"{len(prompts)} distinct prompts ({args.n} questions, k={args.k}, 3 orders, "
@@ -94,7 +114,8 @@ def main() -> None:
     sorted_ids = sorted(ids)
     results = {}
     texts = {}
-    for name, batch in (("arrival", ids), ("sorted", sorted_ids), ("arrival again", ids)):
+    passes = [("arrival", ids), ("sorted", sorted_ids), ("arrival again", ids)][: 2 if args.quick else 3]
+    for name, batch in passes:
         engine.reset_prefix_cache()
         before = prefix_cache_counts(engine.get_metrics())
         t0 = time.perf_counter()
@@ -109,7 +130,8 @@ def main() -> None:
             f"vLLM {name:13s}: hit rate {h / q:.3f} ({h}/{q} tokens), {dt:.1f}s, "
             f"{len(batch) / dt:.2f} prompts/s, {gen_tokens / dt:.1f} generated tokens/s; load {os.getloadavg()[0]:.1f}"
         )
-    vl.close()
+    if own:
+        vl.close()
 
     hf = HFGenerator(dtype="float32", device="cpu", batch_size=8)
     hf.load()

@@ -34,6 +34,7 @@ from rr.records import GenerationParams, Request  # noqa: E402
 from rr.runtime import Runtime  # noqa: E402
 
 from .conftest import compose_config  # noqa: E402
+from .test_benchmarks import benchmark_module, missing_figures  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -258,3 +259,11 @@ def test_auto_dtype_is_vllms_bf16_and_never_shares_hf_fp32_cache_entries() -> No
     assert HFGenerator(device="cpu").identity()["dtype"] == "float32"
     assert VLLMGenerator().identity() != HFGenerator(device="cpu").identity()
     assert VLLMGenerator(dtype="float32").identity() == HFGenerator(device="cpu").identity()
+
+
+def test_vllm_prefix_benchmark_quick(vllm_gen, capsys) -> None:
+    # benchmarks/vllm_prefix.py --quick (its QUICK_RUN_BY) on this module's engine: no second start
+    bench = benchmark_module("vllm_prefix")
+    bench.main(["--quick"], vl=vllm_gen)
+    out = capsys.readouterr().out
+    assert not missing_figures(bench.QUICK_FIGURES, out), out
