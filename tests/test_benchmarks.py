@@ -145,3 +145,16 @@ def test_a_script_without_a_quick_size_fails_the_contract(tmp_path: Path) -> Non
     assert c["option"] and c["figures"] == [r"^total \d+ s$"] and c["needs"] == ["llama_cpp"]
     assert missing_figures(c["figures"], "bar 10%\rtotal 12 s\n") == []
     assert missing_figures(c["figures"], "total: 12 s\n") == c["figures"]
+
+
+def test_prefix_reuse_block_trie_counts_each_shared_block_once() -> None:
+    # benchmarks/prefix_reuse.py's "attainable" = tokens - block_trie_tokens (the floor of
+    # tests/test_vllm_cpu.py::test_prefix_reuse_benchmark_quick is measured against it)
+    trie = benchmark_module("prefix_reuse").block_trie_tokens
+    # blocks [1,2] and [3,4] shared by the first two prompts: counted once; tails and [9,9] their own
+    assert trie([[1, 2, 3, 4, 5], [1, 2, 3, 4, 6, 7], [9, 9]], 2) == 2 * 2 + 1 + 2 + 2
+    # the block holding a prompt's last token is never reusable (vLLM computes that token)
+    assert trie([[1, 2, 3, 4], [1, 2, 3, 4, 5, 6]], 2) == 2 * 2 + 2 + 2
+    # the same block after another prefix is another node
+    assert trie([[1, 2, 5, 6, 0], [3, 4, 5, 6, 0]], 2) == 4 * 2 + 1 + 1
+    assert trie([], 16) == 0

@@ -261,6 +261,23 @@ def test_auto_dtype_is_vllms_bf16_and_never_shares_hf_fp32_cache_entries() -> No
     assert VLLMGenerator(dtype="float32").identity() == HFGenerator(device="cpu").identity()
 
 
+def test_prefix_reuse_benchmark_quick(vllm_gen, capsys) -> None:
+    # benchmarks/prefix_reuse.py --quick on this module's engine: the Cao grid on a 2-question
+    # synthetic task, 3 orders and original alone. The floor: vLLM must find at least 90% of the
+    # reuse the step's prompts allow (the block trie at the engine's block size); the paper grid
+    # measured 99.7-100% (benchmarks/README.md, "prefix_reuse.py").
+    bench = benchmark_module("prefix_reuse")
+    rows = bench.main(["--quick"], gen=vllm_gen)
+    out = capsys.readouterr().out
+    assert not missing_figures(bench.QUICK_FIGURES, out), out
+    totals = {r["orders"]: r for r in rows if r["step"] == "total"}
+    assert set(totals) == {"3 orders", "original"}
+    for r in totals.values():
+        assert r["queries"] == r["prompt_tokens"]  # vLLM looked up exactly the prompts rr sent
+        assert r["attainable"] > 0
+        assert r["hits"] >= 0.9 * r["attainable"], r
+
+
 def test_vllm_prefix_benchmark_quick(vllm_gen, capsys) -> None:
     # benchmarks/vllm_prefix.py --quick (its QUICK_RUN_BY) on this module's engine: no second start
     bench = benchmark_module("vllm_prefix")
