@@ -29,7 +29,7 @@ from rr.pipeline import run_job
 from rr.results import write_scores
 from tests import browser
 from tests.conftest import compose_config
-from tests.synthetic import job_rows
+from tests.synthetic import job_rows, write_job
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -291,6 +291,45 @@ def test_mcnemar_pair_filter_lists_the_discordant_examples(page: Any, sweep: dic
     ].index.get_level_values(0)
     want = {(f"simulated / {s} / none", e) for e in set(ex) for s in ("vanilla", "ownknow")}
     assert want and list_rows(page) == want
+
+
+def test_mcnemar_pairs_are_the_paired_tests_pairs_and_the_others_say_why(page: Any, tmp_path: Path) -> None:
+    """Two jobs one factor apart on different k-grids: the report does not test them against each
+    other, so the site offers no McNemar filter for them and its overview says why; a third job on
+    the first one's grid is paired with it."""
+    from rr.commands.report import main as report_main
+
+    sweep = tmp_path / "sweep"
+    vanilla = job_rows("m", "vanilla", 12, base=0.5, gain=0.2)
+    ownknow = job_rows("m", "ownknow", 12, base=0.4, gain=0.2)
+    s2a = job_rows("m", "s2a", 12, base=0.45, gain=0.2)
+    s2a = s2a[s2a["k"] != 25].reset_index(drop=True)  # k in {5, 10} only
+    for df in (vanilla, ownknow, s2a):
+        write_job(sweep, df)
+    report_main([str(sweep), "--out", str(tmp_path / "report"), "--resamples", "50"])
+    site = tmp_path / "report" / "site"
+    index = json.loads((site / "data" / "index.js").read_text().split(",", 2)[2].rstrip().removesuffix(");"))
+    offered = sorted(p["label"] for p in index["pairs"])
+    tested = pd.read_csv(tmp_path / "report" / "tables" / "paired_comparisons.csv")
+    assert offered == sorted(
+        {f"{a} vs {b}" for a, b in zip(tested["system_a"], tested["system_b"], strict=True)}
+    )
+    assert offered == ["ownknow vs vanilla"]
+    apart = pd.read_csv(tmp_path / "report" / "tables" / "not_comparable.csv")
+    apart = apart[apart["metric"] == "all"]
+    assert len(apart) == 2  # s2a against each of the others
+    goto(page, site, "index.html")
+    shown = page.eval_on_selector_all("#pairs-apart li", "lis => lis.map(li => li.textContent)")
+    assert sorted(shown) == sorted(
+        f"{r.system_a} vs {r.system_b} ({r.differs_in}): {r.reason}" for r in apart.itertuples()
+    )
+    assert all("different cells: k ∈ {" in t for t in shown), shown
+    assert page.locator("#pairs-compared li").count() == 1
+    page.click("#pairs-compared a")
+    page.wait_for_selector("body[data-ready='1'] #rows tr[data-ex]")
+    options = page.eval_on_selector_all("#f-pair option", "os => os.map(o => o.textContent)")
+    assert options == ["any", "ownknow vs vanilla (strategy)"]
+    assert page.input_value("#f-pair") == "0"
 
 
 def test_keyboard_reaches_every_filter(page: Any, sweep: dict[str, Any]) -> None:

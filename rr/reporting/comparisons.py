@@ -98,11 +98,13 @@ def why_not_comparable(a: _System, b: _System) -> str:
     return ""
 
 
-def _pairs(
+def system_pairs(
     df: pd.DataFrame, by: list[str]
 ) -> Iterator[tuple[list[str], dict[str, Any], dict[str, Any], _System, _System, str]]:
     """Every pair of systems of one dataset that differ in exactly one grouping column:
-    ``(differs_in, labels a, labels b, a, b, why not comparable or "")``."""
+    ``(differs_in, labels a, labels b, a, b, why not comparable or "")``. The one pairing rule:
+    :func:`paired_comparisons`, :func:`not_comparable_pairs` and the result site's McNemar pairs
+    (:mod:`rr.reporting.site`) all take their pairs from here."""
     per = _systems(df, by)
     for ka, kb in itertools.combinations(sorted(per, key=lambda t: tuple(map(str, t))), 2):
         diff = [c for c, a, b in zip(by, ka, kb, strict=True) if str(a) != str(b)]
@@ -125,7 +127,7 @@ def not_comparable_pairs(
     """
     by = list(system_by(df) if by is None else by)
     rows = []
-    for diff, la, lb, a, b, why in _pairs(df, by):
+    for diff, la, lb, a, b, why in system_pairs(df, by):
         base = {
             "differs_in": diff[0],
             "system_a": system_label(la, diff),
@@ -172,7 +174,7 @@ def paired_comparisons(
     """
     by = list(system_by(df) if by is None else by)
     rows = []
-    for diff, la, lb, sa, sb, why in _pairs(df, by):
+    for diff, la, lb, sa, sb, why in system_pairs(df, by):
         if why or len(sa.examples) < 2:
             continue
         va, vb = sa.values, sb.values

@@ -61,7 +61,9 @@ from rr.metrics.flips import (
     query_perturbation_flips,
     robustness_flips,
 )
+from rr.reporting.comparisons import system_pairs
 from rr.reporting.core import Report, ReportContext, ReportTable, system_by, system_label
+from rr.results import CELL_KEYS
 
 log = logging.getLogger(__name__)
 
@@ -342,6 +344,18 @@ def _overview(report: Report, ctx: ReportContext, model: _Model) -> dict[str, An
         "sweeps": _sweeps(ctx),
         "sections": sections,
         "flip_counts": model.flip_counts(),
+        "pairs": [
+            {
+                "label": p["label"],
+                "differs_in": p["differs_in"],
+                "dataset": p["dataset"],
+                "examples": len(p["ex"]),
+            }
+            for p in model.pairs
+        ],
+        "pairs_apart": [
+            {k: p[k] for k in ("label", "differs_in", "dataset", "reason")} for p in model.pairs_apart
+        ],
         "notes": model.notes,
     }
 
@@ -503,6 +517,7 @@ class _Model:
             self.acc = np.where(acc_n > 0, acc_sum / np.maximum(acc_n, 1), np.nan)
             self.cb = np.where(cb_n > 0, cb_sum / np.maximum(cb_n, 1), np.nan)
         self.pairs: list[dict[str, Any]] = []
+        self.pairs_apart: list[dict[str, Any]] = []
         clock("index")
         self._flips()
         clock("flips")
@@ -561,49 +576,60 @@ class _Model:
                 self.notes.append(f"{FLIP_LABELS[kind][0]}s not computed for {len(errs)} group(s): {errs[0]}")
 
     def _mcnemar(self) -> None:
-        """Pairs of systems compared as ``paired_comparisons`` pairs them (same dataset, one
-        grouping column apart): per example, the cells where one is right and the other wrong."""
+        """The McNemar pairs: exactly the pairs ``rr report``'s paired tests compare, taken from the
+        one pairing rule (:func:`rr.reporting.comparisons.system_pairs`: same dataset, one grouping
+        column apart, the same examples and (retriever, k, order) cells; at least two examples, as
+        :func:`~rr.reporting.comparisons.paired_comparisons` asks), each with the cells of each
+        example where one system is right and the other wrong. The pairs the rule leaves out go to
+        :attr:`pairs_apart` with its reason (the overview lists them)."""
         df = self.df
-        ds = df["dataset"].astype(str).to_numpy() if "dataset" in df.columns else np.array([""] * len(df))
-        cols = self.sys_cols
-        keys = {}
-        for s, sysd in enumerate(self.systems):
-            for d in sorted(set(ds[self.sys == s])):
-                keys[(d, s)] = tuple(sysd["cols"][c] for c in cols)
-        items = sorted(keys.items())
-        # example and cell as numbers: the wide columns (doc_ids, outputs) stay out of the merges
-        slim = pd.DataFrame({"example_id": self.ex, "_c": self.cell, "score": self.score})
-        for i, ((da, sa), ka) in enumerate(items):
-            for (db, sb), kb in items[i + 1 :]:
-                if da != db:
-                    continue
-                diff = [c for c, a, b in zip(cols, ka, kb, strict=True) if a != b]
-                if len(diff) != 1:
-                    continue
-                a = slim.loc[(self.sys == sa) & (ds == da)]
-                b = slim.loc[(self.sys == sb) & (ds == db)]
-                disc = discordant_cells(a, b, cell=("_c",)).sort_values(["example_id", "_c"])
-                e, c, right = (disc[k].to_numpy() for k in ("example_id", "_c", "a_right"))
-                exs = np.unique(e)
+        needed = {"example_id", "k", "order", "score", "retriever"}
+        if not needed <= set(df.columns) or not self.sys_cols:
+            return
+        # the columns the rule reads: the wide ones (doc_ids, outputs) stay out of its groupby
+        slim = df[list(dict.fromkeys([*self.by, "example_id", *CELL_KEYS, "score"]))]
+        try:
+            found = list(system_pairs(slim, list(self.by)))
+        except (ValueError, KeyError) as err:  # not a valid table for the metrics
+            self.notes.append(f"McNemar pairs not offered: {err}")
+            return
+        ds = df["dataset"].astype(str).to_numpy() if "dataset" in df.columns else np.full(len(df), "")
+        number = {
+            (d, tuple(sysd["cols"][c] for c in self.sys_cols)): s
+            for s, sysd in enumerate(self.systems)
+            for d in np.unique(ds[self.sys == s]).tolist()
+        }
+        # example and cell as numbers: the wide columns stay out of the merges
+        numbered = pd.DataFrame({"example_id": self.ex, "_c": self.cell, "score": self.score})
+        for diff, la, lb, a, _b, why in found:
+            d = str(la.get("dataset", ""))
+            sa = number[(d, tuple(str(la[c]) for c in self.sys_cols))]
+            sb = number[(d, tuple(str(lb[c]) for c in self.sys_cols))]
+            pair = {
+                "a": sa,
+                "b": sb,
+                "dataset": d,
+                "differs_in": diff[0],
+                "label": f"{system_label(la, diff)} vs {system_label(lb, diff)}",
+            }
+            if why or len(a.examples) < 2:
+                self.pairs_apart.append({**pair, "reason": why or "fewer than two examples"})
+                continue
+            rows_a = numbered.loc[(self.sys == sa) & (ds == d)]
+            rows_b = numbered.loc[(self.sys == sb) & (ds == d)]
+            disc = discordant_cells(rows_a, rows_b, cell=("_c",)).sort_values(["example_id", "_c"])
+            e, c, right = (disc[k].to_numpy() for k in ("example_id", "_c", "a_right"))
+            exs = np.unique(e)
 
-                def cells_of(mask: np.ndarray, e=e, c=c, exs=exs) -> list[list[int]]:
-                    ee, cc = e[mask], c[mask]
-                    lo, hi = np.searchsorted(ee, exs, "left"), np.searchsorted(ee, exs, "right")
-                    return [cc[x:y].tolist() for x, y in zip(lo, hi, strict=True)]
+            def cells_of(mask: np.ndarray, e=e, c=c, exs=exs) -> list[list[int]]:
+                ee, cc = e[mask], c[mask]
+                lo, hi = np.searchsorted(ee, exs, "left"), np.searchsorted(ee, exs, "right")
+                return [cc[x:y].tolist() for x, y in zip(lo, hi, strict=True)]
 
-                self.pairs.append(
-                    {
-                        "a": sa,
-                        "b": sb,
-                        "dataset": da,
-                        "differs_in": diff[0],
-                        "label": f"{system_label(self.systems[sa]['cols'], diff)} vs "
-                        f"{system_label(self.systems[sb]['cols'], diff)}",
-                        "ex": exs.tolist(),
-                        "a_right": cells_of(right.astype(bool)),
-                        "b_right": cells_of(~right.astype(bool)),
-                    }
-                )
+            pair["ex"] = exs.tolist()
+            pair["a_right"] = cells_of(right.astype(bool))
+            pair["b_right"] = cells_of(~right.astype(bool))
+            self.pairs.append(pair)
 
     def flip_counts(self) -> dict[str, Any]:
         out = {}

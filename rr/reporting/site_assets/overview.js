@@ -1,4 +1,5 @@
-/* Overview: jobs and their config differences, sweep states, flip counts, every report table
+/* Overview: jobs and their config differences, sweep states, flip counts, McNemar pairs (and the
+   pairs not compared, with the reason), every report table
    with its intervals, the figures. Loads data/overview.js only. */
 "use strict";
 (function () {
@@ -48,7 +49,7 @@
       "% example-level bootstrap, " + d.resamples + " resamples, seed " + d.seed + ". " +
       '<a href="examples.html">Browse the examples</a>.</p>';
     (d.notes || []).forEach(function (n) { h += '<p class="note">' + esc(n) + "</p>"; });
-    var toc = ['<li><a href="#jobs">Jobs</a></li>', '<li><a href="#flips">Flips</a></li>'];
+    var toc = ['<li><a href="#jobs">Jobs</a></li>', '<li><a href="#flips">Flips</a></li>', '<li><a href="#pairs">McNemar pairs</a></li>'];
     d.sections.forEach(function (s) {
       toc.push('<li><a href="#sec-' + esc(s.name) + '">' + esc(s.title) + "</a>" +
         (s.skipped ? ' <span class="muted">(skipped)</span>' : "") + (s.error ? ' <span class="bad">(failed)</span>' : "") + "</li>");
@@ -94,6 +95,24 @@
         (f.errors.length ? ' <span class="bad">not computed for ' + f.errors.length + " group(s)</span>" : "") + "</li>";
     });
     h += "</ul></section>";
+
+    var multi = d.pairs.concat(d.pairs_apart).some(function (p) { return p.dataset !== (d.pairs[0] || d.pairs_apart[0]).dataset; });
+    function pairName(p) {
+      return esc(p.label) + ' <span class="muted">(' + esc(p.differs_in) + (multi ? ", " + esc(p.dataset) : "") + ")</span>";
+    }
+    h += '<section id="pairs"><h2>McNemar pairs</h2><p>Pairs of systems the paired tests compare: the same dataset, one ' +
+      "factor apart, measured on the same examples and the same (retriever, k, order) cells. Each opens the examples list " +
+      "at the examples where one is right and the other wrong.</p>";
+    h += d.pairs.length ? '<ul class="pairs" id="pairs-compared">' + d.pairs.map(function (p, i) {
+      return '<li><a href="examples.html#pair=' + i + '">' + pairName(p) + "</a>: " + p.examples + " discordant example(s)</li>";
+    }).join("") + "</ul>" : '<p class="muted">No pair of systems is comparable.</p>';
+    if (d.pairs_apart.length) {
+      h += '<h3>Not compared</h3><p>No McNemar filter for these pairs (the report does not test them either):</p>' +
+        '<ul class="pairs" id="pairs-apart">' + d.pairs_apart.map(function (p) {
+          return "<li>" + pairName(p) + ': <span class="reason">' + esc(p.reason) + "</span></li>";
+        }).join("") + "</ul>";
+    }
+    h += "</section>";
 
     d.sections.forEach(function (s) {
       h += '<section id="sec-' + esc(s.name) + '" class="section"><h2>' + esc(s.title) + "</h2>";
