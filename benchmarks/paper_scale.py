@@ -73,17 +73,11 @@ def _maxrss_bytes(who: int = resource.RUSAGE_SELF) -> int:
 def child(task: str, args: dict) -> None:
     """Run one measured task in this (fresh) process; print its result as one JSON line."""
     fn = TASKS[task]
-    # what a job has imported anyway is not the task's cost
+    # what a job has imported anyway is not the task's cost (a command's figures are its own
+    # process's: nothing to import for it here)
     import importlib
 
-    for name in (
-        "numpy",
-        "pandas",
-        "pyarrow",
-        "rr.generation.cache",
-        "rr.results",
-        "rr.reporting.robustness",
-    ):
+    for name in () if task in COMMANDS else PRELOAD:
         importlib.import_module(name)
 
     rss0 = _maxrss_bytes()
@@ -685,6 +679,10 @@ def stage_sweep(jobs: int, n: int, passages: int, strategies: str, work: Path, r
     return r
 
 
+#: Imported by a measuring child before its task (a job has them anyway: not the task's cost).
+PRELOAD = ("numpy", "pandas", "pyarrow", "rr.generation.cache", "rr.results", "rr.reporting.robustness")
+#: Tasks that time a command in its own process (:func:`run_cli`): their child imports nothing first.
+COMMANDS = ("cli", "sweep")
 TASKS = {
     "cache_former": task_cache_former,
     "cache_open": task_cache_open,

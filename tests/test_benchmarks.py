@@ -158,3 +158,11 @@ def test_prefix_reuse_block_trie_counts_each_shared_block_once() -> None:
     # the same block after another prefix is another node
     assert trie([[1, 2, 5, 6, 0], [3, 4, 5, 6, 0]], 2) == 4 * 2 + 1 + 1
     assert trie([], 16) == 0
+
+
+def test_paper_scale_times_a_command_without_its_own_memory() -> None:
+    # a command's peak RSS is read from its process's rusage, which keeps the peak of the image it
+    # was forked from: the measuring child imported pandas, pyarrow and rr's reporting first, and
+    # `rr status` read 206 MiB (its own: ~50)
+    r = benchmark_module("paper_scale").measure("cli", cmd=[sys.executable, "-c", "pass"])
+    assert r["peak_mib"] < 60, r  # a bare interpreter: ~12 MiB
