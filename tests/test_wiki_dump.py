@@ -12,11 +12,11 @@ from xml.sax.saxutils import escape
 
 import pytest
 
+from rr.commands.chunk_wiki import main
 from rr.data import wiki_dump
 from rr.data.base import DataError
 from rr.data.wiki_dump import (
     WikiDumpCorpus,
-    main,
     manifest_path,
     read_shards,
     split_chunks,
