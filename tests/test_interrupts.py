@@ -29,7 +29,9 @@ def test_signal_stops_a_job_in_one_line_and_the_rerun_resumes(
     sig: signal.Signals, code: int, tmp_path: Path, monkeypatch, capsys
 ) -> None:
     out = tmp_path / "out"
-    args = [*SIMULATED, f"paths.output_root={out}"]
+    # 1.5 s per prompt: the signal, sent once the closed-book step's completions are on disk, lands
+    # ~3 s before the RAG step ends even when a loaded machine is slow to wake this process
+    args = [*SIMULATED, "generator.latency_s=1.5", f"paths.output_root={out}"]
     proc = subprocess.Popen(
         [sys.executable, "-m", "rr", *args],
         cwd=tmp_path,
