@@ -18,6 +18,7 @@ NDR flip filter on the loaded list, and an example page with a k = 100 cell's do
 
     python benchmarks/site_scale.py                                   # 3610x3 (~4e5 rows) and 3000x9 (~1e6)
     python benchmarks/site_scale.py --scales 900x3 3610x3 --resamples 200
+    python benchmarks/site_scale.py --quick                           # 12x3, 50 resamples: the suite's size
 """
 
 from __future__ import annotations
@@ -41,6 +42,10 @@ KS = (5, 10, 25, 50, 75, 100)
 ORDERS = ("original", "reversed", "shuffled")
 DEPTH = 100
 MIB = 1024 * 1024
+
+
+#: The lines ``--quick`` prints (tests/test_benchmarks.py checks they exist, not their values).
+QUICK_FIGURES = [r'"site_share_of_report": [0-9.]+', r'"site_mib": [0-9.]+']
 
 
 def write_corpus(path: Path, n_questions: int, text_chars: int) -> int:
@@ -269,8 +274,11 @@ def main() -> None:
     p.add_argument("--text-chars", type=int, default=300, help="length of each made-up passage")
     p.add_argument("--work", type=Path, default=None, help="working folder (default: a temporary one)")
     p.add_argument("--out", type=Path, default=None, help="write the results here (JSON)")
+    p.add_argument("--quick", action="store_true", help="12 questions x 3 systems, 50 resamples (seconds)")
     p.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = p.parse_args()
+    if args.quick:
+        args.scales, args.resamples = ["12x3"], 50
     if args.child:
         child(json.loads(args.child))
         return
