@@ -615,6 +615,53 @@ def test_jsonl_corpus_custom_fields_and_prefix(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
+    ("rows", "suffix", "kw"),
+    [
+        # native and BEIR fields, a title missing or null, extra nested fields, a blank line
+        (
+            [
+                {"id": "d1", "title": "Ed Wood", "text": 'Ed "Wood"\nwas a filmmaker.', "meta": {"a": [1]}},
+                {"_id": "d2", "title": None, "text": "No title."},
+                {"docid": "d3", "contents": "pyserini"},
+                {"id": "d4", "text": "never asked"},
+            ],
+            ".jsonl",
+            {},
+        ),
+        ([{"id": 1, "text": "integer id"}, {"id": "d2", "text": "str id"}], ".jsonl", {}),  # line by line
+        ([{"id": "d1", "text": "one"}, {"id": "d2", "text": "two"}], ".jsonl.gz", {}),
+        ([{"id": "d1", "text": "one"}, {"id": "d2", "text": "two"}], ".jsonl", {"max_passages": 1}),
+        (
+            [{"pid": "d1", "body": "custom", "heading": "H"}],
+            ".jsonl",
+            {"id_field": "pid", "text_field": "body", "title_field": "heading"},
+        ),
+    ],
+    ids=["layouts", "integer-ids", "gzip", "max-passages", "custom-fields"],
+)
+def test_jsonl_corpus_texts_of_reads_what_load_reads(
+    tmp_path: Path, rows: list[dict], suffix: str, kw: dict
+) -> None:
+    """``texts_of`` (one streaming pass for the ids asked, the result site's reader) gives each id's
+    title and text as ``load`` does, and null for ids the file (or its ``max_passages``) lacks."""
+    import gzip
+
+    path = tmp_path / f"c{suffix}"
+    text = (
+        "\n".join(json.dumps(r) for r in rows[:1]) + "\n\n" + "".join(json.dumps(r) + "\n" for r in rows[1:])
+    )
+    path.write_bytes(gzip.compress(text.encode()) if suffix.endswith(".gz") else text.encode())
+    corpus = JsonlCorpus(str(path), **kw)
+    loaded = corpus.load()
+    asked = [p.id for p in loaded.passages if p.text != "never asked"][::-1] + ["absent", "d2"]
+    table = corpus.texts_of(asked)
+    got = list(zip(table.column("title").to_pylist(), table.column("text").to_pylist(), strict=True))
+    want = [(loaded[i].title, loaded[i].text) if i in loaded else ("", None) for i in asked]
+    assert got == want
+    assert ("", None) in got
+
+
+@pytest.mark.parametrize(
     ("rows", "problem"),
     [
         ([{"id": "d1", "text": "a"}, {"id": "d1", "text": "b"}], r"c.jsonl:2: duplicate passage id 'd1'"),

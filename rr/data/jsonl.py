@@ -15,14 +15,17 @@ import gzip
 import hashlib
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rr.data.base import Corpus, DataError, sample_examples
 from rr.errors import require_positive
 from rr.records import Example, Passage
 from rr.registry import component
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 #: Field names tried, in order, when a corpus line lacks the configured field: BEIR uses
 #: ``_id``/``title``/``text``, pyserini's JsonCollection ``id``/``contents`` (some dumps ``docid``).
@@ -373,3 +376,124 @@ class JsonlCorpus:
         if not passages:
             raise DataError(f"{self.path}: no passages")
         return Corpus(passages, name=self.name, source=str(self.path))
+
+    def texts_of(self, ids: Sequence[str]) -> pa.Table:
+        """The titles and texts of the passages ``ids``, read in one streaming pass that keeps only
+        those, without :meth:`load`'s checks: for showing passages of a corpus that a job has
+        already loaded (the report's result site), where a full :meth:`load` of a large corpus
+        would cost more than everything else.
+
+        pyarrow's JSON reader parses the file block by block (the id, text and title fields only,
+        with the same fallbacks as :meth:`load`), keeping the rows whose id is asked for; a file it
+        cannot read as one table (integer ids, a text that is not a string, a line that is not
+        JSON) is read line by line instead, skipping lines that do not parse. ``max_passages``
+        holds as in :meth:`load`; a repeated id gives its first passage.
+
+        Args:
+            ids: Passage ids.
+
+        Returns:
+            A table aligned with ``ids``: ``title`` (``""`` when absent) and ``text`` (null for an
+            id the file does not hold), both strings.
+        """
+        import pyarrow as pa
+
+        try:
+            return self._texts_arrow(ids)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+            found = self._texts_lines(ids)
+        titles: list[str] = []
+        texts: list[str | None] = []
+        for pid in ids:
+            title, text = found.get(pid, ("", None))
+            titles.append(title)
+            texts.append(text)
+        return pa.table({"title": pa.array(titles, pa.string()), "text": pa.array(texts, pa.string())})
+
+    def _fields(self) -> tuple[list[str], list[str], list[str]]:
+        """The id, text and title fields in the order :meth:`load` tries them."""
+        return (
+            list(dict.fromkeys([self.id_field, *CORPUS_ID_FALLBACKS])),
+            list(dict.fromkeys([self.text_field, *CORPUS_TEXT_FALLBACKS])),
+            list(dict.fromkeys([self.title_field, *CORPUS_TITLE_FALLBACKS])),
+        )
+
+    def _texts_arrow(self, ids: Sequence[str]) -> pa.Table:
+        import numpy as np
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        import pyarrow.json as pj
+
+        fields = self._fields()
+        schema = pa.schema([(f, pa.string()) for f in dict.fromkeys(f for fs in fields for f in fs)])
+        reader = pj.open_json(
+            self.path,
+            read_options=pj.ReadOptions(block_size=1 << 25),  # a line longer than 32 MiB: read by lines
+            parse_options=pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore"),
+        )
+        wanted = pa.array(list(ids), pa.string())
+        found = np.zeros(len(wanted), dtype=bool)
+        at: list[np.ndarray] = []  # positions in ids of the passages found, batch by batch
+        kept: list[pa.Table] = []
+        left = self.max_passages
+        for batch in reader:
+            if left is not None:
+                batch = batch.slice(0, left)
+                left -= batch.num_rows
+            # the first field present, as load's _pick (a field given as null counts as absent)
+            pid, text, title = (pc.coalesce(*(batch.column(f) for f in fs)) for fs in fields)
+            # the batch's ids hashed, the wanted ids looked up in them: the cost grows with the
+            # batch and the ids asked for, not with their product
+            missing = np.nonzero(~found)[0]
+            where = pc.index_in(wanted.take(missing), value_set=pc.if_else(pc.is_null(text), None, pid))
+            rows = pc.fill_null(where, -1).to_numpy()
+            hit = rows >= 0
+            if hit.any():
+                rows = pa.array(rows[hit])
+                kept.append(pa.table({"title": title.take(rows), "text": text.take(rows)}))
+                at.append(missing[hit])
+                found[missing[hit]] = True
+            if left == 0 or found.all():
+                break
+        if not kept:
+            kept.append(pa.table({"title": pa.array([], pa.string()), "text": pa.array([], pa.string())}))
+            at.append(np.array([], dtype=np.int64))
+        # each id's row among the rows kept (-1: not in the file), then one take in the ids' order
+        row_of = np.full(len(wanted), -1, dtype=np.int64)
+        row_of[np.concatenate(at)] = np.arange(sum(t.num_rows for t in kept))
+        table = pa.concat_tables(kept).take(pa.array(row_of, mask=row_of < 0))
+        return table.set_column(0, "title", pc.fill_null(table.column("title"), ""))
+
+    def _texts_lines(self, ids: Sequence[str]) -> dict[str, tuple[str, str]]:
+        wanted = set(ids)
+        out: dict[str, tuple[str, str]] = {}
+        id_f, text_f, title_f = self._fields()
+        path = Path(self.path)
+        opener = gzip.open if path.suffix == ".gz" else open
+        n = 0
+        with opener(path, "rt", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if not line.strip():
+                    continue
+                if self.max_passages is not None and n >= self.max_passages:
+                    break
+                n += 1
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+                if not isinstance(row, dict):
+                    continue
+                id_key = next((k for k in id_f if k in row), None)
+                text_key = next((k for k in text_f if k in row), None)
+                if id_key is None or text_key is None:
+                    continue
+                pid, text = row[id_key], row[text_key]
+                if isinstance(pid, bool) or not isinstance(pid, str | int) or not isinstance(text, str):
+                    continue
+                pid = str(pid)
+                if pid in wanted and pid not in out:
+                    title_key = next((k for k in title_f if k in row), None)
+                    title = row[title_key] if title_key is not None else ""
+                    out[pid] = (title if isinstance(title, str) else "", text)
+        return out
