@@ -293,11 +293,25 @@ def test_mcnemar_pair_filter_lists_the_discordant_examples(page: Any, sweep: dic
     assert want and list_rows(page) == want
 
 
-def test_mcnemar_pairs_are_the_paired_tests_pairs_and_the_others_say_why(page: Any, tmp_path: Path) -> None:
+def site_payload(path: Path) -> Any:
+    """The payload of a data file (``RR.load(kind, key, payload);``)."""
+    return json.loads(path.read_text().split(",", 2)[2].rstrip().removesuffix(");"))
+
+
+def site_data(site: Path, name: str) -> Any:
+    """The payload of ``data/<name>.js``."""
+    return site_payload(site / "data" / f"{name}.js")
+
+
+def test_mcnemar_pairs_are_the_paired_tests_pairs_and_the_others_say_why(
+    page: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Two jobs one factor apart on different k-grids: the report does not test them against each
     other, so the site offers no McNemar filter for them and its overview says why; a third job on
-    the first one's grid is paired with it."""
-    from rr.commands.report import main as report_main
+    the first one's grid is paired with it. The pairs read from the report's tables are those the
+    pairing rule gives when the site calls it itself."""
+    from rr.reporting.core import build_report
+    from rr.reporting.site import build_site
 
     sweep = tmp_path / "sweep"
     vanilla = job_rows("m", "vanilla", 12, base=0.5, gain=0.2)
@@ -306,9 +320,11 @@ def test_mcnemar_pairs_are_the_paired_tests_pairs_and_the_others_say_why(page: A
     s2a = s2a[s2a["k"] != 25].reset_index(drop=True)  # k in {5, 10} only
     for df in (vanilla, ownknow, s2a):
         write_job(sweep, df)
-    report_main([str(sweep), "--out", str(tmp_path / "report"), "--resamples", "50"])
-    site = tmp_path / "report" / "site"
-    index = json.loads((site / "data" / "index.js").read_text().split(",", 2)[2].rstrip().removesuffix(");"))
+    report = build_report([sweep], tmp_path / "report", n_resamples=50)
+    with monkeypatch.context() as m:  # the report ran the rule: the site reads its tables
+        m.setattr("rr.reporting.site.system_pairs", lambda *a: pytest.fail("the rule ran twice"))
+        site = build_site(report).out_dir
+    index = site_data(site, "index")
     offered = sorted(p["label"] for p in index["pairs"])
     tested = pd.read_csv(tmp_path / "report" / "tables" / "paired_comparisons.csv")
     assert offered == sorted(
@@ -318,6 +334,11 @@ def test_mcnemar_pairs_are_the_paired_tests_pairs_and_the_others_say_why(page: A
     apart = pd.read_csv(tmp_path / "report" / "tables" / "not_comparable.csv")
     apart = apart[apart["metric"] == "all"]
     assert len(apart) == 2  # s2a against each of the others
+    # the same pairs when the site calls the rule (a table given apart from the report)
+    ruled = build_site(report, tmp_path / "ruled", scores=report.scores).out_dir
+    assert site_data(ruled, "index")["pairs"] == index["pairs"]
+    assert site_data(ruled, "overview")["pairs_apart"] == site_data(site, "overview")["pairs_apart"]
+    assert site_data(ruled, "pairs") == site_data(site, "pairs")
     goto(page, site, "index.html")
     shown = page.eval_on_selector_all("#pairs-apart li", "lis => lis.map(li => li.textContent)")
     assert sorted(shown) == sorted(
@@ -441,6 +462,86 @@ def test_unreadable_corpus_shows_the_ids_and_says_so(
 # ----------------------------------------------------------------------------- without a browser
 
 
+def decoded_rows(site: Path) -> dict[tuple[str, str, int, str, str], dict[str, Any]]:
+    """Every row of a site's example shards, its documents decoded as example.js's docsOf does:
+    ``n`` / ``-n`` (its ranking's first n, or those reversed), ``{"r": positions in its ranking}``,
+    or passage numbers; keyed by (example id, system label, k, retriever, order)."""
+    index = site_data(site, "index")
+    passage_id = {}
+    for f in sorted((site / "data" / "p").glob("*.js")):
+        d = site_payload(f)
+        passage_id.update({d["first"] + i: pid for i, pid in enumerate(d["id"])})
+    out = {}
+    for f in sorted((site / "data" / "ex").glob("*.js")):
+        d = site_payload(f)
+        c = d["cells"]
+        for x in d["examples"]:
+            for system in x["sys"]:
+                for i in range(*system["r"]):
+                    ref, docs = c["ref"][i], c["docs"][i]
+                    ranking = x["ranked"][ref] if ref >= 0 else []
+                    if isinstance(docs, int):
+                        numbers = ranking[:docs] if docs >= 0 else ranking[:-docs][::-1]
+                    elif isinstance(docs, dict):
+                        numbers = [ranking[j] for j in docs["r"]]
+                    else:
+                        numbers = docs
+                    k, retriever, order = index["cells"][c["c"][i]]
+                    key = (x["id"], index["systems"][system["s"]]["label"], k, retriever, order)
+                    out[key] = {
+                        "doc_ids": [passage_id[n] for n in numbers],
+                        **{
+                            name: c[col][i]
+                            for name, col in (("score", "sc"), ("prediction", "pred"), ("raw_output", "raw"))
+                        },
+                    }
+    return out
+
+
+def test_every_rows_documents_and_output_decode_from_the_shards(tmp_path: Path) -> None:
+    """Prefix, reversed and shuffled cells of a ranking, a cell with a passage outside it,
+    closed-book rows, outputs that need escapes: each row's documents (in prompt order), score and
+    outputs read back from the example shards equal the score table's."""
+    from rr.reporting.core import build_report
+    from rr.reporting.site import build_site
+
+    table = job_rows("m", "vanilla", 6, base=0.5, gain=0.2)
+    rng = np.random.default_rng(0)
+    docs = []
+    for r in table.itertuples():
+        ranking = [f"{r.example_id}-{r.retriever}-{j}" for j in range(25)]
+        mine = ranking[: r.k]
+        if r.order == "reversed":
+            mine = mine[::-1]
+        elif r.order == "shuffled":
+            mine = [mine[j] for j in rng.permutation(r.k)]
+            if r.example_id == "q001" and r.k == 10:
+                mine[3] = "elsewhere"  # not in the ranking: passage numbers
+        docs.append(mine)
+    table["doc_ids"] = docs
+    table.loc[table["example_id"] == "q003", "prediction"] = 'say "yes"\\ \n'  # escapes
+    write_job(tmp_path / "sweep", table)
+    report = build_report([tmp_path / "sweep"], tmp_path / "report", n_resamples=20, only=["robustness"])
+    site = build_site(report, corpus_loader=lambda job_dir: {}).out_dir
+    rows = decoded_rows(site)
+    assert len(rows) == len(table)
+
+    def kind(d: Any) -> str:
+        if isinstance(d, dict):
+            return "positions in the ranking"
+        if isinstance(d, list):
+            return "passage numbers"
+        return "none" if d == 0 else "prefix" if d > 0 else "reversed prefix"
+
+    shards = sorted((site / "data" / "ex").glob("*.js"))
+    kinds = {kind(d) for f in shards for d in site_payload(f)["cells"]["docs"]}
+    assert len(kinds) == 5, kinds  # every way a row's documents are stored
+    for r in table.itertuples():
+        got = rows[(r.example_id, "m / vanilla", r.k, r.retriever, r.order)]
+        assert got["doc_ids"] == list(r.doc_ids), (r.example_id, r.retriever, r.k, r.order)
+        assert (got["score"], got["prediction"], got["raw_output"]) == (r.score, r.prediction, r.raw_output)
+
+
 def test_flips_are_the_comparisons_the_metrics_fail() -> None:
     table = job_rows("m", "vanilla", 30, base=0.5, gain=0.2)
     flips = robustness_flips(table)
@@ -469,13 +570,13 @@ def test_site_data_are_scripts_and_the_flag_turns_the_site_off(sweep: dict[str, 
     for f in [site / "data" / "index.js", *sorted((site / "data" / "ex").glob("*.js"))[:1]]:
         text = f.read_text()
         assert text.startswith("RR.load(") and text.rstrip().endswith(");")
-    index = json.loads((site / "data" / "index.js").read_text().split(",", 2)[2].rstrip().removesuffix(");"))
+    index = site_data(site, "index")
     assert index["n_examples"] == sweep["scores"]["example_id"].nunique()
     assert sorted(p["differs_in"] for p in index["pairs"]) == ["query_perturbation", "strategy"]
     # each passage once
     ids = []
     for f in sorted((site / "data" / "p").glob("*.js")):
-        ids += json.loads(f.read_text().split(",", 2)[2].rstrip().removesuffix(");"))["id"]
+        ids += site_payload(f)["id"]
     assert len(ids) == len(set(ids)) == len({p for d in sweep["scores"]["doc_ids"] for p in d})
     assert not any(
         "http://" in f.read_text() or "https://" in f.read_text() for f in (site / "assets").iterdir()

@@ -4,8 +4,9 @@
 sections) into HTML pages, one stylesheet and a few scripts (``rr/reporting/site_assets/``,
 written for rr: no library, no CDN, no network) plus data files::
 
-    index.html                 overview: jobs and their config differences, sweep states, every
-                               report table with its intervals, the figures
+    index.html                 overview: jobs and their config differences, sweep states, the
+                               McNemar pairs and those not compared, every report table with
+                               its intervals, the figures
     examples.html              one row per (example, system), paged, with filters and flip filters
     example.html#e=<i>         one example: the cell grid of each system, a chosen cell's
                                documents in prompt order, output, prediction, verdict; two cells
@@ -14,7 +15,8 @@ written for rr: no library, no CDN, no network) plus data files::
     data/index.js              systems, cells, datasets, flip kinds, McNemar pairs, shard bounds
     data/pairs.js              each McNemar pair's discordant examples and cells (the examples list)
     data/rows-NNN.js           the examples list, in chunks of whole examples
-    data/ex/e-NNN.js           example shards: every row of a few examples (loaded by example.html)
+    data/ex/e-NNN.js           example shards: every row of a few examples, column by column
+                               (loaded by example.html)
     data/p/p-NNN.js            passage shards: each passage text once (loaded when a page needs it)
     figures/, tables/          the report's PNG figures and CSV tables, copied
 
@@ -29,15 +31,22 @@ pages only read them. Each (example, system) row carries one character per cell 
 for the score and one for the flip kinds failing at that cell (a bit mask, :data:`FLIP_BITS`).
 
 **Documents.** ``doc_ids`` of each row are the passages in prompt order. Texts come from the
-job's corpus (its ``config.yaml`` names it; loaded once per distinct corpus config). A passage
-missing from the corpus (one a document perturbation made) or a corpus that cannot be loaded
-any more is shown by its id, saying so. A rank is the passage's position in the longest
-``original``-order list of the same job, example, retriever and perturbations (the retriever's
-ranking as the prompts show it).
+job's corpus (its ``config.yaml`` names it; one read per distinct corpus config, of the passages
+shown only: a JSONL corpus in one streaming pass, :meth:`rr.data.jsonl.JsonlCorpus.texts_of`,
+in a thread while the rest is built). A passage missing from the corpus (one a document
+perturbation made) or a corpus that cannot be loaded any more is shown by its id, saying so. A
+rank is the passage's position in the longest ``original``-order list of the same job, example,
+retriever and perturbations (the retriever's ranking as the prompts show it).
+
+**Speed.** The site adds a fraction of ``rr report``'s own time (``benchmarks/site_scale.py``):
+whole columns, not rows, are turned into JSON (pyarrow joins each column's JSON literals a shard
+at a time), documents are compared with their ranking as id lists and stored as a prefix of it,
+its reverse, or positions in it, and the McNemar pairs are read from the report's paired tests.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import difflib
 import gc
 import json
@@ -53,6 +62,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from rr.metrics.flips import (
     KINDS,
@@ -138,8 +149,10 @@ def build_site(
         out_dir: Site folder (default ``<report folder>/site``); its ``data/`` is replaced.
         scores: The score table, when ``report`` does not carry it.
         context: The jobs read, when ``report`` does not carry them.
-        corpus_loader: ``job folder -> Corpus`` (default: the corpus the job's ``config.yaml``
-            names, instantiated and loaded); raising means the texts are not readable.
+        corpus_loader: ``job folder -> Corpus`` (``id in corpus``, ``corpus[id]``); default:
+            the corpus the job's ``config.yaml`` names, read for the passages shown only
+            (``texts_of`` where the corpus has it, else loaded); raising means the texts are not
+            readable.
 
     Returns:
         A :class:`SiteInfo`; ``index.html`` in ``out_dir`` is the overview.
@@ -179,13 +192,21 @@ def _build_site(
 
     clock = _Clock(info.stage_seconds)
     model = _Model(df.reset_index(drop=True), ctx, clock)
+    passages = _Passages(ctx, corpus_loader)
+    model.number_documents(passages)
+    clock("documents")
+    # the passages' texts are read (pyarrow's JSON reader, off the GIL) while the rest is built
+    passages.read_texts_in_background()
+    model.compute_flips()
+    clock("flips")
+    model.compute_pairs(report if scores is None else None)
+    clock("mcnemar")
     info.notes += model.notes
     _write(out / "data" / "overview.js", "overview", None, _overview(report, ctx, model))
     clock("overview")
     model.write_rows(out / "data")
     clock("rows")
-    passages = _Passages(ctx, corpus_loader or _job_corpus)
-    model.write_examples(out / "data" / "ex", passages)
+    model.write_examples(out / "data" / "ex")
     clock("examples")
     passages.write(out / "data", clock)
     _write(out / "data" / "index.js", "index", None, model.index(passages))
@@ -198,7 +219,7 @@ def _build_site(
     clock("passages")
     info.notes += passages.notes
     info.examples, info.list_rows = len(model.examples), model.n_list_rows
-    info.passages, info.passages_unreadable = len(passages.items), passages.unreadable
+    info.passages, info.passages_unreadable = len(passages.ids), passages.unreadable
     files = [f for f in out.rglob("*") if f.is_file()]
     info.files, info.bytes = len(files), sum(f.stat().st_size for f in files)
     info.seconds = time.perf_counter() - t0
@@ -230,7 +251,7 @@ def _write(path: Path, kind: str, key: int | None, payload: Any) -> int:
 
 
 def _json(obj: Any) -> str:
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=_plain)
+    return _ENCODER.encode(obj)
 
 
 def _plain(obj: Any) -> Any:
@@ -245,6 +266,12 @@ def _plain(obj: Any) -> Any:
     if isinstance(obj, Path):
         return str(obj)
     return str(obj)
+
+
+#: The data files' JSON: compact, UTF-8, no NaN; the payloads are trees (no cycle check).
+_ENCODER = json.JSONEncoder(
+    ensure_ascii=False, separators=(",", ":"), allow_nan=False, check_circular=False, default=_plain
+)
 
 
 def _num(v: Any) -> Any:
@@ -519,10 +546,6 @@ class _Model:
         self.pairs: list[dict[str, Any]] = []
         self.pairs_apart: list[dict[str, Any]] = []
         clock("index")
-        self._flips()
-        clock("flips")
-        self._mcnemar()
-        clock("mcnemar")
 
     # -- flips -----------------------------------------------------------------------
 
@@ -538,7 +561,8 @@ class _Model:
         right = flips[on].astype(str).drop_duplicates()
         return left.merge(right, on=on, how="inner")["_row"].to_numpy()
 
-    def _flips(self) -> None:
+    def compute_flips(self) -> None:
+        """Mark each row's flips (:data:`FLIP_BITS`) in :attr:`flip_buf`."""
         df = self.df
         cell = ["example_id", "retriever", "k", "order"]
         needed = {"example_id", "k", "order", "score", "retriever"}
@@ -553,10 +577,9 @@ class _Model:
                         self.flip_errors[kind].append(f"{label}: {err}")
                     continue
                 sub = group[cell].astype(str).assign(_row=group.index.to_numpy())
-                for kind in ("ndr", "rsr", "ror"):
-                    mine = flips.loc[flips["kind"] == kind, cell].astype(str)
-                    rows = sub.merge(mine, on=cell, how="inner")["_row"].to_numpy()
-                    self._mark(rows, kind)
+                hits = sub.merge(flips[cell].astype(str).assign(kind=flips["kind"]), on=cell, how="inner")
+                for kind, rows in hits.groupby("kind")["_row"]:  # one merge for the three kinds
+                    self._mark(rows.to_numpy(), str(kind))
         if "query_perturbation" in df.columns and (df["query_perturbation"].astype(str) != "none").any():
             try:
                 qf = query_perturbation_flips(df)
@@ -575,46 +598,32 @@ class _Model:
             if errs:
                 self.notes.append(f"{FLIP_LABELS[kind][0]}s not computed for {len(errs)} group(s): {errs[0]}")
 
-    def _mcnemar(self) -> None:
-        """The McNemar pairs: exactly the pairs ``rr report``'s paired tests compare, taken from the
-        one pairing rule (:func:`rr.reporting.comparisons.system_pairs`: same dataset, one grouping
-        column apart, the same examples and (retriever, k, order) cells; at least two examples, as
-        :func:`~rr.reporting.comparisons.paired_comparisons` asks), each with the cells of each
-        example where one system is right and the other wrong. The pairs the rule leaves out go to
-        :attr:`pairs_apart` with its reason (the overview lists them)."""
+    def compute_pairs(self, report: Report | None = None) -> None:
+        """The McNemar pairs: exactly the pairs ``rr report``'s paired tests compare, each with the
+        cells of each example where one system is right and the other wrong; the pairs left out go
+        to :attr:`pairs_apart` with the reason (the overview lists them).
+
+        The pairs come from the one pairing rule (:func:`rr.reporting.comparisons.system_pairs`:
+        same dataset, one grouping column apart, the same examples and (retriever, k, order) cells;
+        two examples at least, as :func:`~rr.reporting.comparisons.paired_comparisons` asks): read
+        from ``report``'s ``paired_comparisons`` and ``not_comparable`` tables when it ran that
+        section on this table (the rule's output, not computed twice), else from the rule itself.
+        """
         df = self.df
         needed = {"example_id", "k", "order", "score", "retriever"}
         if not needed <= set(df.columns) or not self.sys_cols:
             return
-        # the columns the rule reads: the wide ones (doc_ids, outputs) stay out of its groupby
-        slim = df[list(dict.fromkeys([*self.by, "example_id", *CELL_KEYS, "score"]))]
-        try:
-            found = list(system_pairs(slim, list(self.by)))
-        except (ValueError, KeyError) as err:  # not a valid table for the metrics
-            self.notes.append(f"McNemar pairs not offered: {err}")
-            return
         ds = df["dataset"].astype(str).to_numpy() if "dataset" in df.columns else np.full(len(df), "")
-        number = {
-            (d, tuple(sysd["cols"][c] for c in self.sys_cols)): s
-            for s, sysd in enumerate(self.systems)
-            for d in np.unique(ds[self.sys == s]).tolist()
-        }
+        found = self._pairs_of_report(report, ds) if report is not None else None
+        if found is None:
+            found = self._pairs_of_rule(ds)
         # example and cell as numbers: the wide columns stay out of the merges
         numbered = pd.DataFrame({"example_id": self.ex, "_c": self.cell, "score": self.score})
-        for diff, la, lb, a, _b, why in found:
-            d = str(la.get("dataset", ""))
-            sa = number[(d, tuple(str(la[c]) for c in self.sys_cols))]
-            sb = number[(d, tuple(str(lb[c]) for c in self.sys_cols))]
-            pair = {
-                "a": sa,
-                "b": sb,
-                "dataset": d,
-                "differs_in": diff[0],
-                "label": f"{system_label(la, diff)} vs {system_label(lb, diff)}",
-            }
-            if why or len(a.examples) < 2:
-                self.pairs_apart.append({**pair, "reason": why or "fewer than two examples"})
+        for pair in found:
+            if pair.get("reason"):
+                self.pairs_apart.append(pair)
                 continue
+            d, sa, sb = pair["dataset"], pair["a"], pair["b"]
             rows_a = numbered.loc[(self.sys == sa) & (ds == d)]
             rows_b = numbered.loc[(self.sys == sb) & (ds == d)]
             disc = discordant_cells(rows_a, rows_b, cell=("_c",)).sort_values(["example_id", "_c"])
@@ -630,6 +639,83 @@ class _Model:
             pair["a_right"] = cells_of(right.astype(bool))
             pair["b_right"] = cells_of(~right.astype(bool))
             self.pairs.append(pair)
+
+    def _pairs_of_rule(self, ds: np.ndarray) -> list[dict[str, Any]]:
+        """The pairs as :func:`~rr.reporting.comparisons.system_pairs` gives them: ``a``, ``b``
+        (system numbers), ``dataset``, ``differs_in``, ``label``, ``reason`` (empty: compared)."""
+        # the columns the rule reads: the wide ones (doc_ids, outputs) stay out of its groupby
+        slim = self.df[list(dict.fromkeys([*self.by, "example_id", *CELL_KEYS, "score"]))]
+        try:
+            found = list(system_pairs(slim, list(self.by)))
+        except (ValueError, KeyError) as err:  # not a valid table for the metrics
+            self.notes.append(f"McNemar pairs not offered: {err}")
+            return []
+        number = {
+            (d, tuple(sysd["cols"][c] for c in self.sys_cols)): s
+            for s, sysd in enumerate(self.systems)
+            for d in np.unique(ds[self.sys == s]).tolist()
+        }
+        out = []
+        for diff, la, lb, a, _b, why in found:
+            if not why and len(a.examples) < 2:  # not tested, and not listed apart, by the report
+                continue
+            d = str(la.get("dataset", ""))
+            out.append(
+                {
+                    "a": number[(d, tuple(str(la[c]) for c in self.sys_cols))],
+                    "b": number[(d, tuple(str(lb[c]) for c in self.sys_cols))],
+                    "dataset": d,
+                    "differs_in": diff[0],
+                    "label": f"{system_label(la, diff)} vs {system_label(lb, diff)}",
+                    "reason": why,
+                }
+            )
+        return out
+
+    def _pairs_of_report(self, report: Report, ds: np.ndarray) -> list[dict[str, Any]] | None:
+        """The pairs of ``report``'s ``paired_comparisons`` section (as :meth:`_pairs_of_rule`),
+        or None when it did not run on this table's systems or a row names no single system."""
+        outcome = next((o for o in report.outcomes if o.section.name == "paired_comparisons"), None)
+        if outcome is None or outcome.error or report.scores is None or len(report.scores) != len(self.df):
+            return None
+        if outcome.section.skip_reason(report.scores) is not None:
+            return None  # the section did not run (a missing column): the rule did not either
+        tables = {i.name: i.df for i in outcome.items if isinstance(i, ReportTable)}
+        # a system by its dataset, the column a pair differs in, its label there and its other values
+        labelled: dict[tuple[Any, ...], list[int]] = {}
+        for s, sysd in enumerate(self.systems):
+            cols = sysd["cols"]
+            for d in np.unique(ds[self.sys == s]).tolist():
+                for c in self.sys_cols:
+                    rest = tuple(cols[x] for x in self.sys_cols if x != c)
+                    labelled.setdefault((d, c, system_label(cols, [c]), rest), []).append(s)
+        out: list[dict[str, Any]] = []
+        seen: set[tuple[Any, ...]] = set()
+        rows = [(r, "") for r in _records(tables.get("paired_comparisons"))]
+        rows += [(r, r["reason"]) for r in _records(tables.get("not_comparable")) if r["metric"] == "all"]
+        for r, reason in rows:
+            c = str(r["differs_in"])
+            d = str(r.get("dataset", ""))
+            rest = tuple(str(r.get(x, "")) for x in self.sys_cols if x != c)
+            sa = labelled.get((d, c, str(r["system_a"]), rest), [])
+            sb = labelled.get((d, c, str(r["system_b"]), rest), [])
+            if len(sa) != 1 or len(sb) != 1:
+                return None
+            key = (sa[0], sb[0], d)
+            if key in seen:
+                continue
+            seen.add(key)
+            out.append(
+                {
+                    "a": sa[0],
+                    "b": sb[0],
+                    "dataset": d,
+                    "differs_in": c,
+                    "label": f"{r['system_a']} vs {r['system_b']}",
+                    "reason": str(reason),
+                }
+            )
+        return out
 
     def flip_counts(self) -> dict[str, Any]:
         out = {}
@@ -702,104 +788,215 @@ class _Model:
 
     # -- example shards --------------------------------------------------------------
 
-    def write_examples(self, folder: Path, passages: _Passages) -> None:
+    def number_documents(self, passages: _Passages) -> None:
+        """Each row's documents as the example shards store them (:meth:`_documents`), numbering
+        the passages they show in ``passages``."""
+        self.order = np.lexsort((self.cell, self.sys, self.ex))  # rows by example, system, cell
+        self.documents = self._documents(self.order, passages)
+
+    def write_examples(self, folder: Path) -> None:
+        """Write the example shards: whole examples, ~:data:`EXAMPLE_SHARD_BYTES` each. A shard
+        holds its examples (question, answers, rankings, systems with their row ranges) and
+        their rows column by column (``cells``: one list per field, rows by example, system,
+        cell): text columns joined by pyarrow from their JSON literals, the others encoded a
+        shard's slice at a time."""
         df = self.df
-        order = np.lexsort((self.cell, self.sys, self.ex))
-        col = _Columns(df, order)
-        ex_sorted = self.ex[order]
-        bounds = np.concatenate([[0], np.nonzero(np.diff(ex_sorted))[0] + 1, [len(order)]])
-        self.ex_shards: list[int] = []  # first example of each shard
-        shard: list[dict[str, Any]] = []
-        size = 0
-        first_ex = 0
-        for b0, b1 in zip(bounds[:-1], bounds[1:], strict=True):
-            e = int(ex_sorted[b0])
-            item = self._example(e, b0, b1, order, col, passages)
-            text = _json(item)
-            if shard and size + len(text) > EXAMPLE_SHARD_BYTES:
-                self._flush(folder, first_ex, shard)
-                shard, size = [], 0
-            if not shard:
-                first_ex = e
-            shard.append(item)
-            size += len(text)
-        if shard:
-            self._flush(folder, first_ex, shard)
-
-    def _flush(self, folder: Path, first_ex: int, shard: list[dict[str, Any]]) -> None:
-        n = len(self.ex_shards)
-        self.ex_shards.append(first_ex)
-        _write(folder / f"e-{n:04d}.js", "ex", n, {"first": first_ex, "examples": shard})
-
-    def _example(
-        self, e: int, b0: int, b1: int, order: np.ndarray, col: _Columns, passages: _Passages
-    ) -> dict[str, Any]:
-        question, answers = self.questions[e], self.answers[e]
-        # the ranking of each (job, retriever, perturbations): its longest original-order list;
-        # a row's documents are compared with it as ids, and numbered only when they are not a
-        # prefix of it or its reverse (most rows are)
-        ranked: dict[tuple, list[str]] = {}
-        rows = range(b0, b1)
-        for i in rows:
-            if col.order[i] == "original" and col.k[i] > 0:
-                rk = (col.job[i], col.retriever[i], col.qp[i], col.dp[i])
-                if len(col.doc_ids[i]) > len(ranked.get(rk, ())):
-                    ranked[rk] = col.doc_ids[i]
-        rk_index = {rk: j for j, rk in enumerate(ranked)}
-        ranked_ids = [passages.numbers(rk[0], ids) for rk, ids in ranked.items()]
-        systems: dict[int, dict[str, Any]] = {}
-        for i in rows:
-            r = int(order[i])
-            s = int(self.sys[r])
-            sysd = systems.get(s)
-            if sysd is None:
-                q = col.question[i]
-                sysd = {"s": s, "cells": []}
-                if q != question:
-                    sysd["q"] = q
-                    sysd["diff"] = _char_diff(question, q)
-                systems[s] = sysd
-            docs: Any = []
-            ref = -1
-            ids = col.doc_ids[i]
-            if ids:
-                rk = (col.job[i], col.retriever[i], col.qp[i], col.dp[i])
-                ranking = ranked.get(rk)
-                n = len(ids)
-                if ranking:
-                    ref = rk_index[rk]
-                    if ranking[:n] == ids:
-                        docs = n
-                    elif ranking[:n][::-1] == ids:
-                        docs = -n
-                    else:
-                        docs = passages.numbers(col.job[i], ids)
-                else:
-                    docs = passages.numbers(col.job[i], ids)
-            sysd["cells"].append(
-                [
-                    int(self.cell[r]),
-                    _num(self.score[r]),
-                    col.prediction[i],
-                    col.raw_output[i],
-                    col.marker[i],
-                    col.refused[i],
-                    col.over_window[i],
-                    col.judge[i],
-                    col.dp[i],
-                    ref,
-                    docs,
-                ]
-            )
-        return {
-            "e": e,
-            "id": str(self.examples["id"].iloc[e]),
-            "ds": str(self.examples["ds"].iloc[e]),
-            "q": question,
-            "a": answers,
-            "ranked": ranked_ids,
-            "sys": list(systems.values()),
+        order = self.order
+        n = len(order)
+        ex_s, sys_s = self.ex[order], self.sys[order]
+        documents = self.documents
+        # each column as the JSON literal of each row, joined a shard at a time by pyarrow
+        literals = {
+            "c": _int_literals(self.cell[order]),
+            "sc": _score_literals(self.score[order]),
+            "pred": _json_strings(_arrow_strings(df, "prediction", order)),
+            "raw": _json_strings(_arrow_strings(df, "raw_output", order)),
+            "mk": _flag_literals(df, "marker_found", order),
+            "rf": _flag_literals(df, "refused", order),
+            "ow": _flag_literals(df, "over_window", order),
+            "jd": _json_strings(_arrow_strings(df, "judge", order)),
+            "dp": _json_strings(_arrow_strings(df, "doc_perturbation", order, "none")),
+            "ref": _int_literals(documents.ref),
+            "docs": documents.docs,
         }
+        # (example, system) runs of rows, and each system's question where it is not the example's
+        starts = np.flatnonzero(np.r_[True, (ex_s[1:] != ex_s[:-1]) | (sys_s[1:] != sys_s[:-1])])
+        ends = np.r_[starts[1:], n]
+        questions = _str_list(df, "question", order[starts])
+        n_ex = len(self.examples)
+        ex_first = np.searchsorted(ex_s, np.arange(n_ex), "left")
+        # bytes of each example: its rows (their literals and commas), its question and answers
+        row_bytes = np.full(n, len(literals), dtype=np.int64)
+        for values in literals.values():
+            row_bytes += pc.binary_length(values).to_numpy()
+        cum = np.r_[0, np.cumsum(row_bytes)]
+        ex_bytes = cum[np.r_[ex_first[1:], n]] - cum[ex_first]
+        ex_bytes += np.fromiter(map(len, self.questions), dtype=np.int64, count=n_ex)
+        ex_bytes += 50 * np.fromiter(map(len, self.answers), dtype=np.int64, count=n_ex)
+        # shards of whole examples: one closes before the example that takes it past the budget
+        firsts = [0]
+        size = 0
+        for e, b in enumerate(ex_bytes.tolist()):
+            if size and size + b > EXAMPLE_SHARD_BYTES:
+                firsts.append(e)
+                size = 0
+            size += b
+        firsts.append(n_ex)
+        row_bounds = [int(ex_first[e]) if e < n_ex else n for e in firsts]
+        joined = {k: _list_literals(v, np.asarray(row_bounds)).to_pylist() for k, v in literals.items()}
+        self.ex_shards: list[int] = firsts[:-1]  # first example of each shard
+        run = 0  # the (example, system) run at hand
+        for shard, (first, last) in enumerate(zip(firsts[:-1], firsts[1:], strict=True)):
+            r0 = row_bounds[shard]
+            items = []
+            for e in range(first, last):
+                systems = []
+                while run < len(starts) and ex_s[starts[run]] == e:
+                    s0, s1 = int(starts[run]), int(ends[run])
+                    sysd: dict[str, Any] = {"s": int(sys_s[s0]), "r": [s0 - r0, s1 - r0]}
+                    q = questions[run]
+                    if q != self.questions[e]:
+                        sysd["q"] = q
+                        sysd["diff"] = _char_diff(self.questions[e], q)
+                    systems.append(sysd)
+                    run += 1
+                item = {
+                    "e": e,
+                    "id": self.examples["id"].iat[e],
+                    "ds": self.examples["ds"].iat[e],
+                    "q": self.questions[e],
+                    "a": self.answers[e],
+                    "sys": systems,
+                }
+                items.append(f'{_json(item)[:-1]},"ranked":{documents.ranked[e]}}}')
+            cells = ",".join(f'"{k}":{v[shard]}' for k, v in joined.items())
+            text = f'RR.load("ex",{shard},{{"first":{first},"examples":[{",".join(items)}],"cells":{{{cells}}}}});\n'
+            (folder / f"e-{shard:04d}.js").write_bytes(text.encode("utf-8"))
+
+    def _documents(self, order: np.ndarray, passages: _Passages) -> _Documents:
+        """Each row's documents (rows in ``order``), as the example shards store them.
+
+        A ranking is the longest ``original``-order k > 0 list of a (job, example, retriever,
+        perturbations); an example's rankings are its ``ranked`` lists of passage numbers, in
+        the order of their first such row. A row's documents are ``n`` when they are its
+        ranking's first ``n`` (compared as ids), ``-n`` when they are those reversed,
+        ``{"r": [positions in the ranking]}`` when they are all in it (a shuffled order), else the
+        list of their passage numbers; ``0`` without documents.
+        """
+        df = self.df
+        n = len(order)
+        n_ex = len(self.examples)
+        none = _Documents(
+            np.full(n, -1, dtype=np.int64), _int_literals(np.zeros(n, dtype=np.int64)), ["[]"] * n_ex
+        )
+        if "doc_ids" not in df.columns or not n:
+            return none
+        column, lens = _id_lists(df["doc_ids"].to_numpy()[order])
+        has = lens > 0
+        if not has.any():
+            return none
+        flat = np.concatenate(list(column[has]))  # every row's ids, one after the other
+        ids = flat.tolist()
+        start = np.r_[0, np.cumsum(lens)[:-1]]
+        job = _codes(df, "job_id", order)
+        job_names = _str_list(df, "job_id", order)
+        # the (job, example, retriever, perturbations) of each row, as one number
+        key = self.ex[order].astype(np.int64)
+        for name in ("retriever", "query_perturbation", "doc_perturbation"):
+            part = _codes(df, name, order)
+            key = key * (int(part.max()) + 1) + part
+        key = key * (int(job.max()) + 1) + job
+        _, rk = np.unique(key, return_inverse=True)
+        original = (
+            (df["order"].astype(str) == "original").to_numpy(dtype=bool, na_value=False)[order]
+            if "order" in df.columns
+            else np.zeros(n, dtype=bool)
+        )
+        cand = np.flatnonzero(original & (self.k[order] > 0) & has)
+        # per key: its first candidate row (the ranking's place) and its longest (the first longest)
+        by_first = cand[np.unique(rk[cand], return_index=True)[1]]
+        longest = cand[np.lexsort((cand, -lens[cand], rk[cand]))]
+        longest = longest[np.r_[True, rk[longest][1:] != rk[longest][:-1]]]
+        ranking_of = np.full(int(rk.max()) + 1, -1, dtype=np.int64)  # key -> its ranking's row
+        ranking_of[rk[longest]] = longest
+        place = np.full(len(ranking_of), -1, dtype=np.int64)  # key -> index among its example's
+        first_rows = np.sort(by_first)  # rankings in the order of their first row
+        ex_of = self.ex[order][first_rows]
+        place[rk[first_rows]] = np.arange(len(first_rows)) - np.searchsorted(ex_of, ex_of, "left")
+        # the rankings' passages numbered all at once, in example order (the order pages use them)
+        rank_rows = ranking_of[rk[first_rows]]
+        rank_lens = lens[rank_rows]
+        bounds = np.r_[0, np.cumsum(rank_lens)]
+        gather = np.repeat(start[rank_rows] - bounds[:-1], rank_lens) + np.arange(bounds[-1])
+        numbers = passages.number_runs([job_names[r] for r in rank_rows.tolist()], rank_lens, flat[gather])
+        rankings = _list_literals(numbers, bounds)  # "[n,n,...]" per ranking
+        per_ex = np.r_[0, np.cumsum(np.bincount(ex_of, minlength=n_ex))]
+        ranked = _list_literals(rankings, per_ex).to_pylist()  # "[[...],[...]]" per example
+        # each row against its ranking: as ids, the first id checked first (most rows differ there)
+        row_ranking = ranking_of[rk]
+        ref = np.where(has & (row_ranking >= 0), place[rk], -1)
+        rstart = start[np.maximum(row_ranking, 0)]
+        rlen = lens[np.maximum(row_ranking, 0)]
+        with_ref = (ref >= 0) & (lens <= rlen)
+        head = flat[np.where(has, start, 0)]
+        prefix = with_ref & (head == flat[np.where(with_ref, rstart, 0)])
+        reverse = with_ref & ~prefix & (head == flat[np.where(with_ref, rstart + lens - 1, 0)])
+        count = np.zeros(n, dtype=np.int64)  # n / -n rows (0: none, or a list below)
+        listed: list[int] = []  # rows whose documents are a list: positions or passage numbers
+        listed_r: list[bool] = []  # positions in the ranking ({"r": [...]}) or passage numbers
+        values: list[int] = []  # the lists, one after the other
+        # a shuffled row's ids as positions in its ranking: looked up in a small dict (the
+        # ranking's), not the corpus-wide one, and written as 1-2 digits each
+        positions: dict[int, dict[Any, int]] = {}
+        current_ex = -1
+        rows = np.flatnonzero(has)
+        for i, e, s, m, rs, rrow, pre, rev in zip(
+            rows.tolist(),
+            self.ex[order][rows].tolist(),
+            start[rows].tolist(),
+            lens[rows].tolist(),
+            rstart[rows].tolist(),
+            row_ranking[rows].tolist(),
+            prefix[rows].tolist(),
+            reverse[rows].tolist(),
+            strict=True,
+        ):
+            mine = ids[s : s + m]
+            if pre or rev:
+                best = ids[rs : rs + m]
+                if pre and mine == best:
+                    count[i] = m
+                    continue
+                if rev and mine == best[::-1]:
+                    count[i] = -m
+                    continue
+            listed.append(i)
+            if rrow >= 0:
+                if e != current_ex:  # rows come example by example: keep only this one's rankings
+                    positions.clear()
+                    current_ex = e
+                pos = positions.get(rrow)
+                if pos is None:
+                    r0, rn = int(start[rrow]), int(lens[rrow])
+                    pos = positions[rrow] = dict(zip(ids[r0 : r0 + rn], range(rn), strict=True))
+                got: list[Any] = list(map(pos.get, mine))
+                if None not in got:
+                    listed_r.append(True)
+                    values.extend(got)
+                    continue
+            listed_r.append(False)
+            values.extend(passages.numbers(job_names[i], mine))
+        docs = _int_literals(count)
+        if listed:
+            at = np.asarray(listed, dtype=np.int64)
+            lists = _list_literals(np.asarray(values, dtype=np.int64), np.r_[0, np.cumsum(lens[at])])
+            is_r = pa.array(listed_r, pa.bool_())
+            wrapped = pc.binary_join_element_wise(_text('{"r":'), lists, _text("}"), _text(""))
+            lists = pc.if_else(is_r, wrapped, lists)
+            mask = np.zeros(n, dtype=bool)
+            mask[at] = True
+            docs = pc.replace_with_mask(docs, pa.array(mask), lists)
+        return _Documents(ref, docs, ranked)
 
     def index(self, passages: _Passages) -> dict[str, Any]:
         return {
@@ -823,33 +1020,103 @@ class _Model:
         }
 
 
-class _Columns:
-    """The columns an example page shows, as Python lists in ``order``."""
+@dataclass
+class _Documents:
+    """Each row's documents as the example shards store them (:meth:`_Model._documents`)."""
 
-    def __init__(self, df: pd.DataFrame, order: np.ndarray) -> None:
-        def get(name: str, default: Any) -> list[Any]:
-            if name not in df.columns:
-                return [default] * len(order)
-            return df[name].to_numpy()[order].tolist()
+    ref: np.ndarray  # per row: its ranking's index among its example's (-1: none)
+    docs: pa.Array  # per row: the JSON of its documents
+    ranked: list[str]  # per example: the JSON of its rankings' passage numbers
 
-        self.job = [str(v) for v in get("job_id", "job")]
-        self.retriever = [str(v) for v in get("retriever", "none")]
-        self.order = [str(v) for v in get("order", "none")]
-        self.k = [int(v) for v in get("k", 0)]
-        self.qp = [str(v) for v in get("query_perturbation", "none")]
-        self.dp = [str(v) for v in get("doc_perturbation", "none")]
-        self.question = [str(v) for v in get("question", "")]
-        self.prediction = [str(v) for v in get("prediction", "")]
-        self.raw_output = [str(v) for v in get("raw_output", "")]
-        self.judge = [str(v) for v in get("judge", "")]
-        self.marker = [None if _isna(v) else bool(v) for v in get("marker_found", None)]
-        self.refused = [None if _isna(v) else bool(v) for v in get("refused", None)]
-        self.over_window = [None if _isna(v) else bool(v) for v in get("over_window", None)]
-        self.doc_ids = [_as_list(v) for v in get("doc_ids", None)]  # passage ids are strings
+
+def _text(value: str) -> pa.Scalar:
+    """A pyarrow large-string scalar (what the JSON-building kernels here take)."""
+    return pa.scalar(value, pa.large_string())
+
+
+def _int_literals(values: np.ndarray) -> pa.Array:
+    """Integers as their JSON literals."""
+    return pc.cast(pa.array(values, pa.int64()), pa.large_string())
+
+
+def _list_literals(values: np.ndarray | pa.Array, bounds: np.ndarray) -> pa.Array:
+    """``"[v,v,...]"`` for each run ``values[bounds[j]:bounds[j + 1]]``: integers, or strings that
+    are already JSON (a list of lists)."""
+    if not isinstance(values, pa.Array):
+        values = _int_literals(values)
+    elif values.type != pa.large_string():
+        values = values.cast(pa.large_string())
+    runs = pa.LargeListArray.from_arrays(pa.array(bounds, pa.int64()), values)
+    joined = pc.binary_join(runs, _text(","))
+    return pc.binary_join_element_wise(_text("["), joined, _text("]"), _text(""))
+
+
+def _records(df: pd.DataFrame | None) -> list[dict[str, Any]]:
+    return [] if df is None else df.to_dict("records")
 
 
 def _isna(v: Any) -> bool:
-    return v is None or (isinstance(v, float) and math.isnan(v))
+    return v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v))
+
+
+def _str_list(df: pd.DataFrame, name: str, rows: np.ndarray, default: str = "") -> list[str]:
+    """Column ``name`` at ``rows`` as Python strings (missing values as ``""``; ``default`` for
+    every row when the column is absent)."""
+    if name not in df.columns:
+        return [default] * len(rows)
+    s = df[name]
+    if isinstance(s.dtype, pd.StringDtype):
+        return s.to_numpy(dtype=object, na_value="")[rows].tolist()
+    return ["" if _isna(v) else str(v) for v in s.to_numpy()[rows]]
+
+
+def _arrow_strings(df: pd.DataFrame, name: str, rows: np.ndarray, default: str = "") -> pa.Array:
+    """Column ``name`` at ``rows`` as a pyarrow string array (missing values as ``""``; ``default``
+    for every row when the column is absent)."""
+    if name not in df.columns:
+        return pa.array(np.full(len(rows), default, dtype=object), pa.large_string())
+    s = df[name]
+    if isinstance(s.dtype, pd.StringDtype) and s.dtype.storage == "pyarrow":
+        values = pa.array(s)  # the column's own arrow data
+    else:
+        values = pa.array(_str_list(df, name, np.arange(len(df))), pa.large_string())
+    return pc.fill_null(values.take(pa.array(rows)), "")
+
+
+def _flag_literals(df: pd.DataFrame, name: str, rows: np.ndarray) -> pa.Array:
+    """Column ``name`` at ``rows`` as ``true`` / ``false`` / ``null`` (missing, or the column absent)."""
+    if name not in df.columns:
+        return pa.array(np.full(len(rows), "null", dtype=object), pa.large_string())
+    values = df[name].to_numpy()[rows]
+    if values.dtype != bool:
+        values = np.array([None if _isna(v) else bool(v) for v in values], dtype=object)
+    return pc.fill_null(pc.cast(pa.array(values, pa.bool_()), pa.large_string()), "null")
+
+
+def _score_literals(scores: np.ndarray) -> pa.Array:
+    """Scores as JSON numbers (:func:`_num`: ``null`` for NaN; 0 and 1, most of them, as ``0``
+    and ``1``)."""
+    literals = np.where(scores == 1.0, "1", "0").astype(object)
+    for i in np.flatnonzero(~np.isin(scores, (0.0, 1.0))).tolist():
+        literals[i] = _json(_num(float(scores[i])))
+    return pa.array(literals, pa.large_string())
+
+
+def _codes(df: pd.DataFrame, name: str, rows: np.ndarray) -> np.ndarray:
+    """Column ``name`` at ``rows`` as numbers from 0 (one per distinct value; 0 when absent)."""
+    if name not in df.columns:
+        return np.zeros(len(rows), dtype=np.int64)
+    return pd.factorize(df[name])[0][rows].astype(np.int64) + 1  # missing: -1 -> 0
+
+
+def _id_lists(column: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``doc_ids`` values as sequences of ids (arrays and lists as they are; a missing value as no
+    ids, one string as one id) and how many ids each holds."""
+    if not set(map(type, column)) <= {np.ndarray, list, tuple}:
+        lists = np.empty(len(column), dtype=object)
+        lists[:] = [_as_list(v) for v in column]
+        column = lists
+    return column, np.fromiter(map(len, column), dtype=np.int64, count=len(column))
 
 
 def _as_list(v: Any) -> list[Any]:
@@ -880,8 +1147,12 @@ def _char_diff(a: str, b: str) -> list[list[str]]:
 # ----------------------------------------------------------------------------- passages
 
 
-def _job_corpus(job_dir: Path) -> Any:
-    """The corpus the job's ``config.yaml`` names, loaded (raises when it cannot be)."""
+def _job_texts(job_dir: Path, ids: list[str]) -> tuple[str, pa.Table]:
+    """The titles and texts of passages ``ids`` from the corpus the job's ``config.yaml`` names:
+    read only for those ids where the corpus can (``texts_of``: a JSONL corpus, one streaming
+    pass), else loaded whole. Returns ``(corpus name, table)``, the table as
+    :meth:`rr.data.jsonl.JsonlCorpus.texts_of` gives it (``title``, ``text``: null where the
+    corpus does not hold the id); raises when the corpus cannot be read."""
     from omegaconf import OmegaConf
 
     from rr.config import instantiate
@@ -889,21 +1160,56 @@ def _job_corpus(job_dir: Path) -> Any:
     cfg = OmegaConf.load(job_dir / "config.yaml")
     if "corpus" not in cfg:
         raise ValueError("its config.yaml names no corpus")
-    return instantiate(cfg.corpus).load()
+    corpus = instantiate(cfg.corpus)
+    if callable(getattr(corpus, "texts_of", None)):
+        return str(getattr(corpus, "name", "corpus")), corpus.texts_of(ids)
+    loaded = corpus.load()
+    return str(getattr(loaded, "name", "corpus")), _texts_in(loaded, ids)
+
+
+def _texts_in(corpus: Any, ids: list[str]) -> pa.Table:
+    """Titles and texts of ``ids`` in a loaded corpus (``id in corpus``, ``corpus[id]``)."""
+    titles: list[str] = []
+    texts: list[str | None] = []
+    for pid in ids:
+        if pid in corpus:
+            p = corpus[pid]
+            titles.append(str(getattr(p, "title", "") or ""))
+            texts.append(str(p.text))
+        else:
+            titles.append("")
+            texts.append(None)
+    return pa.table({"title": pa.array(titles, pa.string()), "text": pa.array(texts, pa.string())})
+
+
+def _json_strings(values: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """Each string as its JSON literal (null as ``null``), made by pyarrow: quoted as it is unless
+    it holds a quote, a backslash or a control character (those few through :data:`_ENCODER`)."""
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    values = values.cast(pa.large_string())  # 64-bit offsets: a site's texts may pass 2 GiB
+    special = pc.fill_null(pc.match_substring_regex(values, r'[\x00-\x1f"\\]'), False)
+    out = pc.binary_join_element_wise(_text('"'), values, _text('"'), _text(""))
+    if pc.any(special).as_py():
+        fixed = [_ENCODER.encode(v) for v in values.filter(special).to_pylist()]
+        out = pc.replace_with_mask(out, special, pa.array(fixed, pa.large_string()))
+    return pc.fill_null(out, "null")
 
 
 class _Passages:
     """Every passage the rows show, each once: numbered in order of first use, texts from the
-    jobs' corpora (one load per distinct corpus config)."""
+    jobs' corpora (one read per distinct corpus config, of the passages shown only)."""
 
-    def __init__(self, ctx: ReportContext, loader: Callable[[Path], Any]) -> None:
+    def __init__(self, ctx: ReportContext, loader: Callable[[Path], Any] | None) -> None:
         self.loader = loader
         self.notes: list[str] = []
         self.corpus_of_job: dict[str, int] = {}
         self.corpora: list[dict[str, Any]] = []
         self.job_dir: dict[str, Path] = {j.job_id: j.path for j in ctx.jobs}
-        self.items: list[tuple[int, str]] = []  # (corpus, passage id) by number
-        self.maps: list[dict[str, int]] = []  # per corpus: passage id -> number
+        self.ids: list[str] = []  # passage id by number
+        self.corpus: list[int] = []  # its corpus by number
+        self.maps: list[dict[Any, int]] = []  # per corpus: passage id -> number
+        self.pending: list[list[tuple[np.ndarray, np.ndarray]]] = []  # per corpus: not in maps yet
         self.shards: list[int] = []
         self.unreadable = 0
 
@@ -930,86 +1236,146 @@ class _Passages:
             {"ident": ident if ident is not None else f"job {job}", "job": job, "folder": folder}
         )
         self.maps.append({})
+        self.pending.append([])
         self.corpus_of_job[job] = len(self.corpora) - 1
         return len(self.corpora) - 1
+
+    def number_runs(self, jobs: list[str], lengths: np.ndarray, ids: np.ndarray) -> np.ndarray:
+        """:meth:`numbers` of many id lists at once: ``ids`` holds them one after the other, the
+        ``j``-th ``lengths[j]`` long and of ``jobs[j]``'s corpus. Returns their numbers, aligned
+        with ``ids`` (each corpus's new passages numbered in order of first appearance)."""
+        corpus = np.repeat(np.array([self._corpus(j) for j in jobs], dtype=np.int64), lengths)
+        out = np.empty(len(ids), dtype=np.int64)
+        for c in dict.fromkeys(corpus.tolist()):
+            mine = corpus == c
+            codes, uniques = pd.factorize(ids[mine])
+            keys = np.asarray(uniques, dtype=object)
+            m = self._map(c)
+            known = np.array([m.get(k, -1) for k in keys.tolist()], dtype=np.int64) if m else None
+            number = np.full(len(keys), -1, dtype=np.int64) if known is None else known
+            new = number < 0
+            number[new] = len(self.ids) + np.arange(int(new.sum()))
+            self.ids.extend(map(str, keys[new].tolist()))
+            self.corpus.extend([c] * int(new.sum()))
+            self.pending[c].append((keys[new], number[new]))  # into the map when numbers() needs it
+            out[mine] = number[codes]
+        return out
+
+    def _map(self, c: int) -> dict[Any, int]:
+        """Corpus ``c``'s passage id -> number map, with the runs numbered since it was last asked."""
+        m = self.maps[c]
+        for keys, number in self.pending[c]:
+            m.update(zip(keys.tolist(), number.tolist(), strict=True))
+        self.pending[c].clear()
+        return m
 
     def numbers(self, job: str, ids: Sequence[Any]) -> list[int]:
         """The numbers of passages ``ids`` of ``job``'s corpus (new ones numbered in order)."""
         c = self._corpus(job)
-        m = self.maps[c]
-        out = [m.get(p, -1) for p in ids]
-        if -1 in out:
-            for j, p in enumerate(ids):
-                if out[j] == -1:
-                    n = m.get(p)
-                    if n is None:
-                        n = m[p] = len(self.items)
-                        self.items.append((c, str(p)))
-                    out[j] = n
-        return out
+        m = self._map(c)
+        got: list[Any] = list(map(m.get, ids))
+        if None not in got:
+            return got
+        new = dict.fromkeys(p for p, n in zip(ids, got, strict=True) if n is None)
+        base = len(self.ids)
+        m.update(zip(new, range(base, base + len(new)), strict=True))
+        self.ids.extend(map(str, new))
+        self.corpus.extend([c] * len(new))
+        return list(map(m.__getitem__, ids))
 
     def corpora_info(self) -> list[dict[str, Any]]:
         return [{"name": c.get("name", "?"), "status": c.get("status", "")} for c in self.corpora]
 
-    def _texts(self) -> list[tuple[str, str | None]]:
-        """(title, text or None) of every passage, by number."""
-        out: list[tuple[str, str | None]] = [("", None)] * len(self.items)
-        by_corpus: dict[int, list[tuple[str, int]]] = {}
-        for n, (c, pid) in enumerate(self.items):
-            by_corpus.setdefault(c, []).append((pid, n))
-        for c, items in by_corpus.items():
-            info = self.corpora[c]
+    def _texts(self) -> pa.Table:
+        """``title`` and ``text`` (null where not readable) of every passage, by number."""
+        n = len(self.ids)
+        corpus = np.asarray(self.corpus, dtype=np.int64)
+        parts: list[tuple[np.ndarray, pa.Table]] = []  # (numbers, their titles and texts)
+        for c, info in enumerate(self.corpora):
+            numbers = np.flatnonzero(corpus == c)
+            if not len(numbers):
+                continue
+            ids = self.ids if len(numbers) == n else [self.ids[i] for i in numbers.tolist()]
             folder = info.get("folder")
             try:
                 if folder is None:
                     raise FileNotFoundError(f"job {info['job']} has no folder with a config.yaml")
-                corpus = self.loader(Path(folder))
-                info["name"] = getattr(corpus, "name", "corpus")
+                if self.loader is not None:
+                    corpus_obj = self.loader(Path(folder))
+                    name, table = str(getattr(corpus_obj, "name", "corpus")), _texts_in(corpus_obj, ids)
+                else:
+                    name, table = _job_texts(Path(folder), ids)
             except Exception as err:
                 info["name"] = f"corpus of job {info['job']}"
                 info["status"] = f"not readable: {type(err).__name__}: {err}"
                 self.notes.append(f"passage texts of job {info['job']}: {info['status']}")
-                self.unreadable += len(items)
+                self.unreadable += len(ids)
+                empty = pa.array([""] * len(ids), pa.string())
+                table = pa.table({"title": empty, "text": pa.nulls(len(ids), pa.string())})
+                parts.append((numbers, table))
                 continue
-            missing = 0
-            for pid, n in items:
-                if pid in corpus:
-                    p = corpus[pid]
-                    out[n] = (str(getattr(p, "title", "") or ""), str(p.text))
-                else:
-                    missing += 1
+            info["name"] = name
+            missing = table.column("text").null_count
             self.unreadable += missing
             info["status"] = (
                 "ok"
                 if not missing
                 else f"{missing} passage(s) not in the corpus (made by a document perturbation)"
             )
-            del corpus
-        return out
+            parts.append((numbers, table.select(["title", "text"])))
+        if len(parts) == 1:
+            return parts[0][1]
+        if not parts:
+            return pa.table({"title": pa.array([], pa.string()), "text": pa.array([], pa.string())})
+        at = np.empty(n, dtype=np.int64)  # number -> row of the tables one after the other
+        at[np.concatenate([numbers for numbers, _ in parts])] = np.arange(n)
+        return pa.concat_tables([t for _, t in parts]).take(pa.array(at))
+
+    def read_texts_in_background(self) -> None:
+        """Start reading every numbered passage's text (:meth:`_texts`) in a thread; :meth:`write`
+        waits for it. No passage is numbered after this."""
+        self._reading = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="rr-site")
+        self._texts_future = self._reading.submit(self._shard_texts)
+
+    def _shard_texts(self) -> tuple[pa.Array, pa.Array]:
+        """The titles and texts as JSON literals (:func:`_json_strings`), by number."""
+        table = self._texts()
+        return _json_strings(table.column("title")), _json_strings(table.column("text"))
 
     def write(self, data: Path, clock: _Clock) -> None:
+        """Write the passage shards, ~:data:`PASSAGE_SHARD_BYTES` each (``corpus``: the wait for
+        the texts). A shard's titles and texts are joined by pyarrow from their JSON literals."""
         clock("examples")
-        texts = self._texts()
+        if getattr(self, "_texts_future", None) is None:
+            self.read_texts_in_background()
+        try:
+            titles, texts = self._texts_future.result()
+        finally:
+            self._reading.shutdown()
         clock("corpus")
-        ids = [pid for _, pid in self.items]
-        corp = [c for c, _ in self.items]
-        start, shard, size = 0, 0, 0
-        for n in range(len(ids) + 1):
-            if n == len(ids) or (n > start and size > PASSAGE_SHARD_BYTES):
-                if n > start:
-                    payload = {
-                        "first": start,
-                        "id": ids[start:n],
-                        "c": corp[start:n],
-                        "title": [t for t, _ in texts[start:n]],
-                        "text": [x for _, x in texts[start:n]],
-                    }
-                    _write(data / "p" / f"p-{shard:04d}.js", "p", shard, payload)
-                    self.shards.append(start)
-                    shard += 1
-                start, size = n, 0
-            if n < len(ids):
-                size += len(ids[n]) + len(texts[n][0]) + len(texts[n][1] or "") + 8
+        ids, n = self.ids, len(self.ids)
+        size = np.fromiter(map(len, ids), dtype=np.int64, count=n) + 8
+        size += pc.binary_length(titles).to_numpy() + pc.binary_length(texts).to_numpy()
+        cum = np.cumsum(size)
+        bounds = [0]
+        while bounds[-1] < n:
+            # a shard closes with the passage that takes it past PASSAGE_SHARD_BYTES
+            start = bounds[-1]
+            base = int(cum[start - 1]) if start else 0
+            bounds.append(min(int(np.searchsorted(cum, base + PASSAGE_SHARD_BYTES, "right")) + 1, n))
+        offsets = pa.array(bounds, pa.int32())
+        joined = [
+            pc.binary_join(pa.ListArray.from_arrays(offsets, values), _text(",")).to_pylist()
+            for values in (titles, texts)
+        ]
+        for shard, (start, end) in enumerate(zip(bounds[:-1], bounds[1:], strict=True)):
+            text = (
+                f'RR.load("p",{shard},{{"first":{start},"id":{_json(ids[start:end])},'
+                f'"c":{_json(self.corpus[start:end])},"title":[{joined[0][shard]}],'
+                f'"text":[{joined[1][shard]}]}});\n'
+            )
+            (data / "p" / f"p-{shard:04d}.js").write_bytes(text.encode("utf-8"))
+            self.shards.append(start)
 
 
 def iter_flip_kinds() -> Iterable[tuple[str, str, str, str]]:

@@ -10,6 +10,20 @@
   var target = "a";  // which panel a click fills
   var CELL = { id: 0, score: 1, pred: 2, raw: 3, marker: 4, refused: 5, over: 6, judge: 7, dp: 8, ref: 9, docs: 10 };
 
+  /* A shard stores its rows column by column (d.cells); a system's cells are its rows r[0]..r[1],
+     each as the array CELL indexes. */
+  function unpack(d, x) {
+    var c = d.cells;
+    x.sys.forEach(function (sysd) {
+      if (sysd.cells) return;
+      var out = [];
+      for (var i = sysd.r[0]; i < sysd.r[1]; i++) {
+        out.push([c.c[i], c.sc[i], c.pred[i], c.raw[i], c.mk[i], c.rf[i], c.ow[i], c.jd[i], c.dp[i], c.ref[i], c.docs[i]]);
+      }
+      sysd.cells = out;
+    });
+  }
+
   function sysOf(s) {
     for (var i = 0; i < item.sys.length; i++) if (item.sys[i].s === s) return item.sys[i];
     return null;
@@ -62,13 +76,16 @@
     return h + "</tbody></table>";
   }
 
+  /* A cell's passage numbers in prompt order: n / -n (its ranking's first n, or those reversed),
+     {r: positions in its ranking} (another order of them), or the numbers themselves. */
   function docsOf(c) {
     var d = c[CELL.docs], ref = c[CELL.ref];
+    var lst = ref >= 0 ? item.ranked[ref] : null;
     if (typeof d === "number") {
-      if (d === 0 || ref < 0) return [];
-      var lst = item.ranked[ref];
+      if (d === 0 || !lst) return [];
       return d > 0 ? lst.slice(0, d) : lst.slice(0, -d).reverse();
     }
+    if (d && d.r) return lst ? d.r.map(function (i) { return lst[i]; }) : [];
     return d || [];
   }
 
@@ -226,6 +243,7 @@
       item = null;
       d.examples.forEach(function (x) { if (x.e === e) item = x; });
       if (!item) throw new Error("example " + e + " is not in its shard");
+      unpack(d, item);
       return render();
     });
   }
