@@ -426,9 +426,11 @@ class JsonlCorpus:
 
         fields = self._fields()
         schema = pa.schema([(f, pa.string()) for f in dict.fromkeys(f for fs in fields for f in fs)])
+        # one thread: the result site reads while it builds the rest; a line longer than the
+        # 32 MiB block fails here and is read by lines
         reader = pj.open_json(
             self.path,
-            read_options=pj.ReadOptions(block_size=1 << 25),  # a line longer than 32 MiB: read by lines
+            read_options=pj.ReadOptions(block_size=1 << 25, use_threads=False),
             parse_options=pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore"),
         )
         wanted = pa.array(list(ids), pa.string())

@@ -54,7 +54,7 @@ import logging
 import math
 import shutil
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -843,7 +843,7 @@ class _Model:
             size += b
         firsts.append(n_ex)
         row_bounds = [int(ex_first[e]) if e < n_ex else n for e in firsts]
-        joined = {k: _list_literals(v, np.asarray(row_bounds)).to_pylist() for k, v in literals.items()}
+        joined = {k: _runs_json(v, row_bounds) for k, v in literals.items()}
         self.ex_shards: list[int] = firsts[:-1]  # first example of each shard
         run = 0  # the (example, system) run at hand
         for shard, (first, last) in enumerate(zip(firsts[:-1], firsts[1:], strict=True)):
@@ -869,7 +869,7 @@ class _Model:
                     "sys": systems,
                 }
                 items.append(f'{_json(item)[:-1]},"ranked":{documents.ranked[e]}}}')
-            cells = ",".join(f'"{k}":{v[shard]}' for k, v in joined.items())
+            cells = ",".join(f'"{k}":{next(v)}' for k, v in joined.items())
             text = f'RR.load("ex",{shard},{{"first":{first},"examples":[{",".join(items)}],"cells":{{{cells}}}}});\n'
             (folder / f"e-{shard:04d}.js").write_bytes(text.encode("utf-8"))
 
@@ -1049,6 +1049,14 @@ def _list_literals(values: np.ndarray | pa.Array, bounds: np.ndarray) -> pa.Arra
     runs = pa.LargeListArray.from_arrays(pa.array(bounds, pa.int64()), values)
     joined = pc.binary_join(runs, _text(","))
     return pc.binary_join_element_wise(_text("["), joined, _text("]"), _text(""))
+
+
+def _runs_json(values: pa.Array, bounds: Sequence[int], per: int = 32) -> Iterator[str]:
+    """:func:`_list_literals` of each run ``values[bounds[j]:bounds[j + 1]]``, made ``per`` runs
+    at a time (a site's texts are not all copied at once)."""
+    for j in range(0, len(bounds) - 1, per):
+        b = np.asarray(bounds[j : j + per + 1], dtype=np.int64)
+        yield from _list_literals(values.slice(int(b[0]), int(b[-1] - b[0])), b - b[0]).to_pylist()
 
 
 def _records(df: pd.DataFrame | None) -> list[dict[str, Any]]:
@@ -1363,16 +1371,12 @@ class _Passages:
             start = bounds[-1]
             base = int(cum[start - 1]) if start else 0
             bounds.append(min(int(np.searchsorted(cum, base + PASSAGE_SHARD_BYTES, "right")) + 1, n))
-        offsets = pa.array(bounds, pa.int32())
-        joined = [
-            pc.binary_join(pa.ListArray.from_arrays(offsets, values), _text(",")).to_pylist()
-            for values in (titles, texts)
-        ]
+        shard_titles, shard_texts = _runs_json(titles, bounds), _runs_json(texts, bounds)
         for shard, (start, end) in enumerate(zip(bounds[:-1], bounds[1:], strict=True)):
             text = (
                 f'RR.load("p",{shard},{{"first":{start},"id":{_json(ids[start:end])},'
-                f'"c":{_json(self.corpus[start:end])},"title":[{joined[0][shard]}],'
-                f'"text":[{joined[1][shard]}]}});\n'
+                f'"c":{_json(self.corpus[start:end])},"title":{next(shard_titles)},'
+                f'"text":{next(shard_texts)}}});\n'
             )
             (data / "p" / f"p-{shard:04d}.js").write_bytes(text.encode("utf-8"))
             self.shards.append(start)
