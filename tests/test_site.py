@@ -542,6 +542,23 @@ def test_every_rows_documents_and_output_decode_from_the_shards(tmp_path: Path) 
         assert (got["score"], got["prediction"], got["raw_output"]) == (r.score, r.prediction, r.raw_output)
 
 
+def test_json_runs_are_the_runs_json_lists_a_few_at_a_time() -> None:
+    """The shards' JSON lists, made by pyarrow from each value's literal a few runs at a time,
+    are what json.dumps makes of each run (strings that need escapes, missing values, empty
+    runs, and runs across the chunks)."""
+    import pyarrow as pa
+
+    from rr.reporting.site import _json_strings, _runs_json
+
+    values = ["plain", 'a "quote"', "back\\slash", "new\nline\ttab", None, "é \u2028", "", "x"]
+    bounds = [0, 2, 2, 5, 6, 8]
+    literals = _json_strings(pa.array(values))
+    got = list(_runs_json(literals, bounds, per=2))
+    assert [json.loads(g) for g in got] == [values[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
+    numbers = list(_runs_json(pa.array([str(i) for i in range(7)], pa.large_string()), [0, 3, 7], per=1))
+    assert numbers == ["[0,1,2]", "[3,4,5,6]"]
+
+
 def test_flips_are_the_comparisons_the_metrics_fail() -> None:
     table = job_rows("m", "vanilla", 30, base=0.5, gain=0.2)
     flips = robustness_flips(table)
