@@ -46,6 +46,7 @@ its reverse, or positions in it, and the McNemar pairs are read from the report'
 
 from __future__ import annotations
 
+import array
 import concurrent.futures
 import difflib
 import gc
@@ -944,7 +945,7 @@ class _Model:
         count = np.zeros(n, dtype=np.int64)  # n / -n rows (0: none, or a list below)
         listed: list[int] = []  # rows whose documents are a list: positions or passage numbers
         listed_r: list[bool] = []  # positions in the ranking ({"r": [...]}) or passage numbers
-        values: list[int] = []  # the lists, one after the other
+        values = array.array("q")  # the lists, one after the other
         # a shuffled row's ids as positions in its ranking: looked up in a small dict (the
         # ranking's), not the corpus-wide one, and written as 1-2 digits each
         positions: dict[int, dict[Any, int]] = {}
@@ -979,17 +980,19 @@ class _Model:
                 if pos is None:
                     r0, rn = int(start[rrow]), int(lens[rrow])
                     pos = positions[rrow] = dict(zip(ids[r0 : r0 + rn], range(rn), strict=True))
-                got: list[Any] = list(map(pos.get, mine))
-                if None not in got:
+                before = len(values)
+                try:
+                    values.extend(map(pos.__getitem__, mine))
                     listed_r.append(True)
-                    values.extend(got)
                     continue
+                except KeyError:  # a passage outside the ranking: the row's are numbered instead
+                    del values[before:]
             listed_r.append(False)
             values.extend(passages.numbers(job_names[i], mine))
         docs = _int_literals(count)
         if listed:
             at = np.asarray(listed, dtype=np.int64)
-            lists = _list_literals(np.asarray(values, dtype=np.int64), np.r_[0, np.cumsum(lens[at])])
+            lists = _list_literals(np.frombuffer(values, dtype=np.int64), np.r_[0, np.cumsum(lens[at])])
             is_r = pa.array(listed_r, pa.bool_())
             wrapped = pc.binary_join_element_wise(_text('{"r":'), lists, _text("}"), _text(""))
             lists = pc.if_else(is_r, wrapped, lists)
