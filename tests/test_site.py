@@ -498,7 +498,9 @@ def decoded_rows(site: Path) -> dict[tuple[str, str, int, str, str], dict[str, A
     return out
 
 
-def test_every_rows_documents_and_output_decode_from_the_shards(tmp_path: Path) -> None:
+def test_every_rows_documents_and_output_decode_from_the_shards(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Prefix, reversed and shuffled cells of a ranking, a cell with a passage outside it,
     closed-book rows, outputs that need escapes: each row's documents (in prompt order), score and
     outputs read back from the example shards equal the score table's."""
@@ -522,9 +524,15 @@ def test_every_rows_documents_and_output_decode_from_the_shards(tmp_path: Path) 
     table.loc[table["example_id"] == "q003", "prediction"] = 'say "yes"\\ \n'  # escapes
     write_job(tmp_path / "sweep", table)
     report = build_report([tmp_path / "sweep"], tmp_path / "report", n_resamples=20, only=["robustness"])
+    monkeypatch.setattr("rr.reporting.site.EXAMPLE_SHARD_BYTES", 6_000)
     site = build_site(report, corpus_loader=lambda job_dir: {}).out_dir
     rows = decoded_rows(site)
     assert len(rows) == len(table)
+    # whole examples per shard, each shard within its budget (the estimate counts every part)
+    shards = sorted((site / "data" / "ex").glob("*.js"))
+    assert len(shards) > 1
+    for f in shards:
+        assert len(site_payload(f)["examples"]) == 1 or f.stat().st_size <= 6_000 * 1.1, f.stat().st_size
 
     def kind(d: Any) -> str:
         if isinstance(d, dict):
@@ -533,7 +541,6 @@ def test_every_rows_documents_and_output_decode_from_the_shards(tmp_path: Path) 
             return "passage numbers"
         return "none" if d == 0 else "prefix" if d > 0 else "reversed prefix"
 
-    shards = sorted((site / "data" / "ex").glob("*.js"))
     kinds = {kind(d) for f in shards for d in site_payload(f)["cells"]["docs"]}
     assert len(kinds) == 5, kinds  # every way a row's documents are stored
     for r in table.itertuples():

@@ -826,7 +826,7 @@ class _Model:
         questions = _str_list(df, "question", order[starts])
         n_ex = len(self.examples)
         ex_first = np.searchsorted(ex_s, np.arange(n_ex), "left")
-        # bytes of each example: its rows (their literals and commas), its question and answers
+        # bytes of each example: its rows (their literals and commas), rankings, question, answers
         row_bytes = np.full(n, len(literals), dtype=np.int64)
         for values in literals.values():
             row_bytes += pc.binary_length(values).to_numpy()
@@ -834,6 +834,7 @@ class _Model:
         ex_bytes = cum[np.r_[ex_first[1:], n]] - cum[ex_first]
         ex_bytes += np.fromiter(map(len, self.questions), dtype=np.int64, count=n_ex)
         ex_bytes += 50 * np.fromiter(map(len, self.answers), dtype=np.int64, count=n_ex)
+        ex_bytes += np.fromiter(map(len, documents.ranked), dtype=np.int64, count=n_ex)
         # shards of whole examples: one closes before the example that takes it past the budget
         firsts = [0]
         size = 0
