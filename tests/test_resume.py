@@ -183,12 +183,14 @@ def test_status_prints_bracketed_overrides_verbatim(
 
     states = [
         JobState("abc123", "missing", None, "retriever=[bm25] grid.k=[1,2] name=[bold]x"),
-        JobState("def456", "done", tmp_path / "[red]job", "accuracy 0.5"),
+        # a long folder (as under pytest-xdist's popen-gw0/...) must not be folded across lines
+        JobState("def456", "done", tmp_path / ("deep" * 30) / "[red]job", "accuracy 0.5"),
     ]
     monkeypatch.setattr(
         rr.commands.status, "status_report", lambda root, config_dir=None: StatusReport(states)
     )
     assert status_main([str(tmp_path / "[dim]sweep")]) == 0
     out = capsys.readouterr().out
-    for text in ("retriever=[bm25]", "grid.k=[1,2]", "name=[bold]x", "[red]job", "[dim]sweep"):
+    folder = str(tmp_path / ("deep" * 30) / "[red]job")
+    for text in ("retriever=[bm25]", "grid.k=[1,2]", "name=[bold]x", folder, "[dim]sweep"):
         assert text in out, (text, out)

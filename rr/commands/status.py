@@ -25,6 +25,11 @@ from rr.resume import differing_overrides, status_report
 OUTCOMES = ("done", "skipped", "resumed", "failed")
 
 
+#: Width of the tables written to a file or a pipe (a terminal's own width otherwise): wide enough
+#: that a job's folder and overrides stay on one line, for grep and for tests.
+PIPED_WIDTH = 400
+
+
 def job_record(
     outcome: str, job_id: str, folder: str, summary: dict[str, Any] | None, wall_s: float
 ) -> dict[str, Any]:
@@ -158,7 +163,7 @@ def print_sweep_table(rows: list[JobRow], title: str, file: TextIO | None = None
                 )
             )
         )
-    console = Console(file=file, width=None if file.isatty() else 200)
+    console = Console(file=file, width=None if file.isatty() else PIPED_WIDTH)
     console.print(table)
     console.print(", ".join(f"{sum(r.outcome == o for r in rows)} {o}" for o in OUTCOMES))
 
@@ -214,7 +219,7 @@ def status_main(argv: list[str]) -> int:
     for s in states:
         cells = (s.state, s.job_id, s.overrides, str(s.path) if s.path else "-", s.detail)
         table.add_row(*(escape(c) for c in cells))
-    console = Console(width=None if Console().is_terminal else 160)
+    console = Console(width=None if Console().is_terminal else PIPED_WIDTH)
     console.print(table)
     counts = {k: sum(s.state == k for s in states) for k in order}
     console.print(", ".join(f"{n} {k}" for k, n in counts.items() if k != "failed" or n))
