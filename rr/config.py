@@ -323,9 +323,9 @@ def _leaf_keys(node: DictConfig, prefix: str = "") -> Iterator[str]:
     """The dotted keys of ``node``'s leaves (a list is a leaf): ``grid.k``, ``generator.max_new_tokens``."""
     for k, v in node.items():
         if isinstance(v, DictConfig):
-            yield from _leaf_keys(v, f"{prefix}{k}.")
+            yield from _leaf_keys(v, f"{prefix}{k!s}.")
         else:
-            yield f"{prefix}{k}"
+            yield f"{prefix}{k!s}"
 
 
 def setting_origin(key: str) -> str | None:

@@ -186,10 +186,10 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
                 raise DataError(f"{path}:{lineno}: invalid JSON ({e.msg}{where})") from e
             if not isinstance(obj, dict):
                 raise DataError(f"{path}:{lineno}: expected a JSON object, got {type(obj).__name__}")
-            if _SURROGATE_ESCAPE.search(line) and (text := _lone_surrogate(obj)) is not None:
+            if _SURROGATE_ESCAPE.search(line) and (lone := _lone_surrogate(obj)) is not None:
                 raise DataError(
-                    f"{path}:{lineno}: a lone surrogate escape (\\u{ord(_SURROGATE.findall(text)[0]):04x}) "
-                    f"in {text[:40]!r}; a surrogate must come in a high+low pair"
+                    f"{path}:{lineno}: a lone surrogate escape (\\u{ord(_SURROGATE.findall(lone)[0]):04x}) "
+                    f"in {lone[:40]!r}; a surrogate must come in a high+low pair"
                 )
             yield lineno, obj
 
