@@ -162,25 +162,21 @@ def decoder_throughput(s: Shapes, device: str) -> list[dict[str, Any]]:
     for batch in s.batches:
         ids = torch.randint(10, s.dec_vocab, (batch, s.prompt_tokens), device=device)
         mask = torch.ones_like(ids)
-        kwargs = dict(
-            attention_mask=mask,
-            do_sample=False,
-            max_new_tokens=s.new_tokens,
-            min_new_tokens=s.new_tokens,
-            pad_token_id=0,
-        )
+        greedy = {"do_sample": False, "pad_token_id": 0}
+        warm = min(64, s.prompt_tokens)
         with torch.inference_mode():
-            model.generate(
-                ids[:, : min(64, s.prompt_tokens)],
-                **{**kwargs, "attention_mask": mask[:, :64], "max_new_tokens": 2, "min_new_tokens": 2},
-            )  # warm-up
+            model.generate(  # warm-up
+                ids[:, :warm], attention_mask=mask[:, :warm], max_new_tokens=2, min_new_tokens=2, **greedy
+            )
             _sync(device)
             t0 = time.perf_counter()
             model(input_ids=ids, attention_mask=mask, logits_to_keep=1)
             _sync(device)
             prefill_s = time.perf_counter() - t0
             t0 = time.perf_counter()
-            out = model.generate(ids, **kwargs)
+            out = model.generate(
+                ids, attention_mask=mask, max_new_tokens=s.new_tokens, min_new_tokens=s.new_tokens, **greedy
+            )
             _sync(device)
             total_s = time.perf_counter() - t0
         new = (out.shape[1] - s.prompt_tokens) * batch
