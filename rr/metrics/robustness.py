@@ -221,9 +221,9 @@ def rsr_comparisons(df: pd.DataFrame) -> pd.DataFrame:
     ks = sorted(int(k) for k in rag[K].unique())
     if len(ks) < 2:
         raise MetricUndefinedError(f"RSR needs at least 2 values of k > 0; the table has k={ks}")
-    all_orders = set(rag[ORDER])
+    all_orders = set(rag[ORDER].unique())  # unique() first: a set over a pyarrow string column is slow
     for k, orders in rag.groupby(K)[ORDER]:
-        absent = all_orders - set(orders)
+        absent = all_orders - set(orders.unique())
         if absent:
             raise ValueError(
                 f"RSR compares each order across k, but order(s) {sorted(absent)} are missing at k={k}; "
