@@ -322,7 +322,7 @@ def test_mcnemar_pairs_are_the_paired_tests_pairs_and_the_others_say_why(
         write_job(sweep, df)
     report = build_report([sweep], tmp_path / "report", n_resamples=50)
     with monkeypatch.context() as m:  # the report ran the rule: the site reads its tables
-        m.setattr("rr.reporting.site.system_pairs", lambda *a: pytest.fail("the rule ran twice"))
+        m.setattr("rr.reporting.site.pairs.system_pairs", lambda *a: pytest.fail("the rule ran twice"))
         site = build_site(report).out_dir
     index = site_data(site, "index")
     offered = sorted(p["label"] for p in index["pairs"])
@@ -524,7 +524,7 @@ def test_every_rows_documents_and_output_decode_from_the_shards(
     table.loc[table["example_id"] == "q003", "prediction"] = 'say "yes"\\ \n'  # escapes
     write_job(tmp_path / "sweep", table)
     report = build_report([tmp_path / "sweep"], tmp_path / "report", n_resamples=20, only=["robustness"])
-    monkeypatch.setattr("rr.reporting.site.EXAMPLE_SHARD_BYTES", 6_000)
+    monkeypatch.setattr("rr.reporting.site.rows.EXAMPLE_SHARD_BYTES", 6_000)
     site = build_site(report, corpus_loader=lambda job_dir: {}).out_dir
     rows = decoded_rows(site)
     assert len(rows) == len(table)

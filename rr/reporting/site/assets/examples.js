@@ -1,5 +1,5 @@
 /* Examples list: one row per (example, system), paged, with filters. Flips come precomputed
-   (rr/metrics/flips.py via rr/reporting/site.py): one character per cell, a bit per flip kind. */
+   (rr/metrics/flips.py via rr/reporting/site/): one character per cell, a bit per flip kind. */
 "use strict";
 (function () {
   var esc = RR.esc;

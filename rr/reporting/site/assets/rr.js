@@ -53,7 +53,7 @@ var RR = (function () {
     return String(v);
   }
 
-  /* Score characters (rr/reporting/site.py): '0', '1', 'a'+round(20*s), '-' missing. */
+  /* Score characters (rr/reporting/site/): '0', '1', 'a'+round(20*s), '-' missing. */
   function score(ch) {
     if (ch === "0") return 0;
     if (ch === "1") return 1;

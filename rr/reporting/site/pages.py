@@ -1,0 +1,190 @@
+"""The pages: the HTML files and assets copied, the report's figures and tables copied, and the
+overview's data (jobs and their config differences, sweep states, tables, pairs)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from rr.reporting.core import Report, ReportContext, ReportTable
+from rr.reporting.site.encoding import _num
+from rr.reporting.site.flips import flip_counts
+from rr.reporting.site.index import _Model
+
+log = logging.getLogger(__name__)
+
+#: Rows of a report table shown on the overview (the CSV in ``tables/`` has all of them).
+TABLE_ROWS = 500
+ASSETS = ("rr.css", "rr.js", "overview.js", "examples.js", "example.js")
+#: file -> (page script, title); the pages are ``assets/page.html`` filled in.
+PAGES = {
+    "index.html": ("overview", "overview"),
+    "examples.html": ("examples", "examples"),
+    "example.html": ("example", "example"),
+}
+#: The navigation bar's links: (file, label).
+NAV = (("index.html", "Overview"), ("examples.html", "Examples"))
+
+
+def _copy_assets(out: Path) -> None:
+    assets = resources.files("rr.reporting.site") / "assets"
+    (out / "assets").mkdir(exist_ok=True)
+    for name in ASSETS:
+        (out / "assets" / name).write_bytes((assets / name).read_bytes())
+    template = (assets / "page.html").read_text(encoding="utf-8")
+    for name, (script, title) in PAGES.items():
+        current = ' aria-current="page"'
+        nav = "".join(f'<a href="{h}"{current if h == name else ""}>{label}</a>' for h, label in NAV)
+        html = template.replace("$TITLE", title).replace("$PAGE", script).replace("$NAV", nav)
+        (out / name).write_text(html, encoding="utf-8")
+
+
+def _copy_report_files(report: Report, out: Path) -> None:
+    for sub, ext in (("figures", ".png"), ("tables", ".csv")):
+        files = [f for f in report.files if f.suffix == ext and f.parent.name == sub and f.exists()]
+        if files:
+            (out / sub).mkdir(exist_ok=True)
+        for f in files:
+            shutil.copyfile(f, out / sub / f.name)
+
+
+def _overview(report: Report, ctx: ReportContext, model: _Model) -> dict[str, Any]:
+    jobs = []
+    configs = {}
+    for job in ctx.jobs:
+        configs[job.job_id] = _flat_config(job.path / "config.yaml")
+        s = job.summary
+        jobs.append(
+            {
+                "job_id": job.job_id,
+                "rows": job.rows,
+                "folder": str(job.path),
+                "model_calls": s.get("model_calls"),
+                "cache_hits": s.get("cache_hits"),
+                "wall_s": _num(s.get("wall_s")),
+                "accuracy": _num(s.get("accuracy")),
+                "closed_book_accuracy": _num(s.get("closed_book_accuracy")),
+            }
+        )
+    keys = sorted({k for c in configs.values() for k in c})
+    differ = [
+        k
+        for k in keys
+        if not k.startswith(("paths.", "hydra.", "progress", "logger."))
+        and len({json.dumps(c.get(k), default=str) for c in configs.values()}) > 1
+    ]
+    for j in jobs:
+        j["config"] = {k: configs[j["job_id"]].get(k) for k in differ}
+    sections = []
+    for o in report.outcomes:
+        sec: dict[str, Any] = {"name": o.section.name, "title": o.section.title}
+        if o.skipped:
+            sec["skipped"] = o.skipped
+        if o.error:
+            sec["error"] = o.error
+        items = []
+        for item in o.items:
+            if isinstance(item, ReportTable):
+                items.append(_table(item))
+            else:
+                items.append({"figure": item.name, "title": item.title, "caption": item.caption})
+        sec["items"] = items
+        sections.append(sec)
+    return {
+        "title": "rr report",
+        "rows": int(len(model.df)),
+        "examples": len(model.examples),
+        "systems": len(model.systems),
+        "resamples": ctx.n_resamples,
+        "confidence": ctx.confidence,
+        "seed": ctx.seed,
+        "jobs": jobs,
+        "config_keys": differ,
+        "sweeps": _sweeps(ctx),
+        "sections": sections,
+        "flip_counts": flip_counts(model),
+        "pairs": [
+            {
+                "label": p["label"],
+                "differs_in": p["differs_in"],
+                "dataset": p["dataset"],
+                "examples": len(p["ex"]),
+            }
+            for p in model.pairs
+        ],
+        "pairs_apart": [
+            {k: p[k] for k in ("label", "differs_in", "dataset", "reason")} for p in model.pairs_apart
+        ],
+        "notes": model.notes,
+    }
+
+
+def _table(table: ReportTable) -> dict[str, Any]:
+    df = table.df
+    cols = [str(c) for c in df.columns]
+    rows = [
+        [_num(v) if not isinstance(v, str) else v for v in r]
+        for r in df.head(TABLE_ROWS).itertuples(index=False)
+    ]
+    return {
+        "table": table.name,
+        "title": table.title,
+        "caption": table.caption,
+        "digits": table.digits,
+        "columns": cols,
+        "rows": rows,
+        "total_rows": int(len(df)),
+    }
+
+
+def _flat_config(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        return {}
+    try:
+        from omegaconf import OmegaConf
+
+        cfg = OmegaConf.to_container(OmegaConf.load(path), resolve=False)
+    except Exception as err:  # a torn or foreign config: show the jobs without it
+        log.warning("site: %s unreadable: %s", path, err)
+        return {}
+    flat: dict[str, Any] = {}
+
+    def walk(node: Any, prefix: str) -> None:
+        if isinstance(node, dict):
+            for k, v in node.items():
+                walk(v, f"{prefix}{k}.")
+        else:
+            flat[prefix[:-1]] = (
+                node if isinstance(node, str | int | float | bool) or node is None else str(node)
+            )
+
+    walk(cfg, "")
+    return flat
+
+
+def _sweeps(ctx: ReportContext) -> list[dict[str, Any]]:
+    """Done / partial / missing jobs (``rr status``) of every sweep folder the jobs lie in."""
+    roots = sorted({j.path.parent for j in ctx.jobs if (j.path.parent / "multirun.yaml").exists()})
+    out: list[dict[str, Any]] = []
+    for root in roots:
+        try:
+            from rr.resume import status
+
+            states = status(root)
+        except Exception as err:  # the sweep's configs may no longer compose
+            out.append({"folder": str(root), "error": f"{type(err).__name__}: {err}", "jobs": []})
+            continue
+        out.append(
+            {
+                "folder": str(root),
+                "jobs": [
+                    {"job_id": s.job_id, "state": s.state, "folder": str(s.path or ""), "detail": s.detail}
+                    for s in states
+                ],
+            }
+        )
+    return out

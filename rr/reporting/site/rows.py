@@ -1,0 +1,169 @@
+"""The data files of the examples list (``rows-NNN.js``), the example shards (``ex/e-NNN.js``)
+and the index (``index.js``), written from the indexed score table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow.compute as pc
+
+from rr.reporting.site.documents import _Documents
+from rr.reporting.site.encoding import (
+    _arrow_strings,
+    _char_diff,
+    _flag_literals,
+    _int_literals,
+    _json,
+    _json_strings,
+    _num,
+    _runs_json,
+    _score_literals,
+    _str_list,
+    _write,
+)
+from rr.reporting.site.flips import FLIP_BITS, FLIP_CHARS, flip_counts
+from rr.reporting.site.index import _Model
+from rr.reporting.site.passages import _Passages
+
+#: Byte budgets of the data files.
+ROWS_PER_CHUNK = 4000
+EXAMPLE_SHARD_BYTES = 300_000
+
+
+def write_rows(model: _Model, data: Path) -> None:
+    model.questions, model.answers = model._questions()
+    score_str = model.score_buf.tobytes().decode("ascii")
+    flip_str = np.frombuffer(FLIP_CHARS.encode(), dtype=np.uint8)[model.flip_buf].tobytes().decode("ascii")
+    model.row_chunks = []  # first list row of each chunk
+    start = 0
+    n = model.n_list_rows
+    chunk = 0
+    while start < n:
+        end = min(start + ROWS_PER_CHUNK, n)
+        while end < n and model.list_ex[end] == model.list_ex[end - 1]:
+            end += 1  # whole examples per chunk
+        ex0, ex1 = int(model.list_ex[start]), int(model.list_ex[end - 1]) + 1
+        off = model.offsets
+        payload = {
+            "first": start,
+            "ex0": ex0,
+            "id": model.examples["id"].iloc[ex0:ex1].tolist(),
+            "ds": model.examples["ds"].iloc[ex0:ex1].tolist(),
+            "q": model.questions[ex0:ex1],
+            "a": model.answers[ex0:ex1],
+            "ex": model.list_ex[start:end].tolist(),
+            "sys": model.list_sys[start:end].tolist(),
+            "sc": [score_str[off[i] : off[i + 1]] for i in range(start, end)],
+            "fl": [flip_str[off[i] : off[i + 1]] for i in range(start, end)],
+            "acc": [_num(v) for v in model.acc[start:end]],
+            "cb": [_num(v) for v in model.cb[start:end]],
+        }
+        _write(data / f"rows-{chunk:03d}.js", "rows", chunk, payload)
+        model.row_chunks.append(start)
+        start, chunk = end, chunk + 1
+
+
+def write_examples(model: _Model, folder: Path, documents: _Documents) -> None:
+    """Write the example shards: whole examples, ~:data:`EXAMPLE_SHARD_BYTES` each. A shard
+    holds its examples (question, answers, rankings, systems with their row ranges) and
+    their rows column by column (``cells``: one list per field, rows by example, system,
+    cell): text columns joined by pyarrow from their JSON literals, the others encoded a
+    shard's slice at a time."""
+    df = model.df
+    order = model.order
+    n = len(order)
+    ex_s, sys_s = model.ex[order], model.sys[order]
+    # each column as the JSON literal of each row, joined a shard at a time by pyarrow
+    literals = {
+        "c": _int_literals(model.cell[order]),
+        "sc": _score_literals(model.score[order]),
+        "pred": _json_strings(_arrow_strings(df, "prediction", order)),
+        "raw": _json_strings(_arrow_strings(df, "raw_output", order)),
+        "mk": _flag_literals(df, "marker_found", order),
+        "rf": _flag_literals(df, "refused", order),
+        "ow": _flag_literals(df, "over_window", order),
+        "jd": _json_strings(_arrow_strings(df, "judge", order)),
+        "dp": _json_strings(_arrow_strings(df, "doc_perturbation", order, "none")),
+        "ref": _int_literals(documents.ref),
+        "docs": documents.docs,
+    }
+    # (example, system) runs of rows, and each system's question where it is not the example's
+    starts = np.flatnonzero(np.r_[True, (ex_s[1:] != ex_s[:-1]) | (sys_s[1:] != sys_s[:-1])])
+    ends = np.r_[starts[1:], n]
+    questions = _str_list(df, "question", order[starts])
+    n_ex = len(model.examples)
+    ex_first = np.searchsorted(ex_s, np.arange(n_ex), "left")
+    # bytes of each example: its rows (their literals and commas), rankings, question, answers
+    row_bytes = np.full(n, len(literals), dtype=np.int64)
+    for values in literals.values():
+        row_bytes += pc.binary_length(values).to_numpy()
+    cum = np.r_[0, np.cumsum(row_bytes)]
+    ex_bytes = cum[np.r_[ex_first[1:], n]] - cum[ex_first]
+    ex_bytes += np.fromiter(map(len, model.questions), dtype=np.int64, count=n_ex)
+    ex_bytes += 50 * np.fromiter(map(len, model.answers), dtype=np.int64, count=n_ex)
+    ex_bytes += np.fromiter(map(len, documents.ranked), dtype=np.int64, count=n_ex)
+    # shards of whole examples: one closes before the example that takes it past the budget
+    firsts = [0]
+    size = 0
+    for e, b in enumerate(ex_bytes.tolist()):
+        if size and size + b > EXAMPLE_SHARD_BYTES:
+            firsts.append(e)
+            size = 0
+        size += b
+    firsts.append(n_ex)
+    row_bounds = [int(ex_first[e]) if e < n_ex else n for e in firsts]
+    joined = {k: _runs_json(v, row_bounds) for k, v in literals.items()}
+    model.ex_shards = firsts[:-1]  # first example of each shard
+    run = 0  # the (example, system) run at hand
+    for shard, (first, last) in enumerate(zip(firsts[:-1], firsts[1:], strict=True)):
+        r0 = row_bounds[shard]
+        items = []
+        for e in range(first, last):
+            systems = []
+            while run < len(starts) and ex_s[starts[run]] == e:
+                s0, s1 = int(starts[run]), int(ends[run])
+                sysd: dict[str, Any] = {"s": int(sys_s[s0]), "r": [s0 - r0, s1 - r0]}
+                q = questions[run]
+                if q != model.questions[e]:
+                    sysd["q"] = q
+                    sysd["diff"] = _char_diff(model.questions[e], q)
+                systems.append(sysd)
+                run += 1
+            item = {
+                "e": e,
+                "id": model.examples["id"].iat[e],
+                "ds": model.examples["ds"].iat[e],
+                "q": model.questions[e],
+                "a": model.answers[e],
+                "sys": systems,
+            }
+            items.append(f'{_json(item)[:-1]},"ranked":{documents.ranked[e]}}}')
+        cells = ",".join(f'"{k}":{next(v)}' for k, v in joined.items())
+        text = (
+            f'RR.load("ex",{shard},{{"first":{first},"examples":[{",".join(items)}],"cells":{{{cells}}}}});\n'
+        )
+        (folder / f"e-{shard:04d}.js").write_bytes(text.encode("utf-8"))
+
+
+def index(model: _Model, passages: _Passages) -> dict[str, Any]:
+    return {
+        "systems": [{**s, "cells": model.sys_cells[i]} for i, s in enumerate(model.systems)],
+        "system_columns": model.sys_cols,
+        "cells": model.cells,
+        "datasets": sorted(set(model.examples["ds"])),
+        "n_examples": len(model.examples),
+        "n_rows": model.n_list_rows,
+        "row_chunks": model.row_chunks,
+        "ex_shards": model.ex_shards,
+        "p_shards": passages.shards,
+        "corpora": passages.corpora_info(),
+        "flips": flip_counts(model),
+        "flip_bits": FLIP_BITS,
+        "pairs": [
+            {k: v for k, v in p.items() if k in ("a", "b", "dataset", "differs_in", "label")}
+            for p in model.pairs
+        ],
+        "notes": model.notes,
+    }
