@@ -206,7 +206,6 @@ class _Passages:
     def write(self, data: Path, clock: _Clock) -> None:
         """Write the passage shards, ~:data:`PASSAGE_SHARD_BYTES` each (``corpus``: the wait for
         the texts). A shard's titles and texts are joined by pyarrow from their JSON literals."""
-        clock("examples")
         if getattr(self, "_texts_future", None) is None:
             self.read_texts_in_background()
         try:
