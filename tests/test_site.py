@@ -608,3 +608,40 @@ def test_site_data_are_scripts_and_the_flag_turns_the_site_off(sweep: dict[str, 
     report_main([str(sweep["folder"]), "--out", str(tmp_path / "r"), "--only", "robustness", "--no-site"])
     assert (tmp_path / "r" / "README.md").exists() and not (tmp_path / "r" / "site").exists()
     assert np.isfinite(index["flips"]["ndr"]["rows"])
+
+
+def test_data_files_hold_exactly_the_declared_fields(sweep: dict[str, Any]) -> None:
+    """Each data file's payload, and each record nested in one, has the fields
+    rr/reporting/site/format.py declares, in its order (tests/test_site_format.py checks the page
+    scripts read only those)."""
+    from rr.reporting.site import format as fmt
+
+    def names(record: type[fmt.Record]) -> list[str]:
+        return [str(f) for f in record.fields().values()]
+
+    site = sweep["site"]
+    index = site_data(site, "index")
+    assert list(index) == names(fmt.Index) and index["format_version"] == fmt.FORMAT_VERSION
+    assert all(list(s) == names(fmt.System) for s in index["systems"])
+    assert all(list(f) == names(fmt.FlipCount) for f in index["flips"].values())
+    assert index["pairs"] and all(list(p) == names(fmt.IndexPair) for p in index["pairs"])
+    assert all(list(p) == names(fmt.PairExamples) for p in site_data(site, "pairs"))
+    overview = site_data(site, "overview")
+    assert list(overview) == names(fmt.Overview) and overview["format_version"] == fmt.FORMAT_VERSION
+    assert all(list(f) == names(fmt.FlipCount) for f in overview["flip_counts"].values())
+    assert all(list(p) == names(fmt.OverviewPair) for p in overview["pairs"])
+    assert all(list(p) == names(fmt.PairApart) for p in overview["pairs_apart"])
+    for f in sorted((site / "data").glob("rows-*.js")):
+        assert list(site_payload(f)) == names(fmt.RowsChunk)
+    perturbed = 0
+    for f in sorted((site / "data" / "ex").glob("*.js")):
+        shard = site_payload(f)
+        assert list(shard) == names(fmt.ExampleShard) and list(shard["cells"]) == names(fmt.ExampleCells)
+        for item in shard["examples"]:
+            assert list(item) == names(fmt.Example)
+            for sysd in item["sys"]:  # q and diff only where the system's question is perturbed
+                assert list(sysd) in (names(fmt.ExampleSystem)[:2], names(fmt.ExampleSystem))
+                perturbed += len(sysd) == 4
+    assert perturbed
+    for f in sorted((site / "data" / "p").glob("*.js")):
+        assert list(site_payload(f)) == names(fmt.PassageShard)

@@ -50,7 +50,8 @@ examples, systems, cells, list rows), :mod:`~rr.reporting.site.flips` and
 :mod:`~rr.reporting.site.passages` (each row's documents, the passages and their texts),
 :mod:`~rr.reporting.site.rows` (the examples list's, example shards' and index's data files),
 :mod:`~rr.reporting.site.pages` (the pages, the overview's data, the copied assets and report
-files), :mod:`~rr.reporting.site.encoding` (JSON and the pyarrow literal builders).
+files), :mod:`~rr.reporting.site.encoding` (JSON and the pyarrow literal builders),
+:mod:`~rr.reporting.site.format` (the data files' fields and :data:`~rr.reporting.site.format.FORMAT_VERSION`).
 """
 
 from __future__ import annotations

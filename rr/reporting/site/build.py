@@ -17,6 +17,7 @@ from rr.reporting.site.clock import _Clock
 from rr.reporting.site.documents import number_documents
 from rr.reporting.site.encoding import _write
 from rr.reporting.site.flips import compute_flips
+from rr.reporting.site.format import Index, Overview, PairExamples
 from rr.reporting.site.index import _Model
 from rr.reporting.site.pages import _copy_assets, _copy_report_files, _overview
 from rr.reporting.site.pairs import compute_pairs
@@ -109,19 +110,19 @@ def _build_site(
     compute_pairs(model, report if scores is None else None)
     clock("mcnemar")
     info.notes += model.notes
-    _write(out / "data" / "overview.js", "overview", None, _overview(report, ctx, model))
+    _write(out / "data" / "overview.js", Overview.kind, None, _overview(report, ctx, model))
     clock("overview")
     write_rows(model, out / "data")
     clock("rows")
     write_examples(model, out / "data" / "ex", documents)
     clock("examples")
     passages.write(out / "data", clock)
-    _write(out / "data" / "index.js", "index", None, index(model, passages))
+    _write(out / "data" / "index.js", Index.kind, None, index(model, passages))
     _write(
         out / "data" / "pairs.js",
-        "pairs",
+        PairExamples.kind,
         None,
-        [{"ex": p["ex"], "a_right": p["a_right"], "b_right": p["b_right"]} for p in model.pairs],
+        [{f: p[f] for f in PairExamples.fields().values()} for p in model.pairs],
     )
     clock("passages")
     info.notes += passages.notes

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from rr.metrics.flips import KINDS, doc_perturbation_flips, query_perturbation_flips, robustness_flips
+from rr.reporting.site.format import FlipCount
 from rr.reporting.site.index import _Model
 
 #: Bit of each flip kind in a row's flip characters.
@@ -94,10 +95,10 @@ def flip_counts(model: _Model) -> dict[str, Any]:
             owner = np.searchsorted(model.offsets, np.nonzero(hit)[0], side="right") - 1
             rows[owner] = True
         out[kind] = {
-            "label": FLIP_LABELS[kind][0],
-            "metric": FLIP_LABELS[kind][1],
-            "means": FLIP_LABELS[kind][2],
-            "rows": int(rows.sum()),
-            "errors": model.flip_errors[kind],
+            FlipCount.label: FLIP_LABELS[kind][0],
+            FlipCount.metric: FLIP_LABELS[kind][1],
+            FlipCount.means: FLIP_LABELS[kind][2],
+            FlipCount.rows: int(rows.sum()),
+            FlipCount.errors: model.flip_errors[kind],
         }
     return out

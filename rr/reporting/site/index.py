@@ -12,6 +12,7 @@ from rr.metrics.flips import KINDS
 from rr.reporting.core import ReportContext, system_by, system_label
 from rr.reporting.site.clock import _Clock
 from rr.reporting.site.encoding import _as_list
+from rr.reporting.site.format import System
 
 #: Score characters: exact 0 and 1, else ``a`` + round(20 * score), ``-`` when the cell is missing.
 MISSING = "-"
@@ -54,8 +55,8 @@ class _Model:
         first = first.assign(_s=self.sys[first.index]).sort_values("_s")
         self.systems: list[dict[str, Any]] = [
             {
-                "label": system_label(r, self.sys_cols) if self.sys_cols else "all",
-                "cols": {c: str(r[c]) for c in self.sys_cols},
+                System.label: system_label(r, self.sys_cols) if self.sys_cols else "all",
+                System.cols: {c: str(r[c]) for c in self.sys_cols},
             }
             for _, r in first.iterrows()
         ]

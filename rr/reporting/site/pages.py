@@ -13,6 +13,7 @@ from typing import Any
 from rr.reporting.core import Report, ReportContext, ReportTable
 from rr.reporting.site.encoding import _num
 from rr.reporting.site.flips import flip_counts
+from rr.reporting.site.format import FORMAT_VERSION, Overview, OverviewPair, PairApart
 from rr.reporting.site.index import _Model
 
 log = logging.getLogger(__name__)
@@ -95,31 +96,30 @@ def _overview(report: Report, ctx: ReportContext, model: _Model) -> dict[str, An
         sec["items"] = items
         sections.append(sec)
     return {
-        "title": "rr report",
-        "rows": int(len(model.df)),
-        "examples": len(model.examples),
-        "systems": len(model.systems),
-        "resamples": ctx.n_resamples,
-        "confidence": ctx.confidence,
-        "seed": ctx.seed,
-        "jobs": jobs,
-        "config_keys": differ,
-        "sweeps": _sweeps(ctx),
-        "sections": sections,
-        "flip_counts": flip_counts(model),
-        "pairs": [
+        Overview.title: "rr report",
+        Overview.rows: int(len(model.df)),
+        Overview.examples: len(model.examples),
+        Overview.systems: len(model.systems),
+        Overview.resamples: ctx.n_resamples,
+        Overview.confidence: ctx.confidence,
+        Overview.seed: ctx.seed,
+        Overview.jobs: jobs,
+        Overview.config_keys: differ,
+        Overview.sweeps: _sweeps(ctx),
+        Overview.sections: sections,
+        Overview.flip_counts: flip_counts(model),
+        Overview.pairs: [
             {
-                "label": p["label"],
-                "differs_in": p["differs_in"],
-                "dataset": p["dataset"],
-                "examples": len(p["ex"]),
+                OverviewPair.label: p["label"],
+                OverviewPair.differs_in: p["differs_in"],
+                OverviewPair.dataset: p["dataset"],
+                OverviewPair.examples: len(p["ex"]),
             }
             for p in model.pairs
         ],
-        "pairs_apart": [
-            {k: p[k] for k in ("label", "differs_in", "dataset", "reason")} for p in model.pairs_apart
-        ],
-        "notes": model.notes,
+        Overview.pairs_apart: [{k: p[k] for k in PairApart.fields().values()} for p in model.pairs_apart],
+        Overview.notes: model.notes,
+        Overview.format_version: FORMAT_VERSION,
     }
 
 

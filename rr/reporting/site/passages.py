@@ -17,6 +17,7 @@ import pyarrow.compute as pc
 from rr.reporting.core import ReportContext
 from rr.reporting.site.clock import _Clock
 from rr.reporting.site.encoding import _json, _json_strings, _runs_json
+from rr.reporting.site.format import PassageShard as P
 
 #: Byte budget of a passage shard.
 PASSAGE_SHARD_BYTES = 600_000
@@ -226,9 +227,9 @@ class _Passages:
         shard_titles, shard_texts = _runs_json(titles, bounds), _runs_json(texts, bounds)
         for shard, (start, end) in enumerate(zip(bounds[:-1], bounds[1:], strict=True)):
             text = (
-                f'RR.load("p",{shard},{{"first":{start},"id":{_json(ids[start:end])},'
-                f'"c":{_json(self.corpus[start:end])},"title":{next(shard_titles)},'
-                f'"text":{next(shard_texts)}}});\n'
+                f'RR.load("{P.kind}",{shard},{{"{P.first}":{start},"{P.id}":{_json(ids[start:end])},'
+                f'"{P.c}":{_json(self.corpus[start:end])},"{P.title}":{next(shard_titles)},'
+                f'"{P.text}":{next(shard_texts)}}});\n'
             )
             (data / "p" / f"p-{shard:04d}.js").write_bytes(text.encode("utf-8"))
             self.shards.append(start)

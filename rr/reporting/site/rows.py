@@ -24,6 +24,13 @@ from rr.reporting.site.encoding import (
     _write,
 )
 from rr.reporting.site.flips import FLIP_BITS, FLIP_CHARS, flip_counts
+from rr.reporting.site.format import FORMAT_VERSION, IndexPair, System
+from rr.reporting.site.format import Example as E
+from rr.reporting.site.format import ExampleCells as C
+from rr.reporting.site.format import ExampleShard as X
+from rr.reporting.site.format import ExampleSystem as S
+from rr.reporting.site.format import Index as I
+from rr.reporting.site.format import RowsChunk as R
 from rr.reporting.site.index import _Model
 from rr.reporting.site.passages import _Passages
 
@@ -47,20 +54,20 @@ def write_rows(model: _Model, data: Path) -> None:
         ex0, ex1 = int(model.list_ex[start]), int(model.list_ex[end - 1]) + 1
         off = model.offsets
         payload = {
-            "first": start,
-            "ex0": ex0,
-            "id": model.examples["id"].iloc[ex0:ex1].tolist(),
-            "ds": model.examples["ds"].iloc[ex0:ex1].tolist(),
-            "q": model.questions[ex0:ex1],
-            "a": model.answers[ex0:ex1],
-            "ex": model.list_ex[start:end].tolist(),
-            "sys": model.list_sys[start:end].tolist(),
-            "sc": [score_str[off[i] : off[i + 1]] for i in range(start, end)],
-            "fl": [flip_str[off[i] : off[i + 1]] for i in range(start, end)],
-            "acc": [_num(v) for v in model.acc[start:end]],
-            "cb": [_num(v) for v in model.cb[start:end]],
+            R.first: start,
+            R.ex0: ex0,
+            R.id: model.examples["id"].iloc[ex0:ex1].tolist(),
+            R.ds: model.examples["ds"].iloc[ex0:ex1].tolist(),
+            R.q: model.questions[ex0:ex1],
+            R.a: model.answers[ex0:ex1],
+            R.ex: model.list_ex[start:end].tolist(),
+            R.sys: model.list_sys[start:end].tolist(),
+            R.sc: [score_str[off[i] : off[i + 1]] for i in range(start, end)],
+            R.fl: [flip_str[off[i] : off[i + 1]] for i in range(start, end)],
+            R.acc: [_num(v) for v in model.acc[start:end]],
+            R.cb: [_num(v) for v in model.cb[start:end]],
         }
-        _write(data / f"rows-{chunk:03d}.js", "rows", chunk, payload)
+        _write(data / f"rows-{chunk:03d}.js", R.kind, chunk, payload)
         model.row_chunks.append(start)
         start, chunk = end, chunk + 1
 
@@ -77,17 +84,17 @@ def write_examples(model: _Model, folder: Path, documents: _Documents) -> None:
     ex_s, sys_s = model.ex[order], model.sys[order]
     # each column as the JSON literal of each row, joined a shard at a time by pyarrow
     literals = {
-        "c": _int_literals(model.cell[order]),
-        "sc": _score_literals(model.score[order]),
-        "pred": _json_strings(_arrow_strings(df, "prediction", order)),
-        "raw": _json_strings(_arrow_strings(df, "raw_output", order)),
-        "mk": _flag_literals(df, "marker_found", order),
-        "rf": _flag_literals(df, "refused", order),
-        "ow": _flag_literals(df, "over_window", order),
-        "jd": _json_strings(_arrow_strings(df, "judge", order)),
-        "dp": _json_strings(_arrow_strings(df, "doc_perturbation", order, "none")),
-        "ref": _int_literals(documents.ref),
-        "docs": documents.docs,
+        C.c: _int_literals(model.cell[order]),
+        C.sc: _score_literals(model.score[order]),
+        C.pred: _json_strings(_arrow_strings(df, "prediction", order)),
+        C.raw: _json_strings(_arrow_strings(df, "raw_output", order)),
+        C.mk: _flag_literals(df, "marker_found", order),
+        C.rf: _flag_literals(df, "refused", order),
+        C.ow: _flag_literals(df, "over_window", order),
+        C.jd: _json_strings(_arrow_strings(df, "judge", order)),
+        C.dp: _json_strings(_arrow_strings(df, "doc_perturbation", order, "none")),
+        C.ref: _int_literals(documents.ref),
+        C.docs: documents.docs,
     }
     # (example, system) runs of rows, and each system's question where it is not the example's
     starts = np.flatnonzero(np.r_[True, (ex_s[1:] != ex_s[:-1]) | (sys_s[1:] != sys_s[:-1])])
@@ -124,46 +131,45 @@ def write_examples(model: _Model, folder: Path, documents: _Documents) -> None:
             systems = []
             while run < len(starts) and ex_s[starts[run]] == e:
                 s0, s1 = int(starts[run]), int(ends[run])
-                sysd: dict[str, Any] = {"s": int(sys_s[s0]), "r": [s0 - r0, s1 - r0]}
+                sysd: dict[str, Any] = {S.s: int(sys_s[s0]), S.r: [s0 - r0, s1 - r0]}
                 q = questions[run]
                 if q != model.questions[e]:
-                    sysd["q"] = q
-                    sysd["diff"] = _char_diff(model.questions[e], q)
+                    sysd[S.q] = q
+                    sysd[S.diff] = _char_diff(model.questions[e], q)
                 systems.append(sysd)
                 run += 1
             item = {
-                "e": e,
-                "id": model.examples["id"].iat[e],
-                "ds": model.examples["ds"].iat[e],
-                "q": model.questions[e],
-                "a": model.answers[e],
-                "sys": systems,
+                E.e: e,
+                E.id: model.examples["id"].iat[e],
+                E.ds: model.examples["ds"].iat[e],
+                E.q: model.questions[e],
+                E.a: model.answers[e],
+                E.sys: systems,
             }
-            items.append(f'{_json(item)[:-1]},"ranked":{documents.ranked[e]}}}')
+            items.append(f'{_json(item)[:-1]},"{E.ranked}":{documents.ranked[e]}}}')
         cells = ",".join(f'"{k}":{next(v)}' for k, v in joined.items())
         text = (
-            f'RR.load("ex",{shard},{{"first":{first},"examples":[{",".join(items)}],"cells":{{{cells}}}}});\n'
+            f'RR.load("{X.kind}",{shard},{{"{X.first}":{first},"{X.examples}":[{",".join(items)}],'
+            f'"{X.cells}":{{{cells}}}}});\n'
         )
         (folder / f"e-{shard:04d}.js").write_bytes(text.encode("utf-8"))
 
 
 def index(model: _Model, passages: _Passages) -> dict[str, Any]:
     return {
-        "systems": [{**s, "cells": model.sys_cells[i]} for i, s in enumerate(model.systems)],
-        "system_columns": model.sys_cols,
-        "cells": model.cells,
-        "datasets": sorted(set(model.examples["ds"])),
-        "n_examples": len(model.examples),
-        "n_rows": model.n_list_rows,
-        "row_chunks": model.row_chunks,
-        "ex_shards": model.ex_shards,
-        "p_shards": passages.shards,
-        "corpora": passages.corpora_info(),
-        "flips": flip_counts(model),
-        "flip_bits": FLIP_BITS,
-        "pairs": [
-            {k: v for k, v in p.items() if k in ("a", "b", "dataset", "differs_in", "label")}
-            for p in model.pairs
-        ],
-        "notes": model.notes,
+        I.systems: [{**s, System.cells: model.sys_cells[i]} for i, s in enumerate(model.systems)],
+        I.system_columns: model.sys_cols,
+        I.cells: model.cells,
+        I.datasets: sorted(set(model.examples["ds"])),
+        I.n_examples: len(model.examples),
+        I.n_rows: model.n_list_rows,
+        I.row_chunks: model.row_chunks,
+        I.ex_shards: model.ex_shards,
+        I.p_shards: passages.shards,
+        I.corpora: passages.corpora_info(),
+        I.flips: flip_counts(model),
+        I.flip_bits: FLIP_BITS,
+        I.pairs: [{k: v for k, v in p.items() if k in IndexPair.fields().values()} for p in model.pairs],
+        I.notes: model.notes,
+        I.format_version: FORMAT_VERSION,
     }

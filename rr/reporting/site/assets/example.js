@@ -10,15 +10,15 @@
   var target = "a";  // which panel a click fills
   var CELL = { id: 0, score: 1, pred: 2, raw: 3, marker: 4, refused: 5, over: 6, judge: 7, dp: 8, ref: 9, docs: 10 };
 
-  /* A shard stores its rows column by column (d.cells); a system's cells are its rows r[0]..r[1],
+  /* A shard stores its rows column by column (exs.cells); a system's cells are its rows r[0]..r[1],
      each as the array CELL indexes. */
-  function unpack(d, x) {
-    var c = d.cells;
+  function unpack(exs, x) {
+    var col = exs.cells;
     x.sys.forEach(function (sysd) {
       if (sysd.cells) return;
       var out = [];
       for (var i = sysd.r[0]; i < sysd.r[1]; i++) {
-        out.push([c.c[i], c.sc[i], c.pred[i], c.raw[i], c.mk[i], c.rf[i], c.ow[i], c.jd[i], c.dp[i], c.ref[i], c.docs[i]]);
+        out.push([col.c[i], col.sc[i], col.pred[i], col.raw[i], col.mk[i], col.rf[i], col.ow[i], col.jd[i], col.dp[i], col.ref[i], col.docs[i]]);
       }
       sysd.cells = out;
     });
@@ -91,9 +91,9 @@
 
   function passage(p) {
     var shard = RR.shardOf(idx.p_shards, p);
-    var d = RR.data["p:" + shard];
-    var i = p - d.first;
-    return { id: d.id[i], c: d.c[i], title: d.title[i], text: d.text[i] };
+    var ps = RR.data["p:" + shard];
+    var i = p - ps.first;
+    return { id: ps.id[i], c: ps.c[i], title: ps.title[i], text: ps.text[i] };
   }
 
   function loadPassages(pids) {
@@ -239,11 +239,11 @@
     var p = RR.hashParams();
     var e = Math.max(0, Math.min(idx.n_examples - 1, parseInt(p.e || "0", 10) || 0));
     var shard = RR.shardOf(idx.ex_shards, e);
-    return RR.require("data/ex/e-" + RR.pad(shard, 4) + ".js", "ex", shard).then(function (d) {
+    return RR.require("data/ex/e-" + RR.pad(shard, 4) + ".js", "ex", shard).then(function (exs) {
       item = null;
-      d.examples.forEach(function (x) { if (x.e === e) item = x; });
+      exs.examples.forEach(function (x) { if (x.e === e) item = x; });
       if (!item) throw new Error("example " + e + " is not in its shard");
-      unpack(d, item);
+      unpack(exs, item);
       return render();
     });
   }

@@ -242,13 +242,13 @@
     document.getElementById("pg-next").addEventListener("click", function () { page++; update(false); });
   }
 
-  function addChunk(d) {
-    for (var j = 0; j < d.id.length; j++) {
-      var e = d.ex0 + j;
-      ex.id[e] = d.id[j]; ex.ds[e] = d.ds[j]; ex.q[e] = d.q[j]; ex.a[e] = d.a[j];
+  function addChunk(chunk) {
+    for (var j = 0; j < chunk.id.length; j++) {
+      var e = chunk.ex0 + j;
+      ex.id[e] = chunk.id[j]; ex.ds[e] = chunk.ds[j]; ex.q[e] = chunk.q[j]; ex.a[e] = chunk.a[j];
     }
-    for (var i = 0; i < d.ex.length; i++) {
-      rows.push({ ex: d.ex[i], sys: d.sys[i], sc: d.sc[i], fl: d.fl[i], acc: d.acc[i], cb: d.cb[i] });
+    for (var i = 0; i < chunk.ex.length; i++) {
+      rows.push({ ex: chunk.ex[i], sys: chunk.sys[i], sc: chunk.sc[i], fl: chunk.fl[i], acc: chunk.acc[i], cb: chunk.cb[i] });
     }
     loaded++;
   }
