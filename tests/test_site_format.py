@@ -21,7 +21,7 @@ READS: dict[str, dict[str, tuple[type[fmt.Record], ...]]] = {
     "examples.js": {
         "idx": (fmt.Index,),
         "chunk": (fmt.RowsChunk,),
-        "f": (fmt.FlipCount,),
+        "fc": (fmt.FlipCount,),
         "pair": (fmt.IndexPair, fmt.PairExamples),
         "sys": (fmt.System,),
     },

@@ -10,12 +10,110 @@
   var loaded = 0;
   var page = 0;
   var matches = [];
-  var FILTERS = ["f-dataset", "f-system", "f-retriever", "f-k", "f-order", "f-cb", "f-search",
-    "f-pair", "f-pair-dir"];
 
-  function options(id, label, values, fmt) {
-    var h = '<label for="' + id + '">' + label + '</label><select id="' + id + '"><option value="">any</option>';
-    values.forEach(function (v) { h += '<option value="' + esc(v[0]) + '">' + esc(fmt ? fmt(v) : v[1]) + "</option>"; });
+  /* The filters, one entry each, in the form's order (adding a filter is adding an entry):
+       id       its control's element id; label: its label
+       key      its parameter in the URL hash (check boxes of one key: their values joined by ",")
+       group    the fieldset: "rows", "cells" or "flips"
+       options  () -> [[value, text], ...] of its select ("any" first: no filter; any: another
+                text for it); search: a search box with this placeholder instead; check: a check
+                box with this value
+       test     (value, ctx) -> a predicate (r, cells) of a list row, or null (no filter);
+                ctx: {state: every control's value, masks: cellMasks}; cells: {got: the flip bits
+                of the row's selected cells}
+       cell     (value, cell) -> whether a [k, retriever, order] cell is selected: the cell
+                filters; accuracy and flips are taken over a row's selected cells
+     An entry without test or cell qualifies another (f-pair-dir: f-pair's direction). The flip
+     kinds' check boxes are made from the index where {flips: true} stands. */
+  var FILTERS = [
+    { id: "f-dataset", label: "dataset", key: "ds", group: "rows",
+      options: function () { return idx.datasets.map(function (d) { return [d, d]; }); },
+      test: function (v) { return function (r) { return ex.ds[r.ex] === v; }; } },
+    { id: "f-system", label: "system", key: "sys", group: "rows",
+      options: function () { return idx.systems.map(function (s, i) { return [i, s.label]; }); },
+      test: function (v) { return function (r) { return r.sys === +v; }; } },
+    { id: "f-search", label: "question contains", key: "q", group: "rows", search: "words…",
+      test: function (v) {
+        var words = v.toLowerCase().split(/\s+/).filter(Boolean);
+        if (!words.length) return null;
+        return function (r) {
+          var q = ex.q[r.ex].toLowerCase();
+          for (var w = 0; w < words.length; w++) if (q.indexOf(words[w]) < 0) return false;
+          return true;
+        };
+      } },
+    { id: "f-cb", label: "closed-book", key: "cb", group: "rows",
+      options: function () { return [["right", "right"], ["wrong", "wrong"]]; },
+      test: function (v) {
+        return function (r) { return r.cb !== null && (v === "right" ? r.cb >= 1 : v === "wrong" ? r.cb <= 0 : true); };
+      } },
+    { id: "f-retriever", label: "retriever", key: "r", group: "cells",
+      options: function () { return uniq(ragCells().map(function (c) { return c[1]; })).sort().map(function (r) { return [r, r]; }); },
+      cell: function (v, c) { return c[1] === v; } },
+    { id: "f-k", label: "k", key: "k", group: "cells",
+      options: function () {
+        return uniq(idx.cells.map(function (c) { return c[0]; })).sort(function (a, b) { return a - b; })
+          .map(function (k) { return [k, k === 0 ? "0 (closed-book)" : String(k)]; });
+      },
+      cell: function (v, c) { return String(c[0]) === v; } },
+    { id: "f-order", label: "order", key: "o", group: "cells",
+      options: function () { return uniq(ragCells().map(function (c) { return c[2]; })).sort().map(function (o) { return [o, o]; }); },
+      cell: function (v, c) { return c[2] === v; } },
+    { flips: true },
+    { id: "f-pair", label: "McNemar pair", key: "pair", group: "flips",
+      options: function () {
+        return idx.pairs.map(function (p, i) {
+          return [i, p.label + " (" + p.differs_in + (idx.datasets.length > 1 ? ", " + p.dataset : "") + ")"];
+        });
+      },
+      test: pairTest },
+    { id: "f-pair-dir", label: "discordant", key: "dir", group: "flips", any: "either way",
+      options: function () { return [["a", "first right, second wrong"], ["b", "first wrong, second right"]]; } }
+  ];
+  var GROUPS = [
+    ["rows", "Rows"],
+    ["cells", 'Cells <span class="muted">(accuracy and flips over these)</span>'],
+    ["flips", 'Flips <span class="muted">(as the metrics count them; all checked must hold)</span>']
+  ];
+  var filters = [];  // FILTERS with the flip kinds' check boxes in place (set by form())
+
+  /* One check box per flip kind of the index. */
+  function flipFilters() {
+    return Object.keys(idx.flips).map(function (k) {
+      var bit = idx.flip_bits[k];
+      return { id: "f-flip-" + k, key: "flip", group: "flips", check: k, flip: idx.flips[k],
+        test: function () { return function (r, cells) { return (cells.got & bit) !== 0; }; } };
+    });
+  }
+
+  /* A McNemar pair's rows: its two systems at the examples (and selected cells) they disagree at. */
+  function pairTest(v, ctx) {
+    var pair = idx.pairs[+v];
+    var pairEx = {};
+    pair.ex.forEach(function (e, i) { pairEx[e] = [pair.a_right[i], pair.b_right[i]]; });
+    var dir = ctx.state["f-pair-dir"];
+    var masks = ctx.masks;
+    return function (r) {
+      if (r.sys !== pair.a && r.sys !== pair.b) return false;
+      var d = pairEx[r.ex];
+      if (!d) return false;
+      var lists = dir === "a" ? [d[0]] : dir === "b" ? [d[1]] : [d[0], d[1]];
+      for (var l = 0; l < lists.length; l++) {
+        for (var j = 0; j < lists[l].length; j++) {
+          if (!masks) return true;
+          var pos = idx.systems[r.sys].cells.indexOf(lists[l][j]);
+          if (pos >= 0 && masks[r.sys][pos]) return true;
+        }
+      }
+      return false;
+    };
+  }
+
+  function ragCells() { return idx.cells.filter(function (c) { return c[0] > 0; }); }
+
+  function options(id, label, values, any) {
+    var h = '<label for="' + id + '">' + label + '</label><select id="' + id + '"><option value="">' + (any || "any") + "</option>";
+    values.forEach(function (v) { h += '<option value="' + esc(v[0]) + '">' + esc(v[1]) + "</option>"; });
     return h + "</select>";
   }
 
@@ -25,87 +123,73 @@
     return out;
   }
 
+  function control(f) {
+    if (f.check) {
+      var fc = f.flip;
+      return '<span class="f check"><input type="checkbox" id="' + f.id + '" value="' + f.check + '"' + (fc.rows ? "" : " disabled") +
+        '><label for="' + f.id + '" title="' + esc(fc.means) + '">' + esc(fc.label) + ' <span class="muted">' + esc(fc.metric) +
+        ", " + fc.rows + "</span></label></span>";
+    }
+    if (f.search) {
+      return '<span class="f"><label for="' + f.id + '">' + f.label + '</label><input id="' + f.id + '" type="search" placeholder="' +
+        f.search + '" autocomplete="off"></span>';
+    }
+    return '<span class="f">' + options(f.id, f.label, f.options(), f.any) + "</span>";
+  }
+
   function form() {
-    var cells = idx.cells;
-    var retr = uniq(cells.filter(function (c) { return c[0] > 0; }).map(function (c) { return c[1]; })).sort();
-    var ks = uniq(cells.map(function (c) { return c[0]; })).sort(function (a, b) { return a - b; });
-    var orders = uniq(cells.filter(function (c) { return c[0] > 0; }).map(function (c) { return c[2]; })).sort();
+    filters = [];
+    FILTERS.forEach(function (f) { filters = filters.concat(f.flips ? flipFilters() : [f]); });
     var h = '<form id="filters" class="filters" role="search" onsubmit="return false">';
-    h += '<fieldset><legend>Rows</legend>';
-    h += '<span class="f">' + options("f-dataset", "dataset", idx.datasets.map(function (d) { return [d, d]; })) + "</span>";
-    h += '<span class="f">' + options("f-system", "system", idx.systems.map(function (s, i) { return [i, s.label]; })) + "</span>";
-    h += '<span class="f"><label for="f-search">question contains</label><input id="f-search" type="search" placeholder="words…" autocomplete="off"></span>';
-    h += '<span class="f"><label for="f-cb">closed-book</label><select id="f-cb"><option value="">any</option><option value="right">right</option><option value="wrong">wrong</option></select></span>';
-    h += "</fieldset>";
-    h += '<fieldset><legend>Cells <span class="muted">(accuracy and flips over these)</span></legend>';
-    h += '<span class="f">' + options("f-retriever", "retriever", retr.map(function (r) { return [r, r]; })) + "</span>";
-    h += '<span class="f">' + options("f-k", "k", ks.map(function (k) { return [k, k === 0 ? "0 (closed-book)" : String(k)]; })) + "</span>";
-    h += '<span class="f">' + options("f-order", "order", orders.map(function (o) { return [o, o]; })) + "</span>";
-    h += "</fieldset>";
-    h += '<fieldset><legend>Flips <span class="muted">(as the metrics count them; all checked must hold)</span></legend>';
-    Object.keys(idx.flips).forEach(function (k) {
-      var f = idx.flips[k];
-      FILTERS.push("f-flip-" + k);
-      h += '<span class="f check"><input type="checkbox" id="f-flip-' + k + '" value="' + k + '"' + (f.rows ? "" : " disabled") +
-        '><label for="f-flip-' + k + '" title="' + esc(f.means) + '">' + esc(f.label) + ' <span class="muted">' + esc(f.metric) +
-        ", " + f.rows + "</span></label></span>";
+    GROUPS.forEach(function (g) {
+      h += "<fieldset><legend>" + g[1] + "</legend>";
+      filters.forEach(function (f) { if (f.group === g[0]) h += control(f); });
+      h += "</fieldset>";
     });
-    h += '<span class="f">' + options("f-pair", "McNemar pair", idx.pairs.map(function (p, i) {
-      return [i, p.label + " (" + p.differs_in + (idx.datasets.length > 1 ? ", " + p.dataset : "") + ")"];
-    })) + "</span>";
-    h += '<span class="f"><label for="f-pair-dir">discordant</label><select id="f-pair-dir"><option value="">either way</option>' +
-      '<option value="a">first right, second wrong</option><option value="b">first wrong, second right</option></select></span>';
-    h += "</fieldset>";
     h += '<p class="f"><button type="button" id="f-reset">Clear filters</button></p></form>';
     return h;
   }
 
   function state() {
     var s = {};
-    FILTERS.forEach(function (id) {
-      var el = document.getElementById(id);
+    filters.forEach(function (f) {
+      var el = document.getElementById(f.id);
       if (!el) return;
-      s[id] = el.type === "checkbox" ? el.checked : el.value;
+      s[f.id] = el.type === "checkbox" ? el.checked : el.value;
     });
     return s;
   }
 
-  var HASH = { "f-dataset": "ds", "f-system": "sys", "f-retriever": "r", "f-k": "k", "f-order": "o", "f-cb": "cb",
-    "f-search": "q", "f-pair": "pair", "f-pair-dir": "dir" };
-
   function toHash(s) {
     var p = {};
-    Object.keys(HASH).forEach(function (id) { if (s[id]) p[HASH[id]] = s[id]; });
-    var flips = Object.keys(idx.flips).filter(function (k) { return s["f-flip-" + k]; });
-    if (flips.length) p.flip = flips.join(",");
+    filters.forEach(function (f) {
+      if (!s[f.id]) return;
+      var v = f.check ? f.check : s[f.id];
+      p[f.key] = f.check && p[f.key] ? p[f.key] + "," + v : v;
+    });
     if (page) p.page = page + 1;
     RR.setHash(p);
   }
 
   function fromHash() {
     var p = RR.hashParams();
-    Object.keys(HASH).forEach(function (id) {
-      var el = document.getElementById(id);
-      if (el && p[HASH[id]] !== undefined) el.value = p[HASH[id]];
-    });
-    (p.flip ? p.flip.split(",") : []).forEach(function (k) {
-      var el = document.getElementById("f-flip-" + k);
-      if (el) el.checked = true;
+    filters.forEach(function (f) {
+      var el = document.getElementById(f.id);
+      if (!el || p[f.key] === undefined) return;
+      if (f.check) el.checked = p[f.key].split(",").indexOf(f.check) >= 0;
+      else el.value = p[f.key];
     });
     page = p.page ? Math.max(0, parseInt(p.page, 10) - 1) : 0;
   }
 
   /* Per system: which of its cells the cell filters select (null: all). */
   function cellMasks(s) {
-    var any = s["f-retriever"] === "" && s["f-k"] === "" && s["f-order"] === "";
-    if (any) return null;
+    var on = filters.filter(function (f) { return f.cell && s[f.id] !== ""; });
+    if (!on.length) return null;
     return idx.systems.map(function (sys) {
       return sys.cells.map(function (c) {
         var cell = idx.cells[c];
-        if (s["f-k"] !== "" && String(cell[0]) !== s["f-k"]) return false;
-        if (s["f-retriever"] !== "" && cell[1] !== s["f-retriever"]) return false;
-        if (s["f-order"] !== "" && cell[2] !== s["f-order"]) return false;
-        return true;
+        return on.every(function (f) { return f.cell(s[f.id], cell); });
       });
     });
   }
@@ -113,61 +197,30 @@
   function filter() {
     var s = state();
     var masks = cellMasks(s);
-    var bits = 0;
-    Object.keys(idx.flips).forEach(function (k) { if (s["f-flip-" + k]) bits |= idx.flip_bits[k]; });
-    var words = s["f-search"].toLowerCase().split(/\s+/).filter(Boolean);
-    var pair = s["f-pair"] === "" ? null : idx.pairs[+s["f-pair"]];
-    var pairEx = null;
-    if (pair) {
-      pairEx = {};
-      pair.ex.forEach(function (e, i) { pairEx[e] = [pair.a_right[i], pair.b_right[i]]; });
-    }
-    var sysSel = s["f-system"] === "" ? -1 : +s["f-system"];
+    var ctx = { state: s, masks: masks };
+    var tests = [];
+    filters.forEach(function (f) {
+      if (!f.test || !s[f.id]) return;
+      var t = f.test(s[f.id], ctx);
+      if (t) tests.push(t);
+    });
     var out = [];
     for (var i = 0; i < rows.length; i++) {
       var r = rows[i];
-      if (sysSel >= 0 && r.sys !== sysSel) continue;
-      if (s["f-dataset"] && ex.ds[r.ex] !== s["f-dataset"]) continue;
-      if (s["f-cb"]) {
-        if (r.cb === null) continue;
-        if (s["f-cb"] === "right" && !(r.cb >= 1)) continue;
-        if (s["f-cb"] === "wrong" && !(r.cb <= 0)) continue;
-      }
-      if (words.length) {
-        var q = ex.q[r.ex].toLowerCase();
-        var ok = true;
-        for (var w = 0; w < words.length; w++) if (q.indexOf(words[w]) < 0) { ok = false; break; }
-        if (!ok) continue;
-      }
       var mask = masks ? masks[r.sys] : null;
       if (mask && mask.indexOf(true) < 0) continue;
       var sum = 0, n = 0, got = 0;
       for (var c = 0; c < r.sc.length; c++) {
         if (mask && !mask[c]) continue;
-        var cell = idx.cells[idx.systems[r.sys].cells[c]];
-        if (bits) got |= RR.flipMask(r.fl[c]);
-        if (cell[0] === 0) continue;
+        got |= RR.flipMask(r.fl[c]);
+        if (idx.cells[idx.systems[r.sys].cells[c]][0] === 0) continue;
         var v = RR.score(r.sc[c]);
         if (v !== null) { sum += v; n++; }
       }
-      if (bits && (got & bits) !== bits) continue;
-      if (pair) {
-        if (r.sys !== pair.a && r.sys !== pair.b) continue;
-        var d = pairEx[r.ex];
-        if (!d) continue;
-        var lists = s["f-pair-dir"] === "a" ? [d[0]] : s["f-pair-dir"] === "b" ? [d[1]] : [d[0], d[1]];
-        var hit = false;
-        lists.forEach(function (lst) {
-          lst.forEach(function (cid) {
-            if (hit) return;
-            if (!masks) { hit = true; return; }
-            var pos = idx.systems[r.sys].cells.indexOf(cid);
-            if (pos >= 0 && masks[r.sys][pos]) hit = true;
-          });
-        });
-        if (!hit) continue;
-      }
-      out.push({ r: r, acc: masks ? (n ? sum / n : null) : r.acc, n: masks ? n : null });
+      var cells = { got: got };
+      var keep = true;
+      for (var t = 0; t < tests.length && keep; t++) keep = tests[t](r, cells);
+      if (keep) out.push({ r: r, acc: masks ? (n ? sum / n : null) : r.acc, n: masks ? n : null });
     }
     return out;
   }
@@ -229,8 +282,8 @@
       '<th scope="col">accuracy</th><th scope="col">flips</th></tr></thead><tbody id="rows"></tbody></table></div>';
     document.getElementById("main").innerHTML = h;
     fromHash();
-    FILTERS.forEach(function (id) {
-      var el = document.getElementById(id);
+    filters.forEach(function (f) {
+      var el = document.getElementById(f.id);
       if (!el) return;
       el.addEventListener(el.tagName === "INPUT" && el.type !== "checkbox" ? "input" : "change", function () { update(true); });
     });
