@@ -276,6 +276,34 @@ def test_cell_filters_and_search_narrow_the_list(page: Any, sweep: dict[str, Any
     assert list_rows(page) == want
 
 
+def test_filters_round_trip_through_the_url(page: Any, sweep: dict[str, Any]) -> None:
+    """Every filter kind (select, search box, cell filter, flip check box, pair and its direction)
+    writes its URL key, and a page opened at that URL shows the same controls and rows."""
+    goto(page, sweep["site"], "examples.html")
+    pair = page.locator("#f-pair option", has_text="(query_perturbation)").get_attribute("value")
+    chosen = {"#f-k": "5", "#f-cb": "right", "#f-pair": pair, "#f-pair-dir": "a"}
+    for sel, value in chosen.items():
+        page.select_option(sel, value)
+    page.check("#f-flip-ndr")
+    if not list_rows(page):  # the turned examples: the perturbed query is the pair's first or second
+        chosen["#f-pair-dir"] = "b"
+        page.select_option("#f-pair-dir", "b")
+    rows = list_rows(page)
+    assert rows
+    example = sorted(rows)[0][1]
+    question = sweep["scores"].loc[lambda d: d["example_id"] == example, "question"].iloc[0]
+    page.fill("#f-search", question.split(" ")[-1])
+    rows = list_rows(page)
+    fragment = page.url.split("#", 1)[1]
+    assert {p.split("=")[0] for p in fragment.split("&")} == {"k", "cb", "pair", "dir", "q", "flip"}
+    page.goto("about:blank")
+    goto(page, sweep["site"], "examples.html#" + fragment)
+    assert all(page.input_value(sel) == value for sel, value in chosen.items())
+    assert page.input_value("#f-search") == question.split(" ")[-1] and page.is_checked("#f-flip-ndr")
+    assert not page.is_checked("#f-flip-rsr")
+    assert rows and list_rows(page) == rows
+
+
 def test_mcnemar_pair_filter_lists_the_discordant_examples(page: Any, sweep: dict[str, Any]) -> None:
     scores = sweep["scores"][lambda d: d["query_perturbation"] == "none"]
     goto(page, sweep["site"], "examples.html")
