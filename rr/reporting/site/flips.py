@@ -67,20 +67,18 @@ def compute_flips(model: _Model) -> None:
             hits = sub.merge(flips[cell].astype(str).assign(kind=flips["kind"]), on=cell, how="inner")
             for kind, rows in hits.groupby("kind")["_row"]:  # one merge for the three kinds
                 _mark(model, rows.to_numpy(), str(kind))
-    if "query_perturbation" in df.columns and (df["query_perturbation"].astype(str) != "none").any():
-        try:
-            qf = query_perturbation_flips(df)
-            on = [c for c in qf.columns if c not in ("y_original", "y_perturbed", "C")]
-            _mark(model, _rows_of(model, qf, on), "query")
-        except ValueError as err:
-            model.flip_errors["query"].append(str(err))
-    if "doc_perturbation" in df.columns and (df["doc_perturbation"].astype(str) != "none").any():
-        try:
-            dfl = doc_perturbation_flips(df)
-            on = [c for c in dfl.columns if c not in ("y_original", "y_perturbed", "C")]
-            _mark(model, _rows_of(model, dfl, on), "doc")
-        except ValueError as err:
-            model.flip_errors["doc"].append(str(err))
+    perturbation_flips = (
+        ("query_perturbation", query_perturbation_flips, "query"),
+        ("doc_perturbation", doc_perturbation_flips, "doc"),
+    )
+    for column, flips_of, kind in perturbation_flips:
+        if column in df.columns and (df[column].astype(str) != "none").any():
+            try:
+                pf = flips_of(df)
+                on = [c for c in pf.columns if c not in ("y_original", "y_perturbed", "C")]
+                _mark(model, _rows_of(model, pf, on), kind)
+            except ValueError as err:
+                model.flip_errors[kind].append(str(err))
     for kind, errs in model.flip_errors.items():
         if errs:
             model.notes.append(f"{FLIP_LABELS[kind][0]}s not computed for {len(errs)} group(s): {errs[0]}")
