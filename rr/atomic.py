@@ -74,8 +74,8 @@ def atomic_write(path: str | Path, mode: str | None = "w", encoding: str = "utf-
 
     Example::
 
-        with atomic_write(out / "summary.json") as f:
-            json.dump(summary, f)
+        with atomic_write(out / "counts.json") as f:
+            json.dump(counts, f)
     """
     if mode not in ("w", "wb", None):
         raise ValueError(f"atomic_write: mode must be 'w', 'wb' or None, got {mode!r}")

@@ -29,6 +29,10 @@ from rr.registry import COMPONENT_MODULES, COMPONENTS, schema_for
 PACKAGE_CONFIG_DIR = str((Path(__file__).resolve().parent / "conf").resolve())
 
 
+#: The primary config of ``rr`` (``<config folder>/config.yaml``; ``rr encode``'s is ``encode``).
+PRIMARY_CONFIG = "config"
+
+
 def config_dir() -> str:
     """The primary config folder: ``RR_CONFIG_DIR`` if set, else the package's own."""
     return os.environ.get("RR_CONFIG_DIR") or PACKAGE_CONFIG_DIR
@@ -194,7 +198,7 @@ def hydra_context(directory: str | None = None) -> Iterator[None]:
 
 def compose(
     overrides: Sequence[str] = (),
-    config_name: str | None = "config",
+    config_name: str | None = PRIMARY_CONFIG,
     directory: str | None = None,
     return_hydra_config: bool = False,
 ) -> DictConfig:

@@ -8,7 +8,6 @@ See docs/design.md ("The pipeline"). Everything a job writes goes to its output 
 from __future__ import annotations
 
 import importlib.metadata
-import json
 import logging
 import math
 import os
@@ -42,6 +41,17 @@ from rr.generation.cache import GenerationCache
 from rr.generation.client import LLM
 from rr.generation.throughput import ThroughputStore
 from rr.job_env import plan_command
+from rr.jobfolder import (
+    QRELS_FILE,
+    RETRIEVAL_FILE,
+    RUNS_DIR,
+    SUMMARY_FILE,
+    SUMMARY_VERSION,
+    JobSummary,
+    is_started,
+    write_config,
+    write_summary,
+)
 from rr.judges.base import Judge, JudgeItem
 from rr.perturbations.base import DocPerturbation, QueryPerturbation, QueryVariant
 from rr.records import Example, Hit
@@ -60,7 +70,7 @@ class JobResult:
     """What :func:`run_job` returns (and writes under ``output_dir``)."""
 
     scores: pd.DataFrame
-    summary: dict[str, Any]
+    summary: JobSummary
     output_dir: Path
 
 
@@ -199,7 +209,7 @@ def run_job(
     set_progress(bool(cfg.get("progress", True)))  # in process too: progress=false draws no bar
     check_resources(cfg)  # a missing model, dataset or file: one line now, not after minutes of work
     if resuming is None:
-        resuming = Path(output_dir, "config.yaml").exists() and not Path(output_dir, "summary.json").exists()
+        resuming = is_started(output_dir) and not Path(output_dir, SUMMARY_FILE).exists()
     plan = plan_job(cfg, output_dir)
     watch = Stopwatch()
     logger = instantiate(cfg.logger) if cfg.get("logger") else None
@@ -305,7 +315,7 @@ def plan_job(cfg: DictConfig, output_dir: str | Path) -> JobPlan:
     for o in orders:
         if o not in ORDERS:
             raise ConfigError("grid.orders", f"unknown order {o!r}; known: {', '.join(ORDERS)}")
-    (out / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
+    write_config(out, cfg)
     return JobPlan(
         cfg, job_id(cfg), out, ks, closed_book, orders, int(cfg.seed), bool(cfg.get("progress", True))
     )
@@ -524,7 +534,7 @@ def write_outputs(
     t_start: float,
     planted: dict[str, Any] | None = None,
     scope: DataScope | None = None,
-) -> dict[str, Any]:
+) -> JobSummary:
     """Write ``scores.parquet``, ``retrieval.csv``, the TREC runs and qrels and ``summary.json``
     (last: a job is done when it exists); return the summary. ``planted``: a simulated reader's
     planted values (``summary.json`` ``planted``)."""
@@ -538,13 +548,13 @@ def write_outputs(
             for k, v in per_k.items()
         ]
     )
-    with atomic_write(out / "retrieval.csv") as f:
+    with atomic_write(out / RETRIEVAL_FILE) as f:
         recall_table.to_csv(f, index=False)
     # The job's TREC runs and qrels, for Recall@k / Precision@k (rr.analysis.query_level).
     for name, run in retrieval.runs.items():
-        write_trec_run(out / "runs" / f"{name}.trec", run, tag=name)
+        write_trec_run(out / RUNS_DIR / f"{name}.trec", run, tag=name)
     if retrieval.runs and (qrels := qrels_from_examples(examples, corpus)):
-        write_qrels(out / "qrels.trec", qrels)
+        write_qrels(out / QRELS_FILE, qrels)
     summary = _summary(
         plan.cfg, plan.job_id, scores, examples, rt, retrieval.cache, retrieval.recall, watch, t_start
     )
@@ -560,9 +570,9 @@ def write_outputs(
     if scope is not None:
         summary["examples_available"] = scope.available  # beside "examples": 12 of 78
         summary["data_scope"] = scope.lines
-    with atomic_write(out / "summary.json") as f:
-        f.write(json.dumps(summary, indent=1, default=str))
-    return summary
+    written = JobSummary.from_dict({"summary_version": SUMMARY_VERSION, **summary})
+    write_summary(out, written)
+    return written
 
 
 def variant_qid(v: QueryVariant) -> str:

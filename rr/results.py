@@ -15,13 +15,12 @@ import pandas as pd
 from rr.answers import has_answer_in
 from rr.atomic import atomic_write
 from rr.errors import UserError
+from rr.jobfolder import SCORES_FILE
 from rr.perturbations.base import perturbation_columns
 
 if TYPE_CHECKING:
     from rr.records import Judgment
     from rr.strategies.base import CellInput, StrategyOutput
-
-SCORES_FILE = "scores.parquet"
 
 #: Column -> meaning. The first block is the contract of docs/design.md; the rest are extras.
 COLUMNS: dict[str, str] = {

@@ -29,10 +29,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from rr.config import job_id
 from rr.errors import UserError
+from rr.jobfolder import CONFIG_FILE, SCORES_FILE, SUMMARY_FILE, JobSummary, read_config, read_summary
 
-SUMMARY = "summary.json"
-SCORES = "scores.parquet"
-CONFIG = "config.yaml"
 #: Markers of a job that stopped before its summary: the error of a failed job, the signal of an
 #: interrupted one (``{"job_id", "message", "at"}``; see :func:`mark_stopped`).
 FAILED = "failed.json"
@@ -59,19 +57,16 @@ class JobState:
     overrides: str = ""
 
 
-def finished(output_dir: str | Path, jid: str) -> dict[str, Any] | None:
+def finished(output_dir: str | Path, jid: str) -> JobSummary | None:
     """The summary of a completed job ``jid`` in ``output_dir``, or ``None`` if it is not done.
 
     Done means: ``summary.json`` parses, its ``job_id`` is ``jid``, and ``scores.parquet`` exists.
     """
     out = Path(output_dir)
-    if not (out / SCORES).is_file():
+    if not (out / SCORES_FILE).is_file():
         return None
-    try:
-        summary = json.loads((out / SUMMARY).read_text())
-    except (OSError, json.JSONDecodeError):
-        return None
-    if not isinstance(summary, dict) or summary.get("job_id") != jid:
+    summary = read_summary(out)
+    if summary is None or summary.job_id != jid:
         return None
     return summary
 
@@ -116,15 +111,15 @@ def folder_state(folder: Path) -> JobState:
     """The state of one job folder (one that holds a ``config.yaml`` written by ``run_job``, or a
     :data:`FAILED` marker of a job that failed before it wrote one)."""
     mark = stopped(folder)
-    if not (folder / CONFIG).exists() and mark is not None:
+    if not (folder / CONFIG_FILE).exists() and mark is not None:
         return _stopped_state(str(mark.get("job_id") or folder.name), folder, mark)
     try:
-        jid = job_id(OmegaConf.load(folder / CONFIG))  # type: ignore[arg-type]
+        jid = job_id(read_config(folder))
     except Exception as e:  # unreadable config: report, never hide
         return JobState(folder.name, "partial", folder, f"config.yaml unreadable: {e}")
     summary = finished(folder, jid)
     if summary is not None:
-        detail = f"{summary.get('rows', '?')} rows"
+        detail = f"{summary.rows if summary.rows is not None else '?'} rows"
         labels: tuple[tuple[str, str], ...] = (
             ("accuracy", "accuracy (k > 0)"),
             ("closed_book_accuracy", "closed-book (k = 0)"),
@@ -134,12 +129,12 @@ def folder_state(folder: Path) -> JobState:
         for key, label in labels:
             if isinstance(value := summary.get(key), float):
                 detail += f", {label} {value:.3f}"
-        calls, wall = summary.get("model_calls"), summary.get("wall_s")
+        calls, wall = summary.model_calls, summary.wall_s
         detail += (f", {calls} model calls" if isinstance(calls, int) else "") + (
             f", wall {wall:.1f} s" if isinstance(wall, (int, float)) else ""
         )
         return JobState(jid, "done", folder, detail)
-    if (folder / SUMMARY).exists():
+    if (folder / SUMMARY_FILE).exists():
         return JobState(jid, "partial", folder, "summary.json does not match this job (or is torn)")
     if mark is not None:
         return _stopped_state(jid, folder, mark)
@@ -162,7 +157,7 @@ def job_folders(root: str | Path) -> list[Path]:
     """Every job folder below ``root`` (``root`` itself included): folders with a ``config.yaml``,
     or with the :data:`FAILED` marker of a job that failed before it wrote one."""
     root = Path(root)
-    found = [p.parent for p in (*root.rglob(CONFIG), *root.rglob(FAILED)) if p.parent.name != ".hydra"]
+    found = [p.parent for p in (*root.rglob(CONFIG_FILE), *root.rglob(FAILED)) if p.parent.name != ".hydra"]
     return sorted(set(found))
 
 

@@ -7,6 +7,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from rr.jobfolder import SCORES_FILE, SUMMARY_FILE
 from rr.registry import component
 
 log = logging.getLogger(__name__)
@@ -173,7 +174,7 @@ class WandbLogger:
             art = wandb.Artifact(
                 f"scores-{job_id}", type="scores", metadata={"job_id": job_id, "rows": len(scores)}
             )
-            for f in ("scores.parquet", "summary.json"):
+            for f in (SCORES_FILE, SUMMARY_FILE):
                 if (out / f).exists():
                     art.add_file(str(out / f))
             run.log_artifact(art)

@@ -2,7 +2,7 @@
 
 The layers, lowest first (docs/architecture.md, "Layers"):
 
-0. contracts: records, errors, registry, hashing, atomic, answers, stats, context, config, ...
+0. contracts: records, errors, registry, hashing, atomic, answers, stats, context, config, jobfolder, ...
 1. components: data, retrieval, generation, strategies, judges, perturbations, metrics, the
    score-table builder (results), the runtime and the logger
 2. the job: pipeline, resume, cost
@@ -39,6 +39,7 @@ LAYERS: dict[str, int] = {
     "rr.preflight": 0,
     "rr.console_log": 0,
     "rr.job_env": 0,
+    "rr.jobfolder": 0,
     "rr.prompts": 0,
     "rr.data": 1,
     "rr.retrieval": 1,

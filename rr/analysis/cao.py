@@ -42,6 +42,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from rr.jobfolder import RETRIEVAL_FILE, SCORES_FILE
 from rr.metrics.robustness import robustness_table
 from rr.results import CELL_KEYS
 
@@ -131,7 +132,7 @@ def answer_recall_by_k(paths: Iterable[str | Path] | str | Path) -> pd.DataFrame
     files: list[Path] = []
     for item in items:
         p = Path(item)
-        files.extend(sorted(p.rglob("retrieval.csv")) if p.is_dir() else [p])
+        files.extend(sorted(p.rglob(RETRIEVAL_FILE)) if p.is_dir() else [p])
     files = [f for f in dict.fromkeys(files) if f.is_file()]
     if not files:
         raise FileNotFoundError(f"no retrieval.csv under {paths!r}")
@@ -141,7 +142,7 @@ def answer_recall_by_k(paths: Iterable[str | Path] | str | Path) -> pd.DataFrame
         if t.empty:
             continue
         dataset = "unknown"
-        scores_file = f.parent / "scores.parquet"
+        scores_file = f.parent / SCORES_FILE
         if scores_file.exists():
             names = pd.read_parquet(scores_file, columns=["dataset"])["dataset"].unique()
             dataset = ",".join(sorted(str(n) for n in names)) or "unknown"

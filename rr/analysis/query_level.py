@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rr.jobfolder import QRELS_FILE, RUNS_DIR
 from rr.perturbations.base import PerturbationTag
 from rr.records import Hit
 from rr.retrieval.qrels import Qrels, base_qid, read_qrels
@@ -117,10 +118,10 @@ def job_retrieval_metrics(
     dirs = [job_dirs] if isinstance(job_dirs, (str, Path)) else list(job_dirs)
     frames = []
     for d in map(Path, dirs):
-        qpath = Path(qrels) if qrels is not None else d / "qrels.trec"
+        qpath = Path(qrels) if qrels is not None else d / QRELS_FILE
         if not qpath.exists():
             raise FileNotFoundError(f"{qpath}: no qrels (the job's examples carry no gold; pass qrels=...)")
-        run_files = sorted((d / "runs").glob("*.trec"))
+        run_files = sorted((d / RUNS_DIR).glob("*.trec"))
         if not run_files:
             raise FileNotFoundError(f"{d}/runs: no TREC run files")
         runs = {f.stem: read_trec_run(f) for f in run_files}

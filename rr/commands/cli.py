@@ -21,7 +21,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig
 
 from rr.commands.errors import user_message
-from rr.config import config_dir, register_configs
+from rr.config import PRIMARY_CONFIG, config_dir, register_configs
 from rr.errors import ConfigError
 
 log = logging.getLogger("rr")
@@ -54,9 +54,10 @@ def _app(cfg: DictConfig) -> dict[str, Any]:
     from rr.commands.status import job_record
     from rr.config import job_id
     from rr.job_env import prepare_job
+    from rr.jobfolder import SUMMARY_FILE, is_started
     from rr.pipeline import run_job
     from rr.reporting.job import print_job_report, print_summary
-    from rr.resume import CONFIG, FAILED, INTERRUPTED, SUMMARY, clear_stopped, finished, mark_stopped
+    from rr.resume import FAILED, INTERRUPTED, clear_stopped, finished, mark_stopped
 
     start = time.monotonic()
     hc = HydraConfig.get()
@@ -74,8 +75,8 @@ def _app(cfg: DictConfig) -> dict[str, Any]:
         print_summary(done, output_dir, already_done=True)  # its tables again, from summary.json
         return job_record("skipped", jid, output_dir, {**done, "model_calls": 0}, 0.0)
     prepare_job(bool(cfg.get("progress", True)))
-    outcome = "resumed" if Path(output_dir, CONFIG).exists() and done is None else "done"
-    Path(output_dir, SUMMARY).unlink(missing_ok=True)  # a forced re-run is not done until it ends
+    outcome = "resumed" if is_started(output_dir) and done is None else "done"
+    Path(output_dir, SUMMARY_FILE).unlink(missing_ok=True)  # a forced re-run is not done until it ends
     last = clear_stopped(output_dir)
     if outcome == "resumed":
         how = "failed" if last and last["marker"] == FAILED else "interrupted by"
@@ -226,8 +227,10 @@ def _main() -> None:
         entry = getattr(importlib.import_module(module), func)
         sys.exit(run_reporting_errors(lambda: entry(sys.argv[2:]), verbose))
     directory = config_dir()
-    if not Path(directory, "config.yaml").exists():
-        sys.exit(f"rr: no config.yaml in {directory} (RR_CONFIG_DIR={os.environ.get('RR_CONFIG_DIR')!r})")
+    if not Path(directory, f"{PRIMARY_CONFIG}.yaml").exists():
+        sys.exit(
+            f"rr: no {PRIMARY_CONFIG}.yaml in {directory} (RR_CONFIG_DIR={os.environ.get('RR_CONFIG_DIR')!r})"
+        )
     run_reporting_errors(register_configs, verbose)  # a plugin that fails to import: one line
 
     run_reporting_errors(

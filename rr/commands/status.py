@@ -15,6 +15,7 @@ calls came from the cache), ``failed`` (raised, or its SLURM job ended without a
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TextIO
 
@@ -31,7 +32,7 @@ PIPED_WIDTH = 400
 
 
 def job_record(
-    outcome: str, job_id: str, folder: str, summary: dict[str, Any] | None, wall_s: float
+    outcome: str, job_id: str, folder: str, summary: Mapping[str, Any] | None, wall_s: float
 ) -> dict[str, Any]:
     """What one job returns to the sweep: its outcome, wall time, model calls, its accuracy over
     k > 0 and its closed-book (k = 0) accuracy as ``summary.json`` names them, folder."""

@@ -22,7 +22,6 @@ Files written under the report folder::
 from __future__ import annotations
 
 import importlib
-import json
 import logging
 import math
 import traceback
@@ -34,6 +33,7 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
+from rr.jobfolder import RETRIEVAL_FILE, read_summary
 from rr.results import CELL_KEYS, find_score_files, load, varying
 
 log = logging.getLogger(__name__)
@@ -231,11 +231,11 @@ def load_jobs(paths: str | Path | Sequence[str | Path]) -> tuple[pd.DataFrame, R
             log.warning("job %s appears twice (%s and %s); reading it once", jid, seen[jid], job_dir)
             continue
         seen[jid] = job_dir
-        summary_path = job_dir / "summary.json"
-        summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
+        written = read_summary(job_dir)
+        summary = written.to_dict() if written is not None else {}
         retrieval = None
-        if (job_dir / "retrieval.csv").exists():
-            retrieval = pd.read_csv(job_dir / "retrieval.csv")
+        if (job_dir / RETRIEVAL_FILE).exists():
+            retrieval = pd.read_csv(job_dir / RETRIEVAL_FILE)
             if "query_perturbation" not in retrieval.columns:
                 retrieval["query_perturbation"] = "none"
             datasets = sorted(df["dataset"].astype(str).unique())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from rich.console import Console
@@ -34,7 +35,7 @@ def print_job_report(result: Any, console: Console | None = None) -> None:
 
 
 def print_summary(
-    s: dict[str, Any], output_dir: Any, console: Console | None = None, already_done: bool = False
+    s: Mapping[str, Any], output_dir: Any, console: Console | None = None, already_done: bool = False
 ) -> None:
     """Print a job's tables and counts from its summary (``summary.json``'s content).
 

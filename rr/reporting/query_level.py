@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from rr.analysis import query_level as ql
+from rr.jobfolder import QRELS_FILE, RUNS_DIR
 from rr.reporting.core import (
     CI_HIGH,
     CI_LOW,
@@ -69,7 +70,7 @@ def _retrieval_metrics(ctx: ReportContext, ks: Sequence[int]) -> pd.DataFrame:
     def compute() -> pd.DataFrame:
         frames = []
         for job in ctx.jobs:
-            if (job.path / "qrels.trec").exists() and any((job.path / "runs").glob("*.trec")):
+            if (job.path / QRELS_FILE).exists() and any((job.path / RUNS_DIR).glob("*.trec")):
                 m = ql.job_retrieval_metrics(job.path, ks=ks).drop(columns="job")
                 frames.append(m.assign(job_id=job.job_id))
         return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
