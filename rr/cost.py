@@ -476,6 +476,7 @@ def cost_job(
     pipeline without the model (this plan's own time, less timing) + model loads + generation.
     The job's own progress bars (corpus encoding) show when ``cfg.progress`` is on.
     """
+    from rr.config import job_settings
     from rr.pipeline import run_job
 
     t0, c0 = time.perf_counter(), time.process_time()
@@ -494,7 +495,7 @@ def cost_job(
             planned=planned,
             exact_tokens=exact_tokens,
             timing=timing,
-            flush_every=int(cfg.get("flush_every", 64)),
+            flush_every=job_settings(cfg).flush_every,
         )
 
     with tempfile.TemporaryDirectory(prefix="rr-plan-") as tmp:

@@ -25,7 +25,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from rr.answers import has_answer_in
 from rr.atomic import atomic_write
-from rr.config import instantiate, instantiate_as, job_id, semantic_config
+from rr.config import JobSettings, instantiate, instantiate_as, job_id, job_settings, semantic_config
 from rr.context import ORDERS, RankedDoc, order_indices
 from rr.data.base import Corpus, DataError, Dataset, FilteringDataset, SampledDataset
 from rr.errors import ConfigError, require_positive
@@ -90,14 +90,6 @@ class Stopwatch:
             self.seconds[name] = round(self.seconds.get(name, 0.0) + time.perf_counter() - t0, 3)
 
 
-def grid_ks(cfg: DictConfig) -> tuple[list[int], bool]:
-    """The positive k values of the grid (sorted, unique) and whether k = 0 cells are made."""
-    ks = [int(k) for k in cfg.grid.k]
-    if any(k < 0 for k in ks):
-        raise ConfigError("grid.k", f"must be >= 0, got {ks}")
-    return sorted({k for k in ks if k > 0}), bool(cfg.grid.closed_book) or 0 in ks
-
-
 def check_grid(strategies: list[Strategy], ks: list[int], orders: list[str], closed_book: bool) -> None:
     """Raise :class:`ConfigError` if no strategy has a cell to run (e.g. ``grid.k=[]`` and
     ``grid.closed_book=false``): the job would write an empty score table."""
@@ -153,6 +145,7 @@ class JobPlan:
     """What a job runs, checked before anything is built: its id, folders and grid."""
 
     cfg: DictConfig
+    settings: JobSettings
     job_id: str
     output_dir: Path
     ks: list[int]  # positive k values, sorted
@@ -206,11 +199,12 @@ def run_job(
     from rr.preflight import check_resources
 
     t_start = time.perf_counter()
-    set_progress(bool(cfg.get("progress", True)))  # in process too: progress=false draws no bar
+    settings = job_settings(cfg)  # the stage settings, typed, read once
+    set_progress(settings.progress)  # in process too: progress=false draws no bar
     check_resources(cfg)  # a missing model, dataset or file: one line now, not after minutes of work
     if resuming is None:
         resuming = is_started(output_dir) and not Path(output_dir, SUMMARY_FILE).exists()
-    plan = plan_job(cfg, output_dir)
+    plan = plan_job(cfg, settings, output_dir)
     watch = Stopwatch()
     logger = instantiate(cfg.logger) if cfg.get("logger") else None
     rt: Runtime | None = None
@@ -221,7 +215,7 @@ def run_job(
         scope = data_scope(cfg, parts.dataset, examples, corpus)
         for line in scope.lines:  # how much of the data this job runs, and who decided
             log.info("%s", line)
-        rt = make_runtime(cfg, plan, parts, make_llm)
+        rt = make_runtime(plan, parts, make_llm)
         rt.llm.resuming = resuming
         with watch.stage("query_variants"):
             variants = query_variants(parts.query_perturbation, examples, rt)
@@ -305,19 +299,26 @@ def data_scope(cfg: DictConfig, dataset: Dataset, examples: list[Example], corpu
     return DataScope(len(examples), available, lines)
 
 
-def plan_job(cfg: DictConfig, output_dir: str | Path) -> JobPlan:
+def plan_job(cfg: DictConfig, settings: JobSettings, output_dir: str | Path) -> JobPlan:
     """Check the stage settings and folders, write the resolved ``config.yaml``; nothing is built yet."""
-    require_positive("flush_every", cfg.get("flush_every", 64))
+    require_positive("flush_every", settings.flush_every)
     out = writable_dir(output_dir, "paths.output_root")
-    writable_dir(cfg.paths.cache_dir, "paths.cache_dir")
-    ks, closed_book = grid_ks(cfg)
-    orders = list(cfg.grid.orders)
+    writable_dir(settings.cache_dir, "paths.cache_dir")
+    orders = settings.orders
     for o in orders:
         if o not in ORDERS:
             raise ConfigError("grid.orders", f"unknown order {o!r}; known: {', '.join(ORDERS)}")
     write_config(out, cfg)
     return JobPlan(
-        cfg, job_id(cfg), out, ks, closed_book, orders, int(cfg.seed), bool(cfg.get("progress", True))
+        cfg,
+        settings,
+        job_id(cfg),
+        out,
+        settings.ks,
+        settings.closed_book,
+        orders,
+        settings.seed,
+        settings.progress,
     )
 
 
@@ -375,30 +376,27 @@ def load_data(parts: Components) -> tuple[list[Example], Corpus]:
 
 
 def make_runtime(
-    cfg: DictConfig,
     plan: JobPlan,
     parts: Components,
     make_llm: Callable[[Generator, GenerationCache], LLM] | None,
 ) -> Runtime:
     """The model under test behind its generation cache, and what the job's components share."""
-    cache = GenerationCache(cfg.paths.cache_dir, parts.generator.identity(), writer=plan.job_id)
+    s = plan.settings
+    cache = GenerationCache(s.cache_dir, parts.generator.identity(), writer=plan.job_id)
     if make_llm is not None:
         llm = make_llm(parts.generator, cache)
     else:
-        warn = cfg.get("cpu_warn_minutes")
         llm = LLM(
             parts.generator,
             cache,
-            flush_every=int(cfg.get("flush_every", 64)),
+            flush_every=s.flush_every,
             show_progress=plan.show_progress,
-            strict_window=bool(cfg.get("strict_window", False)),
-            warn_after_s=None if warn is None else 60.0 * float(warn),
-            throughput=ThroughputStore(cfg.paths.cache_dir),
+            strict_window=s.strict_window,
+            warn_after_s=None if s.cpu_warn_minutes is None else 60.0 * s.cpu_warn_minutes,
+            throughput=ThroughputStore(s.cache_dir),
             plan_hint=plan_command(),
         )
-    rt = Runtime(
-        llm, Path(cfg.paths.cache_dir), seed=plan.seed, job_id=plan.job_id, show_progress=plan.show_progress
-    )
+    rt = Runtime(llm, Path(s.cache_dir), seed=plan.seed, job_id=plan.job_id, show_progress=plan.show_progress)
     if isinstance(parts.dataset, FilteringDataset):  # mini's answerable filter: counters dataset:*
         for what, n in parts.dataset.filter_counts.items():
             rt.count(f"dataset:{what}", n)
@@ -423,7 +421,7 @@ def retrieve(
 ) -> Retrieval:
     """Retrieve once per retriever and query variant at max(k) (every k and order is a slice of it),
     through the TREC run cache; answer recall per retriever, variant tag and k."""
-    cache_dir = plan.cfg.paths.cache_dir
+    cache_dir = plan.settings.cache_dir
     out = Retrieval({}, {}, RunCache(cache_dir))
     tags = list(dict.fromkeys(v.tag for v in variants))
     for retriever in retrievers.values():

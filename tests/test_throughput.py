@@ -143,6 +143,7 @@ def test_no_line_on_gpu_for_a_single_batch_or_a_short_step(tmp_path: Path, caplo
 def test_the_job_wires_the_threshold_and_the_record(tmp_path: Path) -> None:
     from omegaconf import open_dict
 
+    from rr.config import job_settings
     from rr.pipeline import build_components, make_runtime, plan_job
 
     from .conftest import compose_config
@@ -151,8 +152,8 @@ def test_the_job_wires_the_threshold_and_the_record(tmp_path: Path) -> None:
     assert cfg.cpu_warn_minutes == 10
     with open_dict(cfg):
         cfg.cpu_warn_minutes = 0.5
-    plan = plan_job(cfg, tmp_path / "job")
-    rt = make_runtime(cfg, plan, build_components(cfg, plan), None)
+    plan = plan_job(cfg, job_settings(cfg), tmp_path / "job")
+    rt = make_runtime(plan, build_components(cfg, plan), None)
     assert rt.llm.warn_after_s == 30.0 and rt.llm.throughput is not None
     assert rt.llm.throughput.dir == Path(cfg.paths.cache_dir) / "throughput"
     assert rt.llm.plan_hint.startswith("rr plan")

@@ -52,7 +52,7 @@ def _app(cfg: DictConfig) -> dict[str, Any]:
         Its :func:`rr.commands.status.job_record` (what ``rr -m``'s sweep table shows).
     """
     from rr.commands.status import job_record
-    from rr.config import job_id
+    from rr.config import job_id, job_settings
     from rr.job_env import prepare_job
     from rr.jobfolder import SUMMARY_FILE, is_started
     from rr.pipeline import run_job
@@ -71,10 +71,11 @@ def _app(cfg: DictConfig) -> dict[str, Any]:
     output_dir = hc.runtime.output_dir
     jid = job_id(cfg)
     done = finished(output_dir, jid)
-    if done is not None and not cfg.get("force", False):
+    settings = job_settings(cfg)
+    if done is not None and not settings.force:
         print_summary(done, output_dir, already_done=True)  # its tables again, from summary.json
         return job_record("skipped", jid, output_dir, {**done, "model_calls": 0}, 0.0)
-    prepare_job(bool(cfg.get("progress", True)))
+    prepare_job(settings.progress)
     outcome = "resumed" if is_started(output_dir) and done is None else "done"
     Path(output_dir, SUMMARY_FILE).unlink(missing_ok=True)  # a forced re-run is not done until it ends
     last = clear_stopped(output_dir)

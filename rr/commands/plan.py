@@ -208,10 +208,11 @@ def process_age() -> float:
 def step_timing(jobs: list[tuple[list[str], DictConfig]], a: argparse.Namespace) -> StepTiming:
     """How the steps are timed (``--timing-budget`` / ``--no-timing``), recorded in the first job's
     ``paths.cache_dir``."""
+    from rr.config import job_settings
     from rr.job_env import progress_enabled
 
     store = ThroughputStore(jobs[0][1].paths.cache_dir) if jobs else None
-    progress = progress_enabled() and bool(jobs and jobs[0][1].get("progress", True))
+    progress = progress_enabled() and bool(jobs and job_settings(jobs[0][1]).progress)
     return StepTiming(None if a.no_timing else a.timing_budget, store, progress)
 
 
