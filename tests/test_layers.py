@@ -5,7 +5,7 @@ The layers, lowest first (docs/architecture.md, "Layers"):
 0. contracts: records, errors, registry, hashing, atomic, answers, stats, context, config, jobfolder, ...
 1. components: data, retrieval, generation, strategies, judges, perturbations, metrics, the
    score-table builder (results), the runtime and the logger
-2. the job: pipeline, resume, cost
+2. the job: pipeline, summary, resume, cost
 3. reading results: reporting, analysis
 4. commands: rr.commands (and ``python -m rr``); nothing in rr imports them
 
@@ -52,6 +52,7 @@ LAYERS: dict[str, int] = {
     "rr.runtime": 1,
     "rr.tracking": 1,
     "rr.pipeline": 2,
+    "rr.summary": 2,
     "rr.resume": 2,
     "rr.cost": 2,
     "rr.reporting": 3,

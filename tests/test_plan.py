@@ -181,7 +181,7 @@ def test_plan_multirun_expands_named_sweeps_like_hydra() -> None:
 def test_summary_groups_by_the_perturbations_that_vary() -> None:
     import pandas as pd
 
-    from rr.pipeline import summary_groups
+    from rr.summary import summary_groups
 
     scores = pd.DataFrame(
         {"query_perturbation": ["none", "typo@0.25#0"], "doc_perturbation": ["none", "none"]}

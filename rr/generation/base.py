@@ -105,7 +105,7 @@ class PlantedScores:
     """A planted score table: the job's score table repeated ``reps`` times, each copy scored by
     one draw of the reader's randomness (``example_id`` suffixed ``#<draw>``; ``refused`` too).
 
-    The job's metric step (:func:`rr.pipeline.job_metrics`) turns it into the planted (true)
+    The job's metric step (:func:`rr.summary.job_metrics`) turns it into the planted (true)
     values beside the measured ones, with the same code as the job's own metrics.
     """
 

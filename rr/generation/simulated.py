@@ -515,7 +515,7 @@ def planted_scores(
     uniforms, the entity's knowledge drawn per draw and shared by all prompts of the entity. Each
     draw is a copy of the score table with its scores; the copies, stacked as ``R`` times the
     examples, give the expectation of every metric that is a mean over examples (accuracy per
-    cell, NDR, RSR, ROR), computed by the job's own metric step (:func:`rr.pipeline.job_metrics`).
+    cell, NDR, RSR, ROR), computed by the job's own metric step (:func:`rr.summary.job_metrics`).
 
     Returns:
         The stacked table (the score table's cell columns, ``example_id`` suffixed ``#<draw>``,
