@@ -33,7 +33,7 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
-from rr.jobfolder import RETRIEVAL_FILE, read_summary
+from rr.jobfolder import RETRIEVAL_FILE, is_started, read_config, read_summary
 from rr.results import CELL_KEYS, find_score_files, load, varying
 
 log = logging.getLogger(__name__)
@@ -102,6 +102,14 @@ class JobInfo:
     rows: int
     summary: dict[str, Any]
     retrieval: pd.DataFrame | None
+    _config: Any = field(default=None, init=False, repr=False, compare=False)
+
+    def config(self) -> Any:
+        """The job's resolved config (``DictConfig``), parsed once per report; ``None`` when its
+        folder holds none. Raises what :func:`rr.jobfolder.read_config` raises on a torn file."""
+        if self._config is None:
+            self._config = read_config(self.path) if is_started(self.path) else False
+        return self._config or None
 
 
 @dataclass

@@ -10,7 +10,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from rr.reporting.core import Report, ReportContext, ReportTable
+from rr.jobfolder import CONFIG_FILE
+from rr.reporting.core import JobInfo, Report, ReportContext, ReportTable
 from rr.reporting.site.encoding import _num
 from rr.reporting.site.flips import flip_counts
 from rr.reporting.site.format import FORMAT_VERSION, Overview, OverviewPair, PairApart
@@ -57,7 +58,7 @@ def _overview(report: Report, ctx: ReportContext, model: _Model) -> dict[str, An
     jobs = []
     configs = {}
     for job in ctx.jobs:
-        configs[job.job_id] = _flat_config(job.path / "config.yaml")
+        configs[job.job_id] = _flat_config(job)
         s = job.summary
         jobs.append(
             {
@@ -141,15 +142,16 @@ def _table(table: ReportTable) -> dict[str, Any]:
     }
 
 
-def _flat_config(path: Path) -> dict[str, Any]:
-    if not path.exists():
-        return {}
+def _flat_config(job: JobInfo) -> dict[str, Any]:
     try:
         from omegaconf import OmegaConf
 
-        cfg = OmegaConf.to_container(OmegaConf.load(path), resolve=False)
+        node = job.config()
+        if node is None:
+            return {}
+        cfg = OmegaConf.to_container(node, resolve=False)
     except Exception as err:  # a torn or foreign config: show the jobs without it
-        log.warning("site: %s unreadable: %s", path, err)
+        log.warning("site: %s unreadable: %s", job.path / CONFIG_FILE, err)
         return {}
     flat: dict[str, Any] = {}
 

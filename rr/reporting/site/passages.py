@@ -14,7 +14,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rr.reporting.core import ReportContext
+from rr.jobfolder import CONFIG_FILE
+from rr.reporting.core import JobInfo, ReportContext
 from rr.reporting.site.clock import _Clock
 from rr.reporting.site.encoding import _json, _json_strings, _runs_json
 from rr.reporting.site.format import PassageShard as P
@@ -23,19 +24,19 @@ from rr.reporting.site.format import PassageShard as P
 PASSAGE_SHARD_BYTES = 600_000
 
 
-def _job_texts(job_dir: Path, ids: list[str]) -> tuple[str, pa.Table]:
-    """The titles and texts of passages ``ids`` from the corpus the job's ``config.yaml`` names:
+def _job_texts(job: JobInfo, ids: list[str]) -> tuple[str, pa.Table]:
+    """The titles and texts of passages ``ids`` from the corpus the job's config names:
     read only for those ids where the corpus can (``texts_of``: a JSONL corpus, one streaming
     pass), else loaded whole. Returns ``(corpus name, table)``, the table as
     :meth:`rr.data.jsonl.JsonlCorpus.texts_of` gives it (``title``, ``text``: null where the
     corpus does not hold the id); raises when the corpus cannot be read."""
-    from omegaconf import OmegaConf
-
     from rr.config import instantiate
 
-    cfg = OmegaConf.load(job_dir / "config.yaml")
+    cfg = job.config()
+    if cfg is None:
+        raise FileNotFoundError(f"job {job.job_id} has no folder with a {CONFIG_FILE}")
     if "corpus" not in cfg:
-        raise ValueError("its config.yaml names no corpus")
+        raise ValueError(f"its {CONFIG_FILE} names no corpus")
     corpus = instantiate(cfg.corpus)
     if callable(getattr(corpus, "texts_of", None)):
         return str(getattr(corpus, "name", "corpus")), corpus.texts_of(ids)
@@ -67,7 +68,7 @@ class _Passages:
         self.notes: list[str] = []
         self.corpus_of_job: dict[str, int] = {}
         self.corpora: list[dict[str, Any]] = []
-        self.job_dir: dict[str, Path] = {j.job_id: j.path for j in ctx.jobs}
+        self.jobs: dict[str, JobInfo] = {j.job_id: j for j in ctx.jobs}
         self.ids: list[str] = []  # passage id by number
         self.corpus: list[int] = []  # its corpus by number
         self.maps: list[dict[Any, int]] = []  # per corpus: passage id -> number
@@ -79,17 +80,18 @@ class _Passages:
         c = self.corpus_of_job.get(job)
         if c is not None:
             return c
-        folder = self.job_dir.get(job)
+        info = self.jobs.get(job)
+        folder = info.path if info is not None else None
         ident: Any = None
-        if folder is not None and (folder / "config.yaml").exists():
-            try:
-                from omegaconf import DictConfig, OmegaConf
+        try:
+            from omegaconf import DictConfig, OmegaConf
 
-                cfg = OmegaConf.load(folder / "config.yaml")
-                node = cfg.get("corpus") if isinstance(cfg, DictConfig) else None
+            cfg = info.config() if info is not None else None
+            node = cfg.get("corpus") if isinstance(cfg, DictConfig) else None
+            if cfg is not None:
                 ident = json.dumps(OmegaConf.to_container(node, resolve=False), sort_keys=True, default=str)
-            except Exception:
-                ident = None
+        except Exception:
+            ident = None
         for i, corpus in enumerate(self.corpora):
             if ident is not None and corpus["ident"] == ident:
                 self.corpus_of_job[job] = i
@@ -161,12 +163,12 @@ class _Passages:
             folder = info.get("folder")
             try:
                 if folder is None:
-                    raise FileNotFoundError(f"job {info['job']} has no folder with a config.yaml")
+                    raise FileNotFoundError(f"job {info['job']} has no folder with a {CONFIG_FILE}")
                 if self.loader is not None:
                     corpus_obj = self.loader(Path(folder))
                     name, table = str(getattr(corpus_obj, "name", "corpus")), _texts_in(corpus_obj, ids)
                 else:
-                    name, table = _job_texts(Path(folder), ids)
+                    name, table = _job_texts(self.jobs[info["job"]], ids)
             except Exception as err:
                 info["name"] = f"corpus of job {info['job']}"
                 info["status"] = f"not readable: {type(err).__name__}: {err}"
