@@ -9,7 +9,7 @@
 2. Plan check (the whole pipeline): a pilot simulated job of ``--pilot`` questions, then simulated
    jobs at ``--plan-sizes``; rr plan's pilot projection (rr.analysis.power.power_from_pilot, what
    ``rr plan --pilot`` prints), averaged over ``--pilots`` pilots (with their relative spread), vs
-   the bootstrap half-width each job's rr report gives (rr.reporting.robustness.robustness_ci),
+   the bootstrap half-width each job's rr report gives (rr.analysis.intervals.robustness_ci),
    averaged over ``--plan-seeds`` jobs per size.
 
     .venv/bin/python benchmarks/calibration.py                    # 1,000 reps at n = 12, 24, 50 and 500
@@ -63,9 +63,9 @@ def coverage_table(sizes: list[int], reps: int, method: str, small_sample: bool 
 
 
 def plan_check(pilot: int, sizes: list[int], seeds: int, n_pilots: int) -> pd.DataFrame:
+    from rr.analysis.intervals import robustness_ci
     from rr.analysis.power import power_from_pilot
     from rr.pipeline import run_job
-    from rr.reporting.robustness import robustness_ci
     from tests.conftest import compose_config
 
     base = [

@@ -347,7 +347,7 @@ def task_load(args: dict) -> dict:
 
 def task_robustness(args: dict) -> dict:
     import rr.results
-    from rr.reporting.robustness import robustness_ci
+    from rr.analysis.intervals import robustness_ci
 
     df = rr.results.load(args["root"])
     t0 = time.perf_counter()

@@ -18,9 +18,9 @@ from rr.analysis.calibration import (
     planted_population,
     score_table,
 )
+from rr.analysis.intervals import per_example_robustness
 from rr.generation.simulated import ReaderParams
 from rr.metrics.robustness import robustness_table
-from rr.reporting.robustness import per_example_robustness
 
 
 def test_drawn_tables_decompose_as_rr_computes_the_metrics():
@@ -56,8 +56,8 @@ def test_plan_pilot_projection_predicts_the_observed_halfwidths():
     and 400 questions. Averaged over 6 pilots: one pilot's NDR half-width near NDR = 1 varies by
     ~20% (relative SD) at 100 questions, the other metrics' by ~8% (docs/reproduction.md; the
     pipeline version at three sizes is benchmarks/calibration.py's)."""
+    from rr.analysis.intervals import robustness_ci
     from rr.analysis.power import power_from_pilot
-    from rr.reporting.robustness import robustness_ci
 
     params, design = ReaderParams(), Design()
     rng = np.random.default_rng(11)

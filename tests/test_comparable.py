@@ -11,9 +11,10 @@ import numpy as np
 import pandas as pd
 from rich.console import Console
 
+from rr.analysis.intervals import robustness_ci
 from rr.metrics.robustness import NOTE_NDR_TRIVIAL, NOTE_RSR_ONE_K, metric_notes, robustness_table
 from rr.reporting.comparisons import not_comparable_pairs, paired_comparisons
-from rr.reporting.robustness import robustness_ci, without_degenerate
+from rr.reporting.robustness import without_degenerate
 
 
 def _table(

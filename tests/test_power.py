@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from rr.analysis.intervals import robustness_ci
 from rr.analysis.power import (
     examples_needed,
     parse_rates,
@@ -26,7 +27,6 @@ from rr.analysis.power import (
     z_value,
 )
 from rr.reporting.core import system_by
-from rr.reporting.robustness import robustness_ci
 
 Z95 = 1.959963984540054
 

@@ -192,7 +192,7 @@ def test_simulated_job_runs_the_pipeline_and_writes_planted_values(tmp_path):
 def test_measured_ndr_rsr_ror_land_within_their_intervals_of_the_planted_values(tmp_path):
     """The whole pipeline recovers planted robustness: each 95% interval rr report prints
     (example-level bootstrap) holds the planted value computed from the reader's parameters."""
-    from rr.reporting.robustness import robustness_ci
+    from rr.analysis.intervals import robustness_ci
 
     over = [*SIM, "dataset.n=80", "grid.k=[2,4,8]", "corpus.max_passages=2000", "generator.planted_reps=300"]
     result = run_job(compose_config(over, tmp_path), tmp_path / "job")

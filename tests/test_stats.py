@@ -13,8 +13,8 @@ from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import confint_proportions_2indep, proportion_effectsize, proportions_ztest
 
 from rr import stats
+from rr.analysis.intervals import per_example_robustness, robustness_ci
 from rr.metrics.robustness import robustness_table
-from rr.reporting.robustness import per_example_robustness, robustness_ci
 
 from .synthetic import job_rows
 

@@ -5,7 +5,7 @@ a *retrieval model* (where the answer passage and a near-miss distractor land in
 that a whole score table -- closed-book and every (k, order) cell of ``n`` questions -- can be drawn
 directly in numpy, without the pipeline, thousands of times a second. Each draw's per-example NDR,
 RSR, ROR, accuracy and closed-book accuracy (exactly the decomposition rr's intervals bootstrap,
-:func:`rr.reporting.robustness.per_example_robustness`; a test checks they agree) go through
+:func:`rr.analysis.intervals.per_example_robustness`; a test checks they agree) go through
 :func:`rr.stats.bootstrap_cluster_means`, and :func:`coverage` counts how often each reported 95%
 interval holds the planted value (:func:`planted_population`: the same model at ``10**6`` questions).
 

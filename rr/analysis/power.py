@@ -7,12 +7,12 @@ of examples that brings each half-width down to a target (``--target-halfwidth``
 * **An assumed rate** ``p`` (default 0.5, the worst case): the Wald half-width
   ``z * sqrt(p (1 - p) / n)``. For accuracy on 0/1 scores it is the usual normal approximation;
   for NDR, RSR and ROR it is an upper bound, since each is a mean over examples of per-example
-  values in [0, 1] (:func:`rr.reporting.robustness.per_example_robustness`), and a [0, 1] variable
+  values in [0, 1] (:func:`rr.analysis.intervals.per_example_robustness`), and a [0, 1] variable
   with mean ``p`` has variance at most ``p (1 - p)``, reached when every per-example value is 0
   or 1. Examples are assumed independent; rows of one example are not (that is why the unit is
   the example).
 * **A pilot job's score table**: the interval ``rr report`` prints
-  (:func:`rr.reporting.robustness.robustness_ci`: example-level bootstrap, same resamples,
+  (:func:`rr.analysis.intervals.robustness_ci`: example-level bootstrap, same resamples,
   confidence and seed), for each system of the pilot. Its half-width ``h`` at the pilot's ``m``
   examples is projected to ``n`` examples as ``h * sqrt(m / n)``: every metric is a mean of
   i.i.d. per-example values, whose standard error falls as ``1 / sqrt(n)``. The projection is
@@ -150,8 +150,7 @@ def power_from_pilot(
         The rows (per system of the pilot and metric, where the metric is defined) and notes on
         what was left out and why.
     """
-    from rr.reporting.core import CI_HIGH, CI_LOW, system_by
-    from rr.reporting.robustness import robustness_ci
+    from rr.analysis.intervals import CI_HIGH, CI_LOW, robustness_ci, system_by
 
     if scores.empty:
         raise ValueError("rr plan --pilot: the pilot's score table is empty")

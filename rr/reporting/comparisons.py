@@ -5,7 +5,7 @@ columns (:func:`rr.reporting.core.system_by`: generator, strategy, or a setting 
 doc perturbation) and were measured on the same examples and the same (retriever, k, order)
 cells; other such pairs, and metrics undefined or degenerate for either system, are listed apart
 with the reason (:func:`not_comparable_pairs`). For each metric (accuracy over k > 0 cells, NDR, RSR, ROR) each example gets
-one value per system (its share of the metric, :func:`~rr.reporting.robustness.per_example_robustness`),
+one value per system (its share of the metric, :func:`~rr.analysis.intervals.per_example_robustness`),
 and a paired permutation test (:func:`rr.stats.paired_permutation_test`) tests the mean
 difference over the examples both systems have. Examples, not cells, are the units: cells of
 one example are not independent. p-values are adjusted over the whole table with Holm
@@ -21,6 +21,7 @@ from typing import Any
 
 import pandas as pd
 
+from rr.analysis.intervals import checked_per_example
 from rr.metrics.robustness import metric_notes
 from rr.reporting.core import (
     Item,
@@ -31,7 +32,6 @@ from rr.reporting.core import (
     system_by,
     system_label,
 )
-from rr.reporting.robustness import checked_per_example
 from rr.results import CELL_KEYS
 from rr.stats import adjust_pvalues, paired_permutation_test
 

@@ -33,8 +33,15 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
+from rr.analysis.intervals import (  # noqa: F401 (the names sections import from here)
+    CI_HIGH,
+    CI_LOW,
+    SETTING_COLUMNS,
+    SYSTEM_COLUMNS,
+    system_by,
+)
 from rr.jobfolder import RETRIEVAL_FILE, is_started, read_config, read_summary
-from rr.results import CELL_KEYS, find_score_files, load, varying
+from rr.results import find_score_files, load, varying  # noqa: F401 (varying: sections import it from here)
 
 log = logging.getLogger(__name__)
 
@@ -47,13 +54,6 @@ SECTION_MODULES: list[str] = [
     "rr.reporting.rgb_rare",
     "rr.reporting.oracles_sure",
 ]
-
-#: Columns that name a *system* (what is compared).
-SYSTEM_COLUMNS = ("generator", "strategy")
-#: Columns that name a *setting* a system is evaluated in (kept apart, never pooled).
-SETTING_COLUMNS = ("dataset", "judge", "query_perturbation", "doc_perturbation", "seed")
-#: Suffixes of the interval columns that go with a value column ``x``: ``x_ci_low``, ``x_ci_high``.
-CI_LOW, CI_HIGH = "_ci_low", "_ci_high"
 
 
 class SectionSkipped(Exception):  # noqa: N818 (a signal, not an error)
@@ -258,38 +258,6 @@ def load_jobs(paths: str | Path | Sequence[str | Path]) -> tuple[pd.DataFrame, R
 
 
 # ----------------------------------------------------------------------------- grouping
-
-
-def system_by(df: pd.DataFrame) -> list[str]:
-    """Grouping columns that keep systems and settings apart (pass as ``by`` to ``robustness_table``).
-
-    ``dataset``, ``generator`` and ``strategy`` always (when present), plus each of ``judge``,
-    ``query_perturbation``, ``doc_perturbation``, ``seed`` that varies, plus ``job_id`` when
-    jobs of one group cannot be pooled: they score the same (example, retriever, k, order) cell,
-    or together they do not form a valid table for the robustness metrics (different grids or
-    samples; they differ in something the columns do not show). Jobs that split one system's
-    cells or examples between them are pooled.
-    """
-    from rr.metrics.robustness import robustness_table
-
-    always = [c for c in ("dataset", *SYSTEM_COLUMNS) if c in df.columns]
-    by = always + [c for c in varying(df, SETTING_COLUMNS) if c not in always]
-    cell = [c for c in ("example_id", *CELL_KEYS) if c in df.columns]
-    if "job_id" not in df.columns or df["job_id"].nunique() < 2:
-        return by
-    jobs = df.groupby(by, dropna=False)["job_id"].transform("nunique")
-    shared = df[jobs > 1]
-    if shared.empty:
-        return by
-    per_job = shared.drop_duplicates([*by, *cell, "job_id"])
-    if per_job.duplicated([*by, *cell]).any():
-        return [*by, "job_id"]
-    if "score" in df.columns and "retriever" in df.columns:
-        try:
-            robustness_table(shared, by=by)
-        except ValueError:
-            return [*by, "job_id"]
-    return by
 
 
 def system_label(row: pd.Series | dict, columns: Sequence[str]) -> str:

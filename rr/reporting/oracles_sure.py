@@ -16,6 +16,7 @@ import pandas as pd
 
 from rr.analysis.cao import perfect_ndr_curve, perfect_ror_curve, perfect_rsr_curve, performance_by_k
 from rr.metrics.spurious import PAIR_KEYS, robustness_rates
+from rr.reporting import figures
 from rr.reporting.core import (
     SYSTEM_COLUMNS,
     Item,
@@ -28,7 +29,6 @@ from rr.reporting.core import (
     system_label,
     varying,
 )
-from rr.reporting.robustness import _grid, _legend
 
 #: Curve columns of the ``oracle_curves`` table, with their line style in the figure.
 CURVES = {
@@ -118,7 +118,7 @@ def oracle_curves_section(df: pd.DataFrame, ctx: ReportContext) -> Iterator[Item
 def _oracle_figure(table: pd.DataFrame, by: list[str]) -> ReportFigure:
     label_cols = varying(table, by) or [c for c in by if c in SYSTEM_COLUMNS] or by
     systems = list(table.groupby(by, sort=True, dropna=False))
-    fig, axes = _grid(len(systems), width=4.6, height=3.6, share=True)
+    fig, axes = figures.grid(len(systems), width=4.6, height=3.6, share=True)
     ks = sorted(table["k"].unique())
     for ax, (_, sub) in zip(axes, systems, strict=True):
         sub = sub.sort_values("k")
@@ -139,12 +139,13 @@ def _oracle_figure(table: pd.DataFrame, by: list[str]) -> ReportFigure:
         ax.set_ylabel("Task performance (accuracy)")
         ax.set_title(system_label(sub.iloc[0], label_cols), fontsize=9)
         ax.grid(alpha=0.3)
-    _legend(fig, axes, "curve")
-    fig.suptitle("Actual vs oracle task performance (Cao et al. Fig. 5, 6, 8)", fontsize=11)
-    return ReportFigure(
-        "oracle_curves",
-        "Actual vs perfect NDR / RSR / ROR per system (Cao Fig. 5, 6, 8)",
+    return figures.finish(
         fig,
+        axes,
+        legend_title="curve",
+        heading="Actual vs oracle task performance (Cao et al. Fig. 5, 6, 8)",
+        name="oracle_curves",
+        title="Actual vs perfect NDR / RSR / ROR per system (Cao Fig. 5, 6, 8)",
         caption="One panel per system; each line is a column of tables/oracle_curves.csv.",
     )
 

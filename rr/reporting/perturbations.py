@@ -15,20 +15,19 @@ from collections.abc import Iterator, Sequence
 import pandas as pd
 
 from rr.metrics.rgb import noise_ratio_of, rgb_table
+from rr.reporting import figures
 from rr.reporting.core import (
     CI_HIGH,
     CI_LOW,
     SYSTEM_COLUMNS,
     Item,
     ReportContext,
-    ReportFigure,
     ReportTable,
     section,
     system_by,
     system_label,
     varying,
 )
-from rr.reporting.robustness import _colors, _grid, _legend, _panels
 from rr.stats import bootstrap_mean
 
 PERTURBATIONS = ("query_perturbation", "doc_perturbation")
@@ -140,11 +139,11 @@ def accuracy_vs_noise_ratio(df: pd.DataFrame, ctx: ReportContext) -> Iterator[It
             "answer part present) per system (rows) and noise ratio (columns), as RGB Table 1."
         ),
     )
-    settings = varying(table, [c for c in by if c not in SYSTEM_COLUMNS])
+    settings = figures.panel_settings(table, by)
     label_cols = varying(table, list(SYSTEM_COLUMNS)) or ["generator"]
-    colors = _colors(sorted({system_label(r, label_cols) for _, r in table.iterrows()}))
-    panels = list(_panels(table, settings))
-    fig, axes = _grid(len(panels))
+    colors = figures.colors(sorted({system_label(r, label_cols) for _, r in table.iterrows()}))
+    panels = list(figures.panels(table, settings))
+    fig, axes = figures.grid(len(panels))
     for ax, (title, p) in zip(axes, panels, strict=True):
         for _, s in p.groupby(list(SYSTEM_COLUMNS), sort=True):
             s = s.sort_values("noise_ratio")
@@ -152,10 +151,7 @@ def accuracy_vs_noise_ratio(df: pd.DataFrame, ctx: ReportContext) -> Iterator[It
             ax.errorbar(
                 s["noise_ratio"],
                 s["accuracy"],
-                yerr=[
-                    (s["accuracy"] - s["accuracy" + CI_LOW]).clip(lower=0).fillna(0),
-                    (s["accuracy" + CI_HIGH] - s["accuracy"]).clip(lower=0).fillna(0),
-                ],
+                yerr=figures.error_bars(s, "accuracy"),
                 marker="o",
                 capsize=3,
                 color=colors[lab],
@@ -167,11 +163,12 @@ def accuracy_vs_noise_ratio(df: pd.DataFrame, ctx: ReportContext) -> Iterator[It
         ax.set_ylim(0, 1.02)
         ax.set_title(title, fontsize=10)
         ax.grid(alpha=0.3)
-    _legend(fig, axes, " / ".join(label_cols))
-    fig.suptitle("Accuracy vs noise ratio (RGB noise robustness)", fontsize=11)
-    yield ReportFigure(
-        "accuracy_vs_noise_ratio",
-        "Accuracy vs noise ratio (RGB Table 1)",
+    yield figures.finish(
         fig,
+        axes,
+        legend_title=" / ".join(label_cols),
+        heading="Accuracy vs noise ratio (RGB noise robustness)",
+        name="accuracy_vs_noise_ratio",
+        title="Accuracy vs noise ratio (RGB Table 1)",
         caption=f"Error bars: {ctx.confidence:.0%} example-level bootstrap intervals.",
     )

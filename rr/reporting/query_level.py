@@ -24,6 +24,7 @@ import pandas as pd
 
 from rr.analysis import query_level as ql
 from rr.jobfolder import QRELS_FILE, RUNS_DIR
+from rr.reporting import figures
 from rr.reporting.core import (
     CI_HIGH,
     CI_LOW,
@@ -36,7 +37,6 @@ from rr.reporting.core import (
     system_label,
     varying,
 )
-from rr.reporting.robustness import _colors, _grid, _legend
 from rr.stats import bootstrap_mean
 
 ORACLE = "oracle"
@@ -184,21 +184,16 @@ def _match_figure(table: pd.DataFrame, k: int) -> ReportFigure:
         ]
     )
     bars = sorted(table["bar"].unique(), key=lambda b: (not b.startswith("closed"), b != "oracle", b))
-    colors = _colors(bars)
+    colors = figures.colors(bars)
     panels = list(table.groupby(panel_cols, sort=True))
-    fig, axes = _grid(len(panels), width=max(4.0, 1.2 * table["kind"].nunique()))
+    fig, axes = figures.grid(len(panels), width=max(4.0, 1.2 * table["kind"].nunique()))
     for ax, (_, p) in zip(axes, panels, strict=True):
         kinds = ql._kind_order(list(p["kind"]))
         x = np.arange(len(kinds))
         width = 0.8 / len(bars)
         for i, b in enumerate(bars):
             s = p[p["bar"] == b].set_index("kind").reindex(kinds)
-            err = np.vstack(
-                [
-                    (s["match"] - s["match" + CI_LOW]).clip(lower=0).fillna(0),
-                    (s["match" + CI_HIGH] - s["match"]).clip(lower=0).fillna(0),
-                ]
-            )
+            err = figures.error_bars(s, "match")
             ax.bar(
                 x + (i - (len(bars) - 1) / 2) * width,
                 s["match"],
@@ -214,12 +209,13 @@ def _match_figure(table: pd.DataFrame, k: int) -> ReportFigure:
         ax.set_ylim(0, 1.05)
         ax.set_title(system_label(p.iloc[0], panel_cols), fontsize=10)
         ax.grid(axis="y", alpha=0.3)
-    _legend(fig, axes, "setting")
-    fig.suptitle("Match per setting and query perturbation", fontsize=11)
-    return ReportFigure(
-        "query_level_match",
-        "Match per setting and query perturbation (Figs. 3/4/9)",
+    return figures.finish(
         fig,
+        axes,
+        legend_title="setting",
+        heading="Match per setting and query perturbation",
+        name="query_level_match",
+        title="Match per setting and query perturbation (Figs. 3/4/9)",
         caption="Error bars: example-level bootstrap intervals.",
     )
 
@@ -304,7 +300,7 @@ def _heatmap(table: pd.DataFrame, ids: list[str], k: int) -> ReportFigure:
     label_cols = varying(table, ids) or ["generator", "retriever"]
     panels = list(table.groupby(ids, sort=True, dropna=False))
     n_kinds = table["kind"].nunique()
-    fig, axes = _grid(len(panels), width=max(3.5, 1.1 * n_kinds), height=3.0)
+    fig, axes = figures.grid(len(panels), width=max(3.5, 1.1 * n_kinds), height=3.0)
     image = None
     for ax, (_, t) in zip(axes, panels, strict=True):
         r = ql.correlation_table(t, "r")

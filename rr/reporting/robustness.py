@@ -2,7 +2,7 @@
 
 * ``robustness``: NDR, RSR, ROR, their geometric mean, accuracy (k > 0) and closed-book accuracy
   per system, averaged over retrievers as the paper does, each with an example-level bootstrap
-  interval (:func:`robustness_ci`); robustness vs performance scatter (Fig. 1 / 9) and
+  interval (:func:`rr.analysis.intervals.robustness_ci`); robustness vs performance scatter (Fig. 1 / 9) and
   per-metric bars by model (Fig. 4).
 * ``robustness_by_order``: geometric mean of NDR and RSR vs accuracy for each document order
   (Fig. 7).
@@ -16,14 +16,15 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 import pandas as pd
-from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from rr.metrics.robustness import NO_RETRIEVER, TIE_TOLERANCE, metric_notes, robustness_table
+from rr.analysis.intervals import per_example_robustness, robustness_ci  # noqa: F401 (importable here as before)
+from rr.metrics.robustness import metric_notes
+from rr.reporting import figures
 from rr.reporting.core import (
     CI_HIGH,
     CI_LOW,
@@ -38,19 +39,10 @@ from rr.reporting.core import (
     system_label,
     varying,
 )
-from rr.stats import (
-    COVERAGE_CHECKED_FROM,
-    BootstrapMethod,
-    StatResult,
-    bootstrap_cluster_means,
-    cluster_bootstrap,
-)
+from rr.stats import COVERAGE_CHECKED_FROM, bootstrap_cluster_means
 
 log = logging.getLogger(__name__)
 
-#: The metrics of :func:`robustness_ci`, in table order.
-METRICS = ("ndr", "rsr", "ror", "robustness", "accuracy", "closed_book_accuracy")
-_BASE = ("ndr", "rsr", "ror", "accuracy", "closed_book_accuracy")
 NAMES = {
     "ndr": "NDR",
     "rsr": "RSR",
@@ -64,189 +56,6 @@ YLABELS = {
     "robustness": "Robustness (geo. mean of NDR, RSR, ROR)",
     "ndr_rsr": "Robustness (geo. mean of NDR, RSR)",
 }
-Derived = Mapping[str, Callable[[Mapping[str, np.ndarray]], np.ndarray]]
-
-
-def _gmean3(m: Mapping[str, np.ndarray]) -> np.ndarray:
-    return np.cbrt(m["ndr"] * m["rsr"] * m["ror"])
-
-
-# ----------------------------------------------------------------------------- intervals
-
-
-def per_example_robustness(group: pd.DataFrame, retriever_col: str = "retriever") -> pd.DataFrame:
-    """Each example's share of NDR, RSR, ROR, accuracy and closed-book accuracy in one group.
-
-    For a valid table (one system; complete grid, as :func:`rr.metrics.robustness.ndr` etc.
-    require) every example contributes the same number of comparisons to each metric, so the
-    metric equals the mean of these per-example values (averaged over retrievers like
-    :func:`robustness_table`). This decomposition only drives the bootstrap;
-    :func:`robustness_ci` checks it reproduces :func:`robustness_table` before using it.
-
-    Args:
-        group: Score rows of one system and setting (k = 0 rows and k > 0 rows of any
-            retrievers); assumed already validated by :func:`robustness_table`.
-        retriever_col: Retriever column.
-
-    Returns:
-        One row per example, columns ``ndr``, ``rsr``, ``ror``, ``accuracy``,
-        ``closed_book_accuracy`` (NaN where undefined).
-    """
-    ex, k, order, score = "example_id", "k", "order", "score"
-    g = group.assign(**{k: group[k].astype(int), score: group[score].astype(float)})
-    closed = g.loc[g[k] == 0].set_index(ex)[score]
-    rag = g.loc[g[k] > 0]
-    examples = pd.Index(pd.concat([g[ex]]).unique(), name=ex)
-    per: list[pd.DataFrame] = []
-    for _, mine in rag.groupby(retriever_col, sort=True):
-        cols: dict[str, pd.Series] = {}
-        if len(closed):
-            ok = mine[score] >= mine[ex].map(closed) - TIE_TOLERANCE
-            cols["ndr"] = ok.groupby(mine[ex]).mean()
-        ks = sorted(mine[k].unique())
-        if len(ks) >= 2:
-            wide = mine.pivot(index=[ex, order], columns=k, values=score).reindex(columns=ks)
-            arr = wide.to_numpy(dtype=float)
-            best = np.maximum.accumulate(arr, axis=1)[:, :-1]
-            row_mean = (arr[:, 1:] >= best - TIE_TOLERANCE).mean(axis=1)
-            cols["rsr"] = pd.Series(row_mean, index=wide.index).groupby(level=ex).mean()
-        sigma = mine.groupby([ex, k])[score].std(ddof=0)
-        cols["ror"] = (1.0 - 2.0 * sigma).groupby(level=ex).mean()
-        cols["accuracy"] = mine.groupby(ex)[score].mean()
-        per.append(pd.DataFrame(cols).reindex(examples))
-    out = (
-        pd.concat(per).groupby(level=0).mean()
-        if per
-        else pd.DataFrame(index=examples, columns=["ndr", "rsr", "ror", "accuracy"], dtype=float)
-    )
-    out = out.reindex(index=examples, columns=["ndr", "rsr", "ror", "accuracy"])
-    out["closed_book_accuracy"] = closed.reindex(examples) if len(closed) else math.nan
-    return out.astype(float)
-
-
-def _decomposes(values: pd.DataFrame, row: Mapping[str, float]) -> bool:
-    """Whether the per-example values average to the table's metrics (the bootstrap's premise)."""
-    return all(
-        (math.isnan(row[m]) and values[m].isna().all())
-        or math.isclose(float(values[m].mean()), float(row[m]), abs_tol=1e-9)
-        for m in _BASE
-    )
-
-
-def checked_per_example(group: pd.DataFrame, retriever_col: str = "retriever") -> pd.DataFrame | None:
-    """:func:`per_example_robustness` of one system's rows if it reproduces :func:`robustness_table`, else None.
-
-    Raises:
-        ValueError: The rows are not a valid table for the metrics (see :func:`robustness_table`).
-    """
-    row = robustness_table(group, by=(), retriever_col=retriever_col).iloc[0].to_dict()
-    values = per_example_robustness(group, retriever_col)
-    return values if _decomposes(values, row) else None
-
-
-def robustness_ci(
-    df: pd.DataFrame,
-    by: Sequence[str] | None = None,
-    *,
-    n_resamples: int = 1000,
-    confidence: float = 0.95,
-    seed: int = 0,
-    derived: Derived | None = None,
-    retriever_col: str = "retriever",
-    method: BootstrapMethod = "BCa",
-    small_sample: bool = True,
-) -> pd.DataFrame:
-    """:func:`rr.metrics.robustness_table` with an example-level bootstrap interval on every metric.
-
-    Point estimates are exactly :func:`robustness_table`'s (averaged over retrievers). Intervals
-    resample examples with replacement (``rr.stats.bootstrap_cluster_means`` on the per-example
-    decomposition of :func:`per_example_robustness`, the same draw for all metrics, so the
-    geometric mean gets a joint interval). If the decomposition does not reproduce the table
-    (e.g. retrievers covering different examples), the group falls back to the generic
-    ``rr.stats.cluster_bootstrap`` of :func:`robustness_table` itself.
-
-    Args:
-        df: Score table.
-        by: Grouping columns (default :func:`rr.reporting.core.system_by`).
-        n_resamples: Bootstrap resamples.
-        confidence: Interval level.
-        seed: Seed (same seed, same intervals).
-        derived: Extra name -> function of the metric means (see
-            :func:`rr.stats.bootstrap_cluster_means`), e.g. the geometric mean of NDR and RSR.
-        retriever_col: Retriever column.
-        method: ``"BCa"`` (default), ``"percentile"`` or ``"basic"`` (``scipy.stats.bootstrap``).
-            BCa because its 95% intervals hold the true value at their nominal rate on tables of
-            100 to 500 examples drawn from the simulated reader (``docs/reproduction.md``,
-            ``benchmarks/calibration.py``), where percentile intervals of NDR near 1 cover only
-            89-93% below 500 examples (the per-example values are skewed against the bound).
-        small_sample: The small-sample rules of :func:`rr.stats.bootstrap_cluster_means` (the
-            level expanded for few examples; Wilson for 0/1 or constant values), without which
-            rr's 95% intervals covered 77-91% at 12 and 87-95% at 24 examples
-            (``benchmarks/calibration.py``, ``benchmarks/README.md``).
-
-    Returns:
-        The :func:`robustness_table` columns, each metric ``m`` followed by ``m_ci_low`` and
-        ``m_ci_high``, then any ``derived`` columns with theirs.
-    """
-    by_cols = list(system_by(df) if by is None else by)
-    derived = {"robustness": _gmean3, **dict(derived or {})}
-    point = robustness_table(df, by=by_cols, retriever_col=retriever_col)
-    extra = [d for d in derived if d != "robustness"]
-    rows = []
-    groups = [((), df)] if not by_cols else df.groupby(by_cols, sort=True, dropna=False)
-    for (key, group), (_, prow) in zip(groups, point.iterrows(), strict=True):
-        key_t = key if isinstance(key, tuple) else (key,)
-        assert all(str(a) == str(b) for a, b in zip(key_t, prow[by_cols], strict=True))
-        row = prow.to_dict()
-        values = per_example_robustness(group, retriever_col)
-        ok = _decomposes(values, row)
-        res: Mapping[str, StatResult]
-        if group.loc[group["k"] > 0, retriever_col].astype(str).eq(NO_RETRIEVER).all():
-            res = {}
-        elif group["example_id"].nunique() < 2:  # an interval needs two examples: point only
-            log.warning("group %s: one example, no confidence interval", key_t)
-            res = {}
-        elif ok:
-            res = bootstrap_cluster_means(
-                values,
-                derived,
-                n_resamples=n_resamples,
-                confidence=confidence,
-                seed=seed,
-                method=method,
-                small_sample=small_sample,
-            )
-        else:
-            log.warning("group %s: per-example decomposition differs; using the generic bootstrap", key_t)
-
-            def stat(d: pd.DataFrame) -> dict[str, float]:
-                r = robustness_table(d, by=(), retriever_col=retriever_col).iloc[0]
-                means = {m: np.array(float(r[m])) for m in _BASE}
-                return {**{m: float(r[m]) for m in _BASE}, **{n: float(f(means)) for n, f in derived.items()}}
-
-            res = cluster_bootstrap(
-                group,
-                stat,
-                n_resamples=n_resamples,
-                confidence=confidence,
-                seed=seed,
-                method=method,
-                small_sample=small_sample,
-            )
-        for m in [*METRICS, *extra]:
-            r = res.get(m)
-            if m in extra:
-                row[m] = r.statistic if r else math.nan
-            row[m + CI_LOW] = r.ci_low if r else math.nan
-            row[m + CI_HIGH] = r.ci_high if r else math.nan
-        rows.append(row)
-    ordered = [*by_cols]
-    for m in [*METRICS, *extra]:
-        ordered += [m, m + CI_LOW, m + CI_HIGH]
-    ordered += [c for c in point.columns if c not in ordered]
-    return pd.DataFrame(rows)[ordered]
-
-
 # ----------------------------------------------------------------------------- helpers
 
 
@@ -285,85 +94,6 @@ def without_degenerate(table: pd.DataFrame, derived: Sequence[str] = ("robustnes
 def _has_robustness_grid(df: pd.DataFrame) -> bool:
     k = pd.to_numeric(df["k"], errors="coerce")
     return bool((k > 0).any())
-
-
-def _colors(values: Sequence[str]) -> dict[str, tuple]:
-    from matplotlib import colormaps
-
-    cmap = colormaps["tab10" if len(values) <= 10 else "tab20"]
-    return {v: cmap(i % cmap.N) for i, v in enumerate(sorted(values))}
-
-
-MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">")
-
-
-def _markers(values: Sequence[str]) -> dict[str, str]:
-    return {v: MARKERS[i % len(MARKERS)] for i, v in enumerate(sorted(values))}
-
-
-def _settings(table: pd.DataFrame, by: Sequence[str]) -> list[str]:
-    """Columns of ``by`` other than generator/strategy that vary (one panel per combination)."""
-    return varying(table, [c for c in by if c not in SYSTEM_COLUMNS])
-
-
-def _panels(table: pd.DataFrame, settings: list[str]) -> Iterator[tuple[str, pd.DataFrame]]:
-    if not settings:
-        yield "", table
-        return
-    for key, sub in table.groupby(settings, sort=True):
-        key_t = key if isinstance(key, tuple) else (key,)
-        yield ", ".join(f"{c}={v}" for c, v in zip(settings, key_t, strict=True)), sub
-
-
-def _grid(n: int, width: float = 5.0, height: float = 4.0, share: bool = False) -> tuple[Figure, list[Axes]]:
-    cols = min(n, 3)
-    rows = math.ceil(n / cols)
-    fig = Figure(figsize=(max(width * cols + 2.5, 7.5), height * rows), layout="constrained")
-    axes = fig.subplots(rows, cols, squeeze=False, sharex=share, sharey=share).ravel().tolist()
-    for ax in axes[n:]:
-        ax.set_visible(False)
-    return fig, axes[:n]
-
-
-def _err(sub: pd.DataFrame, m: str) -> np.ndarray:
-    lo = (sub[m] - sub[m + CI_LOW]).clip(lower=0).fillna(0)
-    hi = (sub[m + CI_HIGH] - sub[m]).clip(lower=0).fillna(0)
-    return np.vstack([lo.to_numpy(), hi.to_numpy()])
-
-
-def _legend_handles(colors: dict[str, tuple], markers: dict[str, str], ctitle: str, mtitle: str) -> list:
-    from matplotlib.lines import Line2D
-
-    handles: list = [Line2D([], [], linestyle="", label=f"$\\bf{{{ctitle}}}$")]
-    handles += [Line2D([], [], color=c, marker="o", linestyle="", label=_short(v)) for v, c in colors.items()]
-    if len(markers) > 1:
-        handles += [Line2D([], [], linestyle="", label=f"$\\bf{{{mtitle}}}$")]
-        handles += [
-            Line2D([], [], color="0.3", marker=mk, linestyle="", label=v) for v, mk in markers.items()
-        ]
-    return handles
-
-
-def _legend(fig: Figure, axes: Sequence[Axes], title: str = "", handles: list | None = None) -> None:
-    """One legend right of the panels, with every label of every panel once."""
-    if handles is None:
-        seen: dict[str, object] = {}
-        for ax in axes:
-            for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
-                seen.setdefault(lab, h)
-        handles = [h for h in seen.values()]
-        labels = list(seen)
-        fig.legend(
-            handles, labels, loc="outside right center", fontsize=9, frameon=False, title=title or None
-        )
-    else:
-        fig.legend(
-            handles=handles, loc="outside right center", fontsize=9, frameon=False, title=title or None
-        )
-
-
-def _short(v: str) -> str:
-    return str(v).rsplit("/", 1)[-1]
 
 
 def _table_ci(ctx: ReportContext, df: pd.DataFrame) -> pd.DataFrame:
@@ -418,20 +148,20 @@ def _scatter(
     ctx: ReportContext,
     marker_col: str = "",
 ) -> ReportFigure:
-    settings = _settings(table, by)
+    settings = figures.panel_settings(table, by)
     marker_col = marker_col or "strategy"
-    colors = _colors(table["generator"].astype(str).unique())
-    markers = _markers(table[marker_col].astype(str).unique())
-    panels = list(_panels(table, settings))
-    fig, axes = _grid(len(panels), share=True)
+    colors = figures.colors(table["generator"].astype(str).unique())
+    markers = figures.markers(table[marker_col].astype(str).unique())
+    panels = list(figures.panels(table, settings))
+    fig, axes = figures.grid(len(panels), share=True)
     for ax, (title, sub) in zip(axes, panels, strict=True):
         for _, r in sub.iterrows():
             one = sub.loc[[r.name]]
             ax.errorbar(
                 r[x],
                 r[y],
-                xerr=_err(one, x),
-                yerr=_err(one, y),
+                xerr=figures.error_bars(one, x),
+                yerr=figures.error_bars(one, y),
                 fmt=markers[str(r[marker_col])],
                 color=colors[str(r["generator"])],
                 markersize=8,
@@ -443,17 +173,18 @@ def _scatter(
         ax.set_ylabel(YLABELS.get(y, y))
         ax.set_title(title, fontsize=10)
         ax.grid(alpha=0.3)
-    _legend(fig, axes, handles=_legend_handles(colors, markers, "model", marker_col.replace("_", r"\_")))
     what = (
         "geometric mean of NDR and RSR per document order"
         if y == "ndr_rsr"
         else "geometric mean of NDR, RSR, ROR"
     )
-    fig.suptitle(f"Retrieval robustness vs task performance ({what})", fontsize=11)
-    return ReportFigure(
-        name,
-        f"Robustness vs task performance ({'Cao Fig. 7' if y == 'ndr_rsr' else 'Cao Fig. 1 / 9'})",
+    return figures.finish(
         fig,
+        axes,
+        handles=figures.legend_handles(colors, markers, "model", marker_col.replace("_", r"\_")),
+        heading=f"Retrieval robustness vs task performance ({what})",
+        name=name,
+        title=f"Robustness vs task performance ({'Cao Fig. 7' if y == 'ndr_rsr' else 'Cao Fig. 1 / 9'})",
         caption=(
             f"y: {what}; x: mean accuracy over k > 0 cells. Colour: model; marker: {marker_col}. "
             f"Error bars: {ctx.confidence:.0%} example-level bootstrap intervals."
@@ -467,11 +198,11 @@ def _bars(table: pd.DataFrame, by: Sequence[str]) -> ReportFigure:
     hue_cols = [c for c in by if c != "generator" and c in varying(table, by)]
     table = table.assign(
         _hue=[system_label(r, hue_cols) if hue_cols else "all" for _, r in table.iterrows()],
-        _model=table["generator"].map(_short),
+        _model=table["generator"].map(figures.short),
     )
     models = list(dict.fromkeys(table["_model"]))
     hues = list(dict.fromkeys(table["_hue"]))
-    colors = _colors(hues)
+    colors = figures.colors(hues)
     fig = Figure(
         figsize=(max(8.0, 1.2 * len(models) * max(1, len(hues)) * 0.6 + 6), 4.0), layout="constrained"
     )
@@ -481,7 +212,7 @@ def _bars(table: pd.DataFrame, by: Sequence[str]) -> ReportFigure:
         for j, h in enumerate(hues):
             sub = table[table["_hue"] == h].set_index("_model").reindex(models)
             xs = np.arange(len(models)) + (j - (len(hues) - 1) / 2) * width
-            err = _err(sub.fillna({m + CI_LOW: np.nan}), m)
+            err = figures.error_bars(sub.fillna({m + CI_LOW: np.nan}), m)
             ax.bar(
                 xs,
                 sub[m].to_numpy(dtype=float),
@@ -636,13 +367,13 @@ def accuracy_vs_k_section(df: pd.DataFrame, ctx: ReportContext) -> Iterator[Item
 
 
 def _k_figure(table: pd.DataFrame, by: Sequence[str], ctx: ReportContext) -> ReportFigure:
-    settings = _settings(table, by)
+    settings = figures.panel_settings(table, by)
     sys_cols = [c for c in by if c in SYSTEM_COLUMNS]
     label_cols = varying(table, sys_cols) or ["generator"]
-    panels = list(_panels(table, settings))
-    fig, axes = _grid(len(panels))
+    panels = list(figures.panels(table, settings))
+    fig, axes = figures.grid(len(panels))
     labels = sorted({system_label(r, label_cols) for _, r in table.iterrows()})
-    colors = _colors(labels)
+    colors = figures.colors(labels)
     ks = sorted(table["k"].unique())
     for ax, (title, sub) in zip(axes, panels, strict=True):
         for _, s in sub.groupby(sys_cols, sort=True):
@@ -657,12 +388,13 @@ def _k_figure(table: pd.DataFrame, by: Sequence[str], ctx: ReportContext) -> Rep
         ax.set_ylabel("Task performance (accuracy)")
         ax.set_title(title, fontsize=10)
         ax.grid(alpha=0.3)
-    _legend(fig, axes, " / ".join(label_cols))
-    fig.suptitle("Task performance vs retrieval size, averaged over retrievers and orders", fontsize=11)
-    return ReportFigure(
-        "accuracy_vs_k",
-        "Task performance vs k (Cao Fig. 13-16)",
+    return figures.finish(
         fig,
+        axes,
+        legend_title=" / ".join(label_cols),
+        heading="Task performance vs retrieval size, averaged over retrievers and orders",
+        name="accuracy_vs_k",
+        title="Task performance vs k (Cao Fig. 13-16)",
         caption=f"Lines: mean accuracy; bands: {ctx.confidence:.0%} example-level bootstrap intervals.",
     )
 
@@ -673,7 +405,7 @@ def _k_grid_figure(detail: pd.DataFrame, df: pd.DataFrame, by: Sequence[str]) ->
     sys_cols = list(by)
     label_cols = varying(detail, sys_cols) or ["generator"]
     labels = sorted({system_label(r, label_cols) for _, r in detail.iterrows()})
-    colors = _colors(labels)
+    colors = figures.colors(labels)
     closed = df[pd.to_numeric(df["k"]) == 0]
     cb = closed.groupby(sys_cols, dropna=False)["score"].mean() if len(closed) else None
     fig = Figure(figsize=(4.2 * len(orders) + 2, 3.4 * len(retrievers)), layout="constrained")
@@ -698,12 +430,13 @@ def _k_grid_figure(detail: pd.DataFrame, df: pd.DataFrame, by: Sequence[str]) ->
                 ax.set_xlabel("Retrieved documents (k)")
             if j == 0:
                 ax.set_ylabel("Task performance")
-    _legend(fig, [ax for row in axes for ax in row], " / ".join(label_cols))
-    fig.suptitle("Task performance per retriever and document order (k = 0: closed-book)", fontsize=11)
-    return ReportFigure(
-        "accuracy_vs_k_by_retriever_order",
-        "Task performance vs k per retriever and order (Cao Fig. 17-19)",
+    return figures.finish(
         fig,
+        [ax for row in axes for ax in row],
+        legend_title=" / ".join(label_cols),
+        heading="Task performance per retriever and document order (k = 0: closed-book)",
+        name="accuracy_vs_k_by_retriever_order",
+        title="Task performance vs k per retriever and order (Cao Fig. 17-19)",
         caption="One panel per retriever (rows) and document order (columns); k = 0 is the closed-book score.",
     )
 
@@ -745,9 +478,9 @@ def answer_recall_section(df: pd.DataFrame, ctx: ReportContext) -> Iterator[Item
         ),
     )
     qps = sorted(table["query_perturbation"].astype(str).unique())
-    fig, axes = _grid(len(qps))
+    fig, axes = figures.grid(len(qps))
     datasets = sorted(table["dataset"].astype(str).unique())
-    colors = _colors(datasets)
+    colors = figures.colors(datasets)
     styles = dict(
         zip(sorted(table["retriever"].astype(str).unique()), ["-", "--", ":", "-."] * 5, strict=False)
     )
@@ -772,11 +505,11 @@ def answer_recall_section(df: pd.DataFrame, ctx: ReportContext) -> Iterator[Item
         ax.set_ylim(0, 1.02)
         ax.set_title("" if qps == ["none"] else f"query perturbation = {qp}", fontsize=10)
         ax.grid(alpha=0.3)
-    _legend(fig, axes)
-    fig.suptitle("Answer recall of the retrievers (Cao Fig. 3)", fontsize=11)
-    yield ReportFigure(
-        "answer_recall_vs_k",
-        "Answer recall vs k (Cao Fig. 3)",
+    yield figures.finish(
         fig,
+        axes,
+        heading="Answer recall of the retrievers (Cao Fig. 3)",
+        name="answer_recall_vs_k",
+        title="Answer recall vs k (Cao Fig. 3)",
         caption="Colour: dataset; line style: retriever; dotted: best closed-book accuracy of any system (Non-RAG perf).",
     )
