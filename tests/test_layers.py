@@ -6,8 +6,9 @@ The layers, lowest first (docs/architecture.md, "Layers"):
 1. components: data, retrieval, generation, strategies, judges, perturbations, metrics, the
    score-table builder (results), the runtime and the logger
 2. the job: pipeline, summary, resume, cost
-3. reading results: reporting, analysis
-4. commands: rr.commands (and ``python -m rr``); nothing in rr imports them
+3. analysis: statistics and the papers' analyses over score tables (rr.analysis)
+4. reporting: tables, figures, the site (rr.reporting); it reads analysis, never the reverse
+5. commands: rr.commands (and ``python -m rr``); nothing in rr imports them
 
 The graph is read from the source with :mod:`ast` (every ``import`` anywhere in a module, inside
 functions too: an import moved into a function still runs back up), so the test needs nothing
@@ -55,12 +56,13 @@ LAYERS: dict[str, int] = {
     "rr.summary": 2,
     "rr.resume": 2,
     "rr.cost": 2,
-    "rr.reporting": 3,
     "rr.analysis": 3,
-    "rr.commands": 4,
-    "rr.__main__": 4,
+    "rr.reporting": 4,
+    "rr.commands": 5,
+    "rr.__main__": 5,
 }
-NAMES = {0: "contracts", 1: "components", 2: "job", 3: "reporting", 4: "commands"}
+NAMES = {0: "contracts", 1: "components", 2: "job", 3: "analysis", 4: "reporting", 5: "commands"}
+COMMANDS = 5
 
 
 def module_name(path: Path) -> str:
@@ -155,14 +157,33 @@ def test_no_import_circle() -> None:
     assert cycles(graph()) == []
 
 
-def test_no_import_runs_up_a_layer() -> None:
-    upward = [
+def upward(g: dict[str, set[str]]) -> list[str]:
+    """Every import in ``g`` of a module in a higher layer than the importer's."""
+    return [
         f"{a} ({NAMES[layer(a)]}) imports {b} ({NAMES[layer(b)]})"
-        for a, targets in graph().items()
+        for a, targets in g.items()
         for b in sorted(targets)
         if layer(b) > layer(a)
     ]
-    assert upward == []
+
+
+def test_no_import_runs_up_a_layer() -> None:
+    assert upward(graph()) == []
+
+
+def test_analysis_importing_reporting_runs_up_a_layer(tmp_path: Path) -> None:
+    """Reporting reads analysis; an analysis module importing reporting (even inside a function, as
+    rr.analysis.power once did for its intervals) is caught, and the reverse is allowed."""
+    known = {"rr.analysis.power", "rr.reporting.core", "rr.reporting.robustness", "rr.analysis.intervals"}
+    bad = tmp_path / "power.py"
+    bad.write_text("def f():\n    from rr.reporting.core import system_by\n")
+    good = tmp_path / "robustness.py"
+    good.write_text("from rr.analysis.intervals import robustness_ci\n")
+    g = {
+        "rr.analysis.power": imports("rr.analysis.power", bad, known),
+        "rr.reporting.robustness": imports("rr.reporting.robustness", good, known),
+    }
+    assert upward(g) == ["rr.analysis.power (analysis) imports rr.reporting.core (reporting)"]
 
 
 def test_no_library_module_parses_argv() -> None:
@@ -170,7 +191,7 @@ def test_no_library_module_parses_argv() -> None:
     offenders = [
         name
         for name, path in modules().items()
-        if layer(name) < 4
+        if layer(name) < COMMANDS
         and ("import argparse" in (text := path.read_text(encoding="utf-8")) or "sys.argv" in text)
         and name != "rr.config"  # reads sys.argv only to tell `rr --help` from a job (no parsing)
     ]
