@@ -21,6 +21,7 @@ from importlib import import_module
 from importlib.metadata import EntryPoint, entry_points
 
 from rr.errors import UserError
+from rr.registry import registering_from
 
 #: Entry-point group naming modules to import (their ``@component`` classes register).
 COMPONENTS_GROUP = "rr.components"
@@ -50,7 +51,8 @@ def import_plugin_components() -> list[str]:
     names = []
     for ep in plugin_entry_points(COMPONENTS_GROUP):
         try:
-            import_module(ep.value)
+            with registering_from(f"plugin {_origin(ep)}"):
+                import_module(ep.value)
         except Exception as e:
             raise UserError(f"the rr plugin {_origin(ep)} failed to import: {type(e).__name__}: {e}") from e
         names.append(ep.value)

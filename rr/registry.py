@@ -21,21 +21,157 @@ Hydra's instantiate keys (``_recursive_``, ``_convert_``, ``_partial_``) are no 
 parameters: an option whose YAML sets one (``_recursive_: false`` keeps a nested config node,
 such as a judge's generator, unbuilt) names it in ``component(..., hydra_keys=...)``, which admits
 the key in the schema with Hydra's own default.
+
+Every registry of rr is one type, :class:`Registry`: the components of each config group
+(:data:`COMPONENTS`), the metrics (:data:`rr.metrics.METRICS`), the report sections
+(:data:`rr.reporting.SECTIONS`) and the ``rr`` subcommands (:data:`rr.commands.cli.SUBCOMMANDS`).
+A registry maps a name to an object of one base type (checked when the object is registered or
+loaded), holds lazy ``"module:name"`` entries that import their module only when looked up, and
+knows where each entry came from (:data:`BUILT_IN`, or the plugin entry point that registered it).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import inspect
 import types
 import typing
-from collections.abc import Sequence
-from typing import Any, Optional
+from collections.abc import Callable, Iterator, MutableMapping, Sequence
+from contextlib import contextmanager
+from typing import Any, Generic, Optional, TypeVar
 
 from omegaconf import MISSING
 
-#: group -> option name -> class
-COMPONENTS: dict[str, dict[str, type]] = {}
+T = TypeVar("T")
+
+#: The origin of an entry registered by rr itself.
+BUILT_IN = "built-in"
+#: Origins of the plugin imports in progress (innermost last; :func:`registering_from`).
+_LOADING: list[str] = []
+
+
+@contextmanager
+def registering_from(origin: str) -> Iterator[None]:
+    """Entries registered inside this block without an explicit origin come from ``origin`` (used by
+    :func:`rr.plugins.import_plugin_components` around each plugin's import)."""
+    _LOADING.append(origin)
+    try:
+        yield
+    finally:
+        _LOADING.pop()
+
+
+def origin_of(obj: Any) -> str:
+    """Where ``obj`` comes from: the plugin being imported (:func:`registering_from`), else
+    :data:`BUILT_IN` for an object defined in ``rr``, else ``"module <its module>"``."""
+    if _LOADING:
+        return _LOADING[-1]
+    module = str(getattr(obj, "__module__", "") or "")
+    return BUILT_IN if module == "rr" or module.startswith("rr.") else f"module {module}"
+
+
+@dataclasses.dataclass
+class _Entry(Generic[T]):
+    origin: str
+    ref: str = ""  # "module:name" of a lazy entry
+    value: T | None = None
+    loaded: bool = False
+
+
+class Registry(MutableMapping[str, T]):
+    """Name -> object of one base type, each entry loaded or lazy, with where it came from.
+
+    A mapping: ``name in reg`` and iteration never import a lazy entry's module; ``reg[name]``
+    does, once, and checks the object against the base type.
+
+    Args:
+        kind: What an entry is, for messages (``"metric"``, ``"report section"``).
+        base: Type every entry must be an instance of (``type`` for classes, ``Callable`` for
+            functions).
+        key: Identity of an entry's object. With it, registering a name again with an object of
+            another identity raises (the same object re-registered, as a module imported twice
+            does, is fine); without it, a name registered again is replaced.
+    """
+
+    def __init__(self, kind: str, base: Any = object, *, key: Callable[[T], str] | None = None) -> None:
+        self.kind = kind
+        self.base = base
+        self._key = key
+        self._entries: dict[str, _Entry[T]] = {}
+
+    def _check(self, name: str, value: Any) -> T:
+        if not isinstance(value, self.base):
+            what = getattr(self.base, "__name__", str(self.base))
+            raise TypeError(f"{self.kind} {name!r}: {value!r} is not a {what}")
+        return value
+
+    def register(self, name: str, value: T, *, origin: str | None = None) -> T:
+        """Register ``value`` as ``name`` (origin: :func:`origin_of` unless given); return it.
+
+        Raises:
+            TypeError: ``value`` is not of the registry's base type.
+            ValueError: ``name`` already names an object of another identity (registries with ``key``).
+        """
+        self._check(name, value)
+        old = self._entries.get(name)
+        if old is not None and self._key is not None:
+            before = self._key(old.value) if old.loaded else old.ref.replace(":", ".")  # type: ignore[arg-type]
+            if before != self._key(value):
+                raise ValueError(f"{self.kind} {name!r} is already registered to {before}")
+        self._entries[name] = _Entry(origin or origin_of(value), value=value, loaded=True)
+        return value
+
+    def register_lazy(self, name: str, ref: str, *, origin: str = BUILT_IN) -> None:
+        """Register ``name`` as ``"module:attribute"``, imported at its first lookup."""
+        module, sep, attr = ref.partition(":")
+        if not (module and sep and attr):
+            raise ValueError(f"{self.kind} {name!r}: {ref!r} is not 'module:name'")
+        self._entries[name] = _Entry(origin, ref=ref)
+
+    def __getitem__(self, name: str) -> T:
+        entry = self._entries[name]
+        if not entry.loaded:
+            module, _, attr = entry.ref.partition(":")
+            obj: Any = importlib.import_module(module)
+            for part in attr.split("."):
+                obj = getattr(obj, part)
+            entry.value, entry.loaded = self._check(name, obj), True
+        return entry.value  # type: ignore[return-value]
+
+    def __setitem__(self, name: str, value: T) -> None:
+        self.register(name, value)
+
+    def __delitem__(self, name: str) -> None:
+        del self._entries[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._entries
+
+    def origin(self, name: str) -> str:
+        """Where entry ``name`` came from: :data:`BUILT_IN`, a plugin's entry point, or a module."""
+        return self._entries[name].origin
+
+    def reference(self, name: str) -> str:
+        """``"module:name"`` of entry ``name`` (its lazy reference, or where its object is defined)."""
+        entry = self._entries[name]
+        if not entry.loaded:
+            return entry.ref
+        v = entry.value
+        return f"{getattr(v, '__module__', '?')}:{getattr(v, '__qualname__', type(v).__qualname__)}"
+
+    def __repr__(self) -> str:
+        return f"Registry({self.kind!r}, {sorted(self._entries)})"
+
+
+#: group -> option name -> class (one :class:`Registry` per config group)
+COMPONENTS: dict[str, Registry[type]] = {}
 
 #: Modules whose import registers every built-in component (kept light: heavy libraries are
 #: imported inside the components' methods).
@@ -99,7 +235,9 @@ def component(group: str, name: str, *, drop: Sequence[str] = (), hydra_keys: Se
         )
 
     def wrap(cls: type) -> type:
-        COMPONENTS.setdefault(group, {})[name] = cls
+        if group not in COMPONENTS:
+            COMPONENTS[group] = Registry(f"{group} component", type)
+        COMPONENTS[group].register(name, cls)
         cls.__rr_group__ = group  # type: ignore[attr-defined]
         cls.__rr_option__ = name  # type: ignore[attr-defined]
         if drop:

@@ -264,3 +264,30 @@ def test_a_plugin_that_fails_to_import_is_named_in_one_user_error(monkeypatch) -
     assert "entry point broken = 'rr_no_such_plugin_module' (group rr.components" in message
     assert "failed to import: ModuleNotFoundError" in message
     assert rr.plugins.plugin_config_paths() == []
+
+
+def test_a_plugins_components_say_which_entry_point_registered_them(tmp_path: Path, monkeypatch) -> None:
+    from importlib.metadata import EntryPoint
+
+    import rr.plugins
+    from rr.registry import BUILT_IN, COMPONENTS
+
+    (tmp_path / "rr_origin_probe.py").write_text(
+        "from rr.registry import component\n\n\n"
+        "@component('retriever', 'origin_probe')\n"
+        "class OriginProbe:\n"
+        "    def __init__(self, name: str = 'origin_probe') -> None:\n"
+        "        self.name = name\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "rr_origin_probe", raising=False)
+    probe = EntryPoint(name="probe", value="rr_origin_probe", group=rr.plugins.COMPONENTS_GROUP)
+    monkeypatch.setattr(rr.plugins, "entry_points", lambda group: [probe] if group == probe.group else [])
+    try:
+        assert rr.plugins.import_plugin_components() == ["rr_origin_probe"]
+        origin = COMPONENTS["retriever"].origin("origin_probe")
+        assert origin.startswith("plugin entry point probe = 'rr_origin_probe' (group rr.components")
+        assert COMPONENTS["retriever"].origin("bm25") == BUILT_IN
+    finally:
+        COMPONENTS["retriever"].pop("origin_probe", None)
+        sys.modules.pop("rr_origin_probe", None)

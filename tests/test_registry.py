@@ -126,3 +126,88 @@ def test_inherited_parameters_reach_the_object(tmp_path: Path) -> None:
         judge.generator["_target_"] == "rr.generation.hf.HFGenerator"
     )  # _recursive_: false kept it a config
     assert instantiate(cfg.generator).default_params().temperature == 0.5
+
+
+# ----------------------------------------------------------------------------- one registry type
+
+
+def test_every_registry_is_one_type_and_knows_its_built_ins() -> None:
+    from rr.commands.cli import SUBCOMMANDS
+    from rr.metrics import METRICS, ndr
+    from rr.registry import BUILT_IN, COMPONENTS, Registry
+    from rr.reporting.core import SECTIONS, sections
+
+    sections()
+    for reg in (METRICS, SECTIONS, SUBCOMMANDS, COMPONENTS["judge"]):
+        assert isinstance(reg, Registry)
+    assert METRICS.origin("ndr") == BUILT_IN and METRICS.reference("ndr") == "rr.metrics.robustness:ndr"
+    assert METRICS["ndr"] is ndr
+    assert SECTIONS.origin("robustness") == BUILT_IN
+    assert COMPONENTS["judge"].origin("match") == BUILT_IN
+    assert SUBCOMMANDS.reference("report") == "rr.commands.report:main"
+
+
+def test_a_lazy_entry_imports_its_module_at_first_lookup(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+    from collections.abc import Callable
+
+    from rr.registry import BUILT_IN, Registry
+
+    (tmp_path / "rr_lazy_probe.py").write_text("def run(args):\n    return len(args)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    reg: Registry[Callable] = Registry("subcommand", Callable)
+    reg.register_lazy("probe", "rr_lazy_probe:run")
+    assert "probe" in reg and list(reg) == ["probe"] and reg.origin("probe") == BUILT_IN
+    assert "rr_lazy_probe" not in sys.modules  # membership and listing import nothing
+    assert reg["probe"](["a", "b"]) == 2
+    assert "rr_lazy_probe" in sys.modules
+    monkeypatch.delitem(sys.modules, "rr_lazy_probe")
+    with pytest.raises(ValueError, match="not 'module:name'"):
+        reg.register_lazy("bad", "rr_lazy_probe.run")
+
+
+def test_an_entry_of_the_wrong_base_type_is_refused_when_registered_or_loaded() -> None:
+    from collections.abc import Callable
+
+    from rr.registry import Registry
+
+    classes: Registry[type] = Registry("retriever component", type)
+    with pytest.raises(TypeError, match="retriever component 'x': 3 is not a type"):
+        classes.register("x", 3)  # type: ignore[arg-type]
+    funcs: Registry[Callable] = Registry("subcommand", Callable)
+    funcs.register_lazy("pi", "math:pi")  # a float, not a function: refused when looked up
+    with pytest.raises(TypeError, match="subcommand 'pi'"):
+        funcs["pi"]
+
+
+def test_a_name_taken_by_another_object_raises_where_the_registry_has_a_key() -> None:
+    from rr.registry import Registry
+
+    def f() -> None: ...
+
+    def g() -> None: ...
+
+    keyed: Registry = Registry("metric", object, key=lambda fn: fn.__qualname__)
+    keyed.register("m", f)
+    keyed.register("m", f)  # the same function again (a module imported twice): fine
+    with pytest.raises(ValueError, match="metric 'm' is already registered to"):
+        keyed.register("m", g)
+    free: Registry = Registry("judge component", object)
+    free.register("m", f)
+    free.register("m", g)  # no key: replaced, as @component always did
+    assert free["m"] is g
+
+
+def test_entries_registered_while_a_plugin_imports_say_so() -> None:
+    from rr.registry import BUILT_IN, Registry, registering_from
+
+    class Mine: ...
+
+    reg: Registry[type] = Registry("retriever component", type)
+    with registering_from("plugin entry point first_passages = 'rr_first_passages'"):
+        reg.register("first_passages", Mine)
+    reg.register("here", Mine)
+    assert reg.origin("first_passages") == "plugin entry point first_passages = 'rr_first_passages'"
+    assert reg.origin("here") == "module tests.test_registry" != BUILT_IN

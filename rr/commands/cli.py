@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import logging
 import os
 import signal
@@ -23,12 +22,15 @@ from omegaconf import DictConfig
 from rr.commands.errors import user_message
 from rr.config import PRIMARY_CONFIG, config_dir, register_configs
 from rr.errors import ConfigError
+from rr.registry import Registry
 
 log = logging.getLogger("rr")
 
-#: ``rr <name> ...`` subcommands, dispatched before Hydra sees argv: name -> "module:function";
-#: the function takes the remaining arguments and returns an exit code.
-SUBCOMMANDS: dict[str, str] = {
+#: ``rr <name> ...`` subcommands, dispatched before Hydra sees argv: name -> lazy "module:function"
+#: (its module imported only when the subcommand runs); the function takes the remaining arguments
+#: and returns an exit code.
+SUBCOMMANDS: Registry[Callable[[list[str]], int | None]] = Registry("subcommand", Callable)
+for _name, _ref in {
     "status": "rr.commands.status:status_main",
     "plan": "rr.commands.plan:plan_main",
     "encode": "rr.commands.encode:encode_main",
@@ -37,7 +39,8 @@ SUBCOMMANDS: dict[str, str] = {
     "judge-agreement": "rr.commands.judge_agreement:main",
     "perturb-queries": "rr.commands.perturb_queries:main",
     "sure-prelim": "rr.commands.sure_prelim:main",
-}
+}.items():
+    SUBCOMMANDS.register_lazy(_name, _ref)
 
 #: ``rr --verbose ...`` (anywhere on the command line): show the traceback of a user error too.
 VERBOSE_FLAG = "--verbose"
@@ -224,8 +227,7 @@ def _main() -> None:
             False,
         )
     if len(sys.argv) > 1 and sys.argv[1] in SUBCOMMANDS:
-        module, func = SUBCOMMANDS[sys.argv[1]].split(":")
-        entry = getattr(importlib.import_module(module), func)
+        entry = SUBCOMMANDS[sys.argv[1]]
         sys.exit(run_reporting_errors(lambda: entry(sys.argv[2:]), verbose))
     directory = config_dir()
     if not Path(directory, f"{PRIMARY_CONFIG}.yaml").exists():

@@ -2,7 +2,7 @@
 
 The metric modules (:mod:`rr.metrics.robustness`, :mod:`rr.metrics.rgb`, :mod:`rr.metrics.rare`)
 register themselves here with :func:`register_metric`; :mod:`rr.metrics` imports them so that
-:data:`METRICS` is full once ``rr.metrics`` is imported.
+:data:`METRICS` (an :class:`rr.registry.Registry`) is full once ``rr.metrics`` is imported.
 """
 
 from __future__ import annotations
@@ -12,11 +12,18 @@ from typing import Any, TypeVar
 
 import pandas as pd
 
+from rr.registry import Registry
+
 #: A metric: score table in, one float out.
 Metric = Callable[[pd.DataFrame], float]
 
+
+def _qualname(fn: Metric) -> str:
+    return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
+
+
 #: name -> metric function
-METRICS: dict[str, Metric] = {}
+METRICS: Registry[Metric] = Registry("metric", Callable, key=_qualname)
 
 
 #: A metric function, possibly with extra keyword options after the table.
@@ -37,10 +44,7 @@ def register_metric(name: str) -> Callable[[_F], _F]:
     """
 
     def wrap(fn: _F) -> _F:
-        old = METRICS.get(name)
-        if old is not None and _qualname(old) != _qualname(fn):
-            raise ValueError(f"metric {name!r} is already registered to {_qualname(old)}")
-        METRICS[name] = fn
+        METRICS.register(name, fn)
         return fn
 
     return wrap
@@ -56,7 +60,3 @@ def get_metric(name: str) -> Metric:
         return METRICS[name]
     except KeyError:
         raise KeyError(f"unknown metric {name!r}; known metrics: {sorted(METRICS)}") from None
-
-
-def _qualname(fn: Metric) -> str:
-    return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"

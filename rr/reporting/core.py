@@ -41,6 +41,7 @@ from rr.analysis.intervals import (  # noqa: F401 (the names sections import fro
     system_by,
 )
 from rr.jobfolder import RETRIEVAL_FILE, is_started, read_config, read_summary
+from rr.registry import Registry, origin_of
 from rr.results import find_score_files, load, varying  # noqa: F401 (varying: sections import it from here)
 
 log = logging.getLogger(__name__)
@@ -165,8 +166,12 @@ class Section:
         return None
 
 
+def _section_key(s: Section) -> str:
+    return f"{s.fn.__module__}.{s.fn.__qualname__}"
+
+
 #: name -> Section, in registration order.
-SECTIONS: dict[str, Section] = {}
+SECTIONS: Registry[Section] = Registry("report section", Section, key=_section_key)
 
 
 def section(
@@ -196,10 +201,9 @@ def section(
     """
 
     def wrap(fn: SectionFn) -> SectionFn:
-        old = SECTIONS.get(name)
-        if old is not None and (old.fn.__module__, old.fn.__qualname__) != (fn.__module__, fn.__qualname__):
-            raise ValueError(f"report section {name!r} is already registered by {old.fn.__module__}")
-        SECTIONS[name] = Section(name, title, fn, tuple(requires), applies, when, order)
+        SECTIONS.register(
+            name, Section(name, title, fn, tuple(requires), applies, when, order), origin=origin_of(fn)
+        )
         return fn
 
     return wrap
