@@ -20,15 +20,15 @@
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from _startup import start
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+start(env=())
 
 from rr.analysis.calibration import Design, binomial_band, coverage, planted_population  # noqa: E402
 from rr.generation.simulated import ReaderParams  # noqa: E402

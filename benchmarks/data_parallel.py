@@ -15,14 +15,11 @@ rank has its own device.
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 import time
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
+from _startup import start
+
+REPO = start(["HF_HUB_OFFLINE"])
 
 #: What ``--quick`` prints (tests/test_benchmarks.py checks each regex matches a line).
 QUICK_FIGURES = [

@@ -42,8 +42,9 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))  # this checkout's rr, also for the parent's checks
+from _startup import start
+
+REPO = start(env=())  # this checkout's rr, also for the parent's checks
 
 #: What ``--quick`` prints (tests/test_benchmarks.py checks each regex matches a line).
 QUICK_FIGURES = [

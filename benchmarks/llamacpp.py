@@ -34,10 +34,9 @@ import platform
 import subprocess
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
+from _startup import REPO
 
 #: What ``--quick`` prints (tests/test_benchmarks.py checks each regex matches a line).
 QUICK_FIGURES = [

@@ -44,7 +44,8 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from _startup import REPO
+
 IDENT = {"model_id": "bench/model", "revision": "r1"}
 #: What ``--quick`` prints (tests/test_benchmarks.py checks each regex matches a line): every
 #: stage's table title and the growth exponents.

@@ -29,7 +29,8 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from _startup import REPO
+
 #: What ``--quick`` prints (tests/test_benchmarks.py checks each regex matches a line).
 QUICK_FIGURES = [
     r'^\{"questions": 1, "prompts": \d+, "plan_s": [\d.]+, .*"predicted_s": [\d.]+, "job_s": [\d.]+',

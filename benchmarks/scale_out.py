@@ -30,15 +30,13 @@ import argparse
 import os
 import platform
 import random
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+from _startup import start
+
+REPO = start(["HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"])
 
 #: What ``--quick`` prints (tests/test_benchmarks.py checks each regex matches a line).
 QUICK_FIGURES = [

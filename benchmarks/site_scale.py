@@ -35,7 +35,8 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from _startup import REPO
+
 STRATEGIES = ("vanilla", "ownknow", "s2a")
 RETRIEVERS = ("bm25", "dense")
 KS = (5, 10, 25, 50, 75, 100)

@@ -42,7 +42,7 @@ from __future__ import annotations
 import json
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf, open_dict
@@ -580,9 +580,3 @@ def compose_jobs(
         for job in jobs:
             out.append((job, compose("config", overrides=job)))
     return out
-
-
-def cost_summary(costs: list[JobCost]) -> dict[str, Any]:
-    """Totals of several jobs' costs as a plain dict (for benchmarks and notebooks)."""
-    t = total([s for c in costs for s in c.steps])
-    return {**asdict(t), "jobs": len(costs), "seconds": round(sum(c.seconds for c in costs), 3)}

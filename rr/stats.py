@@ -23,7 +23,7 @@ import math
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -58,18 +58,6 @@ class StatResult:
     ci_high: float
     n: int
     method: str
-
-    def as_dict(self) -> dict[str, Any]:
-        """The fields as a plain dict (for tables)."""
-        return {
-            "statistic": self.statistic,
-            "p_value": self.p_value,
-            "effect_size": self.effect_size,
-            "ci_low": self.ci_low,
-            "ci_high": self.ci_high,
-            "n": self.n,
-            "method": self.method,
-        }
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,10 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 #: Benchmarks tested by a module of their own.
 OWN_TESTS = {"gpu_check.py": "tests/test_gpu_check.py"}
-BENCHMARKS = sorted(p for p in (REPO / "benchmarks").glob("*.py") if p.name not in OWN_TESTS)
+#: Every script of benchmarks/ but the shared helpers (``_startup.py``: their names start with ``_``).
+BENCHMARKS = sorted(
+    p for p in (REPO / "benchmarks").glob("*.py") if p.name not in OWN_TESTS and not p.name.startswith("_")
+)
 
 pytestmark = pytest.mark.slow
 
@@ -76,7 +79,12 @@ def benchmark_module(name: str) -> ModuleType:
     spec = importlib.util.spec_from_file_location(f"benchmarks_{name}", REPO / "benchmarks" / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    folder = str(REPO / "benchmarks")
+    sys.path.insert(0, folder)  # as for `python benchmarks/X.py`: the shared _startup module importable
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(folder)
     return module
 
 

@@ -19,7 +19,6 @@ as the simulated reader's are (one seeded draw per prompt).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -221,8 +220,3 @@ def binomial_band(reps: int, nominal: float = 0.95, level: float = 0.99) -> tupl
     z = float(norm.ppf(0.5 + level / 2))
     half = z * (nominal * (1 - nominal) / reps) ** 0.5
     return nominal - half, nominal + half
-
-
-def summarize(tables: Sequence[pd.DataFrame]) -> pd.DataFrame:
-    """Concatenate :func:`coverage` outputs into one table (metric x n)."""
-    return pd.concat(list(tables), ignore_index=True)

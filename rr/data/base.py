@@ -117,9 +117,6 @@ class Corpus:
     def __contains__(self, passage_id: object) -> bool:
         return passage_id in self._by_id
 
-    def get_many(self, ids: Sequence[str]) -> list[Passage]:
-        return [self._by_id[i] for i in ids]
-
     def ids_with_title(self, titles: Iterable[str]) -> list[str]:
         """Ids of passages whose title is one of ``titles`` (gold passages for oracle settings)."""
         wanted = set(titles)
