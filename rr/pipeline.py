@@ -47,7 +47,7 @@ from rr.jobfolder import (
 )
 from rr.judges.base import Judge, JudgeItem
 from rr.perturbations.base import DocPerturbation, QueryPerturbation, QueryVariant
-from rr.records import Example, Hit
+from rr.records import Example, Hit, MetaKey
 from rr.results import score_row, write_scores
 from rr.retrieval.base import ExampleAwareRetriever, Retriever
 from rr.retrieval.qrels import qrels_from_examples, write_qrels
@@ -471,7 +471,13 @@ def run_strategy(
     with watch.stage(f"judge:{strategy.name}"):
         judgments = parts.judge.judge(
             [
-                JudgeItem(i.example.question, o.prediction, i.example.answers, i.example.answer_groups)
+                JudgeItem(
+                    i.example.question,
+                    o.prediction,
+                    i.example.answers,
+                    i.example.answer_groups,
+                    i.example.meta.get(MetaKey.LANGUAGE),
+                )
                 for i, o in zip(inputs, outputs, strict=True)
             ],
             rt,

@@ -29,6 +29,8 @@ class MetaKey:
     PARENT_ID: Final = "parent_id"
     #: ``str``: the unperturbed question of a query variant (set by query perturbations).
     ORIGINAL_QUESTION: Final = "original_question"
+    #: ``str``: the language of the question and answers (``zh`` for RGB's Chinese files; judges may use it).
+    LANGUAGE: Final = "language"
     #: ``list[str]``: answer-bearing passages (RGB's positive pool).
     POSITIVE: Final = "positive_passages"
     #: ``list[list[str]]``: answer-bearing passages per answer group (RGB information integration).

@@ -196,6 +196,7 @@ COMPONENT_MODULES = (
     "rr.strategies.simple",
     "rr.strategies.rgb",
     "rr.judges.refusal",
+    "rr.judges.rgb",
     "rr.strategies.ownknow",
     "rr.strategies.s2a",
     "rr.judges.match",

@@ -105,12 +105,15 @@ EXPECTED: dict[str, dict[str, str]] = {
         "dataset": "5d649f06ea71",
         "names": "1308f5830ed5",
     },
+    # issue 35: experiment=rgb2024 scores with RGB's own rules (judge=rgb, was judge=refusal_match), so
+    # its job id and judge name changed on purpose (5196979b0314 -> cca7c73698c5): old rgb2024 jobs were
+    # scored by rr's rules and must not be found as this job's results.
     "rgb2024": {
-        "job_id": "5196979b0314",
+        "job_id": "cca7c73698c5",
         "generator": "30edd6e3a722",
         "retrievers": "0ee792cc1f18",
         "dataset": "5d649f06ea71",
-        "names": "6bbf0b3af1eb",
+        "names": "abe4f2bd5828",
     },
     "sure2025": {
         "job_id": "26260ed71313",

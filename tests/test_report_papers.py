@@ -166,11 +166,21 @@ def test_rgb_sections(tmp_path: Path) -> None:
     table1 = pd.read_csv(out / "tables" / "rgb_accuracy_by_noise_ratio.csv")
     assert table1["noise 1"].tolist() == [0.25]
     rej = pd.read_csv(out / "tables" / "rgb_rejection.csv")
-    assert rej[["rej", "rej_llm", "n_rows"]].iloc[0].tolist() == [0.75, 0.5, 4]
-    assert rej["rej_ci_low"].iloc[0] <= 0.75 <= rej["rej_ci_high"].iloc[0]
+    # Rej as RGB reports it (evalue.py all_rate at ratio 1): q0, q1, q3 refuse and q2 is correct -> 4/4;
+    # the refusals alone 3/4 (rr's number, its own name); Rej* 2/4
+    assert rej[["rej", "rej_phrase_only", "rej_llm", "n_rows", "n_skipped"]].iloc[0].tolist() == [
+        1.0,
+        0.75,
+        0.5,
+        4,
+        0,
+    ]
+    assert rej["rej_phrase_only_ci_low"].iloc[0] <= 0.75 <= rej["rej_phrase_only_ci_high"].iloc[0]
     cf = pd.read_csv(out / "tables" / "rgb_counterfactual.csv")
     assert cf["counterfactual"].tolist() == ["counterfactual"]
-    # acc 3/4 closed-book; 2/4 with the documents; ED 2/4 (q0 wrong, q1 right: CR 1/2); ED* 1/4 (q1: CR* 1)
+    # acc 3/4 closed-book; 2/4 with the documents; ED 2/4 (q0 wrong, q1 right: rr's CR 1/2); ED* 1/4
+    # (q1: Table 7's CR, cr_llm, 1); no rgb_corrected column (judge=refusal_match rows): cr_evalue NaN
+    assert math.isnan(cf["cr_evalue"].iloc[0])
     assert cf[["acc", "acc_doc", "ed", "cr", "ed_llm", "cr_llm"]].iloc[0].tolist() == [
         0.75,
         0.5,
@@ -180,6 +190,28 @@ def test_rgb_sections(tmp_path: Path) -> None:
         1.0,
     ]
     assert (out / "figures" / "accuracy_vs_noise_ratio.png").exists()
+
+
+def test_rgb_table1_is_all_parts_accuracy_and_skips_rows_that_did_not_fit(tmp_path: Path) -> None:
+    """The section titled as RGB Table 1 shows RGB's accuracy (every part present), not the mean score;
+    a row whose prompt did not fit the window is left out (RGB skips a failed generation) and counted."""
+    rows = [
+        row("q0", 1.0, doc_perturbation="noise_ratio@0.2"),
+        row("q1", 0.5, doc_perturbation="noise_ratio@0.2"),  # one of two answer parts
+        row("q2", 0.5, doc_perturbation="noise_ratio@0.2"),
+        row("q3", 0.0, doc_perturbation="noise_ratio@0.2", over_window=True),
+    ]
+    write(tmp_path / "jobs", "rgb_partial", rows)
+    out = tmp_path / "report"
+    build_report(tmp_path / "jobs", out, n_resamples=50, strict=True, only=["accuracy_vs_noise_ratio"])
+    main = pd.read_csv(out / "tables" / "accuracy_by_noise_ratio.csv")
+    # RGB: 1 of the 3 rows it scores is correct; the mean score (partial credit) would be 2/3
+    assert main[["accuracy", "mean_score", "n_rows", "n_skipped"]].iloc[0].tolist() == pytest.approx(
+        [1 / 3, 2 / 3, 3, 1]
+    )
+    assert pd.read_csv(out / "tables" / "rgb_accuracy_by_noise_ratio.csv")["noise 0.2"].tolist() == [
+        pytest.approx(1 / 3)
+    ]
 
 
 def write_rare_jobs(root: Path) -> None:

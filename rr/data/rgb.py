@@ -92,7 +92,9 @@ def _testbed(row: dict[str, Any], where: str, testbed: str) -> str:
     return "noise"
 
 
-def parse_rgb_row(row: dict[str, Any], where: str, testbed: str = "auto", source: str = "rgb") -> Example:
+def parse_rgb_row(
+    row: dict[str, Any], where: str, testbed: str = "auto", source: str = "rgb", language: str = "en"
+) -> Example:
     """One RGB row as an :class:`Example` (see the module docstring for the format).
 
     ``answers`` are all alternatives of all groups; ``answer_groups`` is set when there are two
@@ -110,7 +112,7 @@ def parse_rgb_row(row: dict[str, Any], where: str, testbed: str = "auto", source
     ex_id = parse_id(row["id"], where)
     question = parse_question(row["query"], where)
     groups = parse_rgb_answer(row["answer"], where)
-    meta: dict[str, Any] = {MetaKey.SOURCE: source, "rgb_testbed": kind}
+    meta: dict[str, Any] = {MetaKey.SOURCE: source, "rgb_testbed": kind, MetaKey.LANGUAGE: language}
     if kind == "integration":
         pos = row["positive"]
         if not isinstance(pos, list) or not pos or any(not isinstance(p, list) for p in pos):
@@ -153,9 +155,11 @@ def read_rgb(path: str | Path, testbed: str = "auto") -> list[Example]:
         raise FileNotFoundError(f"RGB data file not found: {path} (RGB's data/en.json, en_int.json, ...)")
     out: list[Example] = []
     seen: dict[str, int] = {}
+    # RGB's evalue.py: `if 'zh' in dataset` (its dataset name: zh, zh_int, zh_fact) -> Chinese scoring
+    language = "zh" if "zh" in path.name else "en"
     for lineno, row in iter_jsonl(path):
         where = f"{path}:{lineno}"
-        ex = parse_rgb_row(row, where, testbed, source=f"rgb:{path.name}")
+        ex = parse_rgb_row(row, where, testbed, source=f"rgb:{path.name}", language=language)
         if ex.id in seen:
             raise DataError(f"{where}: duplicate id {ex.id!r} (first on line {seen[ex.id]})")
         seen[ex.id] = lineno

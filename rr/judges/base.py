@@ -21,12 +21,15 @@ class JudgeItem:
         answers: Gold answer strings; any one of them is correct (NQ-style).
         answer_groups: ASQA-style gold: a list of groups, each a list of alternatives; the score
             is the fraction of groups covered. ``None`` (or empty) for single-answer data.
+        language: The example's language (``Example.meta["language"]``, e.g. ``zh``), for judges
+            whose rule depends on it (RGB removes spaces on Chinese); ``None``: not known.
     """
 
     question: str
     prediction: str
     answers: list[str]
     answer_groups: list[list[str]] | None = None
+    language: str | None = None
 
 
 @runtime_checkable

@@ -111,16 +111,7 @@ class RefusalMatchJudge:
 
     def judge(self, items: list[JudgeItem], rt: Runtime | None = None) -> list[Judgment]:
         """One judgment per item, same order; ``score`` in [0, 1], 0 for refusals."""
-        out = []
-        for item in items:
-            base = self._match.judge([item])[0]
-            refused = is_refusal(item.prediction)
-            extra = {
-                **base.extra,
-                "rgb_rejected": rgb_rejected(item.prediction),
-                "error_detected": rgb_error_detected(item.prediction),
-            }
-            out.append(Judgment(0.0 if refused else base.score, self.name, refused, extra))
+        out = [self._string_judgment(item) for item in items]
         if self.llm_rejection:
             verdicts = self._ask(items, rt, "rgb_reject_eval.j2", "rejection", parse_reject_verdict)
             for j, v in zip(out, verdicts, strict=True):
@@ -131,6 +122,21 @@ class RefusalMatchJudge:
                 j.extra["error_detected_llm"] = v
         return out
 
+    def _string_judgment(self, item: JudgeItem) -> Judgment:
+        """The string rules of one item (everything but the LLM checks)."""
+        base = self._match.judge([item])[0]
+        refused = is_refusal(item.prediction)
+        extra = {
+            **base.extra,
+            "rgb_rejected": rgb_rejected(item.prediction),
+            "error_detected": rgb_error_detected(item.prediction),
+        }
+        return Judgment(0.0 if refused else base.score, self.name, refused, extra)
+
+    def _llm_text(self, item: JudgeItem) -> str:
+        """The response the LLM checks read."""
+        return item.prediction
+
     def _ask(
         self, items: Sequence[JudgeItem], rt: Runtime | None, template: str, step: str, parse: Any
     ) -> list[bool]:
@@ -139,7 +145,8 @@ class RefusalMatchJudge:
         llm = rt.llm_for(self.generator)
         params = GenerationParams(max_new_tokens=self.max_new_tokens)
         requests = [
-            Request.user(render(template, question=i.question, answer=i.prediction), params) for i in items
+            Request.user(render(template, question=i.question, answer=self._llm_text(i)), params)
+            for i in items
         ]
         gens = llm.generate(requests, step=f"{self.name}:{step}")
         rt.count(f"{self.name}:llm_{step}_checks", len(requests))

@@ -2,21 +2,36 @@
 
 Every metric is computed over the RAG rows (``k > 0``) of one system (filter or use
 :func:`rgb_table`), except ``Acc`` of Table 7, which is the closed-book (``k = 0``) accuracy.
+Each rate is what RGB's released scripts (github.com/chen700564/RGB at d2293ee: ``evalue.py``,
+``reject_evalue.py``, ``fact_evalue.py``) compute from the same labels when the table comes from
+``judge=rgb`` (RGB's own per-response rules, :mod:`rr.judges.rgb`); with ``judge=refusal_match`` the
+same formulas run over rr's broader rules. ``docs/scoring-parity.md`` maps every rule.
 
-* **Accuracy** (Tables 1, 5): the share of responses that contain the answer -- every required
-  part for multi-part questions (RGB counts a response correct only when no part is missing),
-  i.e. ``score == 1``. A refusal is never correct (``judge=refusal_match`` scores it 0).
-* **Rejection rate** Rej (Table 3): the share of responses with RGB's rejection phrase
-  (``rgb_rejected``: the response contains "insufficient information", RGB's ``evalue.py``); Rej*
-  the share the LLM judge reads as a rejection (``rgb_rejected_llm``). Computed on the
-  negative-rejection rows (``doc_perturbation = noise_ratio@1``) in RGB.
-* **Error detection rate** ED (Table 7): the share of responses that say "factual errors"
-  (``error_detected``); ED* by the LLM judge (``error_detected_llm``).
-* **Error correction rate** CR (Table 7): among responses that detected the error, the share
-  that give the correct answer (RGB's ``correct_tt / fact_tt``). Undefined when none detected.
-
-The columns come from ``judge=refusal_match`` (``rgb_rejected``, ``error_detected`` and, with its
-LLM checks, ``*_llm``).
+* **Skipped rows.** RGB's ``evalue.py`` catches a failed generation (``except Exception: continue``)
+  and leaves the instance out of ``results``, the denominator of every rate. rr's counterpart is a
+  row whose prompt did not fit the window (``over_window``: not sent, empty prediction): every metric
+  here leaves such rows out by default (``skipped="drop"``, RGB's rule; :func:`n_skipped` counts
+  them); ``skipped="wrong"`` keeps them as wrong answers (rr's rule elsewhere).
+* **Accuracy** (Tables 1, 5; ``evalue.py`` ``all_rate`` at noise ratio < 1): the share of responses
+  RGB counts correct, ``0 not in label and 1 in label``: every required part present
+  (``score == 1``), never a refusal. The mean score (partial credit on multi-part answers) is not
+  RGB's and has its own name (:func:`mean_score`).
+* **Rejection rate** Rej (Table 3) is ``evalue.py``'s ``all_rate`` at noise ratio 1: the share of
+  responses that are a refusal (label ``[-1]``) *or* correct (:func:`rejection_all_rate`,
+  ``rgb_rejection_all_rate``). The share of refusals alone is a different number, rr's
+  :func:`rejection_rate` (``rgb_rejection_rate``: the phrase only). Rej* is ``reject_evalue.py``'s
+  ``reject_rate``: the share the LLM judge reads as "not addressed" (``rgb_rejected_llm``).
+* **Error detection rate** ED (Table 7; ``evalue.py`` ``fact_check_rate``): the share of responses
+  that say "factual errors" (``error_detected``); ED* by the LLM judge (``error_detected_llm``).
+* **Error correction rate.** Two of RGB's scripts compute one, differently:
+  ``fact_evalue.py``'s ``correct_rate`` -- among the responses the ChatGPT check flagged
+  (``error_detected_llm``), the share correct -- is Table 7's CR (ChatGPT-en: ED* 7 %, CR 57.14 =
+  4/7; ChatGPT-zh ED* 3, CR 33.33 = 1/3): :func:`error_correction_rate_llm`. ``evalue.py``'s
+  ``correct_rate`` -- among the responses with the fact-error phrase, the share with ``0 not in
+  label``, which a refusal also passes -- is :func:`error_correction_rate_evalue` (column
+  ``rgb_corrected`` of ``judge=rgb``). rr's own CR, among the phrase-detected responses the share
+  correct, is :func:`error_correction_rate`. An empty denominator is undefined here (NaN in the
+  tables); RGB's code prints 0 for it.
 """
 
 from __future__ import annotations
@@ -34,6 +49,24 @@ from rr.perturbations.base import VALUE, PerturbationTag
 CORRECT = 1.0 - 1e-9
 
 
+#: The score-table column of rows RGB would have skipped (generation not done: prompt over the window).
+SKIPPED = "over_window"
+#: ``skipped=`` values: leave skipped rows out (RGB's rule) or count them as wrong answers.
+SKIPPED_RULES = ("drop", "wrong")
+
+
+def skipped_rows(df: pd.DataFrame) -> pd.Series:
+    """Rows RGB's ``evalue.py`` would have left out (``over_window``); all ``False`` without the column."""
+    if SKIPPED not in df.columns:
+        return pd.Series(False, index=df.index)
+    return df[SKIPPED].fillna(False).astype(bool)
+
+
+def n_skipped(df: pd.DataFrame) -> int:
+    """How many ``k > 0`` rows RGB would have skipped (see :data:`SKIPPED`)."""
+    return int((skipped_rows(df) & (df["k"] > 0)).sum()) if "k" in df.columns else 0
+
+
 def _need(df: pd.DataFrame, cols: Sequence[str], what: str) -> None:
     missing = [c for c in cols if c not in df.columns]
     if missing:
@@ -41,9 +74,14 @@ def _need(df: pd.DataFrame, cols: Sequence[str], what: str) -> None:
         raise ValueError(f"{what}: score table is missing column(s) {missing}{hint}")
 
 
-def _rag(df: pd.DataFrame, cols: Sequence[str], what: str) -> pd.DataFrame:
+def _rag(df: pd.DataFrame, cols: Sequence[str], what: str, skipped: str = "drop") -> pd.DataFrame:
+    if skipped not in SKIPPED_RULES:
+        raise ValueError(f"{what}: skipped must be one of {SKIPPED_RULES}, got {skipped!r}")
     _need(df, ["k", *cols], what)
-    rag = df[df["k"] > 0]
+    keep = df["k"] > 0
+    if skipped == "drop":
+        keep &= ~skipped_rows(df)
+    rag = df[keep]
     if rag.empty:
         raise MetricUndefinedError(f"{what}: no rows with k > 0")
     for c in cols:
@@ -52,8 +90,8 @@ def _rag(df: pd.DataFrame, cols: Sequence[str], what: str) -> pd.DataFrame:
     return rag
 
 
-def _rate(df: pd.DataFrame, col: str, what: str) -> float:
-    return float(_rag(df, [col], what)[col].astype(bool).mean())
+def _rate(df: pd.DataFrame, col: str, what: str, skipped: str = "drop") -> float:
+    return float(_rag(df, [col], what, skipped)[col].astype(bool).mean())
 
 
 def correct(scores: pd.Series) -> pd.Series:
@@ -62,48 +100,84 @@ def correct(scores: pd.Series) -> pd.Series:
 
 
 @register_metric("rgb_accuracy")
-def accuracy(df: pd.DataFrame) -> float:
+def accuracy(df: pd.DataFrame, skipped: str = "drop") -> float:
     """RGB accuracy (eq. 1, ``#tt / #nums``) over the ``k > 0`` rows: the share with ``score == 1``."""
-    return float(correct(_rag(df, ["score"], "rgb_accuracy")["score"]).mean())
+    return float(correct(_rag(df, ["score"], "rgb_accuracy", skipped)["score"]).mean())
+
+
+@register_metric("rgb_mean_score")
+def mean_score(df: pd.DataFrame, skipped: str = "drop") -> float:
+    """The mean ``score`` over the ``k > 0`` rows: partial credit for multi-part answers (not RGB's)."""
+    return float(_rag(df, ["score"], "rgb_mean_score", skipped)["score"].astype(float).mean())
+
+
+@register_metric("rgb_rejection_all_rate")
+def rejection_all_rate(df: pd.DataFrame, skipped: str = "drop") -> float:
+    """Rej as RGB Table 3 reports it (``evalue.py``'s ``all_rate`` at noise ratio 1): the share of
+    ``k > 0`` rows that are a refusal (``rgb_rejected``) or correct (``score == 1``)."""
+    rag = _rag(df, ["score", "rgb_rejected"], "rgb_rejection_all_rate", skipped)
+    return float((rag["rgb_rejected"].astype(bool) | correct(rag["score"])).mean())
 
 
 @register_metric("rgb_rejection_rate")
-def rejection_rate(df: pd.DataFrame) -> float:
-    """Rej: the share of ``k > 0`` rows whose response has RGB's rejection phrase (``rgb_rejected``)."""
-    return _rate(df, "rgb_rejected", "rgb_rejection_rate")
+def rejection_rate(df: pd.DataFrame, skipped: str = "drop") -> float:
+    """The share of ``k > 0`` rows whose response has RGB's rejection phrase (``rgb_rejected``) -- the
+    refusals alone (rr's number; RGB's Rej also counts correct answers: :func:`rejection_all_rate`)."""
+    return _rate(df, "rgb_rejected", "rgb_rejection_rate", skipped)
 
 
 @register_metric("rgb_rejection_rate_llm")
-def rejection_rate_llm(df: pd.DataFrame) -> float:
+def rejection_rate_llm(df: pd.DataFrame, skipped: str = "drop") -> float:
     """Rej*: the share of ``k > 0`` rows the LLM judge reads as a rejection (``rgb_rejected_llm``)."""
-    return _rate(df, "rgb_rejected_llm", "rgb_rejection_rate_llm")
+    return _rate(df, "rgb_rejected_llm", "rgb_rejection_rate_llm", skipped)
 
 
 @register_metric("rgb_error_detection_rate")
-def error_detection_rate(df: pd.DataFrame) -> float:
+def error_detection_rate(df: pd.DataFrame, skipped: str = "drop") -> float:
     """ED: the share of ``k > 0`` rows whose response says "factual errors" (``error_detected``)."""
-    return _rate(df, "error_detected", "rgb_error_detection_rate")
+    return _rate(df, "error_detected", "rgb_error_detection_rate", skipped)
 
 
 @register_metric("rgb_error_detection_rate_llm")
-def error_detection_rate_llm(df: pd.DataFrame) -> float:
+def error_detection_rate_llm(df: pd.DataFrame, skipped: str = "drop") -> float:
     """ED*: the share of ``k > 0`` rows the LLM judge reads as flagging errors (``error_detected_llm``)."""
-    return _rate(df, "error_detected_llm", "rgb_error_detection_rate_llm")
+    return _rate(df, "error_detected_llm", "rgb_error_detection_rate_llm", skipped)
+
+
+def _correction(df: pd.DataFrame, detected: str, corrected: str | None, what: str, skipped: str) -> float:
+    cols = ["score", detected] + ([corrected] if corrected else [])
+    rag = _rag(df, cols, what, skipped)
+    hit = rag[rag[detected].astype(bool)]
+    if hit.empty:
+        raise MetricUndefinedError(f"{what}: no response detected the errors (RGB's code prints 0 here)")
+    ok = hit[corrected].astype(bool) if corrected else correct(hit["score"])
+    return float(ok.mean())
 
 
 @register_metric("rgb_error_correction_rate")
-def error_correction_rate(df: pd.DataFrame, detected: str = "error_detected") -> float:
-    """CR: among ``k > 0`` rows whose response detected the errors (column ``detected``), the
+def error_correction_rate(df: pd.DataFrame, detected: str = "error_detected", skipped: str = "drop") -> float:
+    """rr's CR: among ``k > 0`` rows whose response detected the errors (column ``detected``), the
     share that are correct (``score == 1``).
 
     Raises:
         MetricUndefinedError: no row detected the errors (RGB's code reports 0 then; we refuse to).
     """
-    rag = _rag(df, ["score", detected], "rgb_error_correction_rate")
-    hit = rag[rag[detected].astype(bool)]
-    if hit.empty:
-        raise MetricUndefinedError("rgb_error_correction_rate: no response detected the errors")
-    return float(correct(hit["score"]).mean())
+    return _correction(df, detected, None, "rgb_error_correction_rate", skipped)
+
+
+@register_metric("rgb_error_correction_rate_llm")
+def error_correction_rate_llm(df: pd.DataFrame, skipped: str = "drop") -> float:
+    """Table 7's CR (``fact_evalue.py``'s ``correct_rate``): among the rows the LLM check flagged
+    (``error_detected_llm``), the share correct (``score == 1``). Undefined when none was flagged."""
+    return _correction(df, "error_detected_llm", None, "rgb_error_correction_rate_llm", skipped)
+
+
+@register_metric("rgb_error_correction_rate_evalue")
+def error_correction_rate_evalue(df: pd.DataFrame, skipped: str = "drop") -> float:
+    """``evalue.py``'s ``correct_rate``: among rows with the fact-error phrase (``error_detected``), the
+    share with ``0 not in label`` (``rgb_corrected`` of ``judge=rgb``: correct, or a refusal).
+    Undefined when no row has the phrase."""
+    return _correction(df, "error_detected", "rgb_corrected", "rgb_error_correction_rate_evalue", skipped)
 
 
 def noise_ratio_of(tag: str) -> float:
@@ -113,21 +187,26 @@ def noise_ratio_of(tag: str) -> float:
     return float(ratio) if isinstance(ratio, int | float) else float("nan")
 
 
-def _safe(fn, part: pd.DataFrame, *args) -> float:  # noqa: ANN001
+def _safe(fn, part: pd.DataFrame, *args, **kwargs) -> float:  # noqa: ANN001
     try:
-        return fn(part, *args)
+        return fn(part, *args, **kwargs)
     except MetricUndefinedError:
         return float("nan")
 
 
-def rgb_table(df: pd.DataFrame, by: Sequence[str] | str = ("generator", "strategy")) -> pd.DataFrame:
+def rgb_table(
+    df: pd.DataFrame, by: Sequence[str] | str = ("generator", "strategy"), skipped: str = "drop"
+) -> pd.DataFrame:
     """RGB's numbers per system and ``doc_perturbation`` (one row each, ``k > 0`` rows only).
 
     Columns: ``by``, ``doc_perturbation``, ``noise_ratio`` (NaN for non-noise-ratio tags),
-    ``n_rows``, ``accuracy``, ``rejection_rate``, ``error_detection_rate`` and, where the table
-    has their columns, ``rejection_rate_llm``, ``error_detection_rate_llm``,
-    ``error_correction_rate`` (NaN where undefined). Sorted by ``by`` and noise ratio: the rows of
-    one system are Table 1's accuracy per noise ratio, and the ``noise_ratio@1`` row is Table 3.
+    ``n_rows`` (rows scored), ``n_skipped`` (rows RGB would skip, left out by ``skipped="drop"``),
+    ``accuracy`` (RGB's), ``mean_score`` (partial credit, not RGB's) and, where the table has their
+    columns, ``rejection_all_rate`` (RGB Table 3's Rej at ratio 1), ``rejection_rate`` (refusals
+    only), ``rejection_rate_llm``, ``error_detection_rate``, ``error_detection_rate_llm``,
+    ``error_correction_rate`` (rr's), ``error_correction_rate_evalue``, ``error_correction_rate_llm``
+    (NaN where undefined). Sorted by ``by`` and noise ratio: the rows of one system are Table 1's
+    accuracy per noise ratio, and the ``noise_ratio@1`` row is Table 3.
     """
     by = [by] if isinstance(by, str) else list(by)
     _need(df, [*by, "k", "doc_perturbation", "score"], "rgb_table")
@@ -136,18 +215,27 @@ def rgb_table(df: pd.DataFrame, by: Sequence[str] | str = ("generator", "strateg
     for key, part in rag.groupby([*by, "doc_perturbation"], sort=True, dropna=False):
         row = dict(zip([*by, "doc_perturbation"], key if isinstance(key, tuple) else (key,), strict=True))
         row["noise_ratio"] = noise_ratio_of(row["doc_perturbation"])
-        row["n_rows"] = len(part)
-        row["accuracy"] = accuracy(part)
-        for name, fn, col in (
-            ("rejection_rate", rejection_rate, "rgb_rejected"),
-            ("rejection_rate_llm", rejection_rate_llm, "rgb_rejected_llm"),
-            ("error_detection_rate", error_detection_rate, "error_detected"),
-            ("error_detection_rate_llm", error_detection_rate_llm, "error_detected_llm"),
+        n_skip = n_skipped(part) if skipped == "drop" else 0
+        row["n_rows"] = len(part) - n_skip
+        row["n_skipped"] = n_skip
+        row["accuracy"] = _safe(accuracy, part, skipped=skipped)
+        row["mean_score"] = _safe(mean_score, part, skipped=skipped)
+        for name, fn, cols in (
+            ("rejection_all_rate", rejection_all_rate, ("rgb_rejected",)),
+            ("rejection_rate", rejection_rate, ("rgb_rejected",)),
+            ("rejection_rate_llm", rejection_rate_llm, ("rgb_rejected_llm",)),
+            ("error_detection_rate", error_detection_rate, ("error_detected",)),
+            ("error_detection_rate_llm", error_detection_rate_llm, ("error_detected_llm",)),
+            ("error_correction_rate", error_correction_rate, ("error_detected",)),
+            (
+                "error_correction_rate_evalue",
+                error_correction_rate_evalue,
+                ("error_detected", "rgb_corrected"),
+            ),
+            ("error_correction_rate_llm", error_correction_rate_llm, ("error_detected_llm",)),
         ):
-            if col in part.columns:
-                row[name] = _safe(fn, part)
-        if "error_detected" in part.columns:
-            row["error_correction_rate"] = _safe(error_correction_rate, part)
+            if all(c in part.columns for c in cols):
+                row[name] = _safe(fn, part, skipped=skipped)
         rows.append(row)
     out = pd.DataFrame(rows)
     if out.empty:
@@ -158,12 +246,14 @@ def rgb_table(df: pd.DataFrame, by: Sequence[str] | str = ("generator", "strateg
 
 
 def counterfactual_table(
-    df: pd.DataFrame, by: Sequence[str] | str = ("generator", "strategy")
+    df: pd.DataFrame, by: Sequence[str] | str = ("generator", "strategy"), skipped: str = "drop"
 ) -> pd.DataFrame:
     """RGB Table 7 per system: ``acc`` (closed-book accuracy, ``k = 0``), ``acc_doc`` (accuracy with
-    the counterfactual documents, ``k > 0``), ``ed``, ``ed_llm``, ``cr`` (from ``error_detected``) and
-    ``cr_llm`` (from ``error_detected_llm``, as RGB's ``fact_evalue.py``); NaN where undefined or
-    where the table lacks the column. Filter the table to the counterfactual job(s) first.
+    the counterfactual documents, ``k > 0``), ``ed`` (ED), ``ed_llm`` (ED*), ``cr_llm`` (Table 7's CR:
+    ``fact_evalue.py``), ``cr_evalue`` (``evalue.py``'s ``correct_rate``), ``cr`` (rr's: phrase-detected
+    rows, share correct), ``n_skipped``; NaN where undefined (RGB's code prints 0 for an empty
+    denominator) or where the table lacks the column. Filter the table to the counterfactual job(s)
+    first.
     """
     by = [by] if isinstance(by, str) else list(by)
     _need(df, [*by, "k", "score", "error_detected"], "counterfactual_table")
@@ -171,16 +261,19 @@ def counterfactual_table(
     for key, part in df.groupby(by, sort=True, dropna=False):
         row = dict(zip(by, key if isinstance(key, tuple) else (key,), strict=True))
         closed = part[part["k"] == 0]
+        if skipped == "drop":
+            closed = closed[~skipped_rows(closed)]
         row["acc"] = float(correct(closed["score"]).mean()) if len(closed) else np.nan
-        row["acc_doc"] = _safe(accuracy, part)
-        row["ed"] = _safe(error_detection_rate, part)
-        row["ed_llm"] = _safe(error_detection_rate_llm, part) if "error_detected_llm" in part else np.nan
-        row["cr"] = _safe(error_correction_rate, part)
-        row["cr_llm"] = (
-            _safe(error_correction_rate, part, "error_detected_llm")
-            if "error_detected_llm" in part
-            else np.nan
+        row["acc_doc"] = _safe(accuracy, part, skipped=skipped)
+        row["ed"] = _safe(error_detection_rate, part, skipped=skipped)
+        has_llm = "error_detected_llm" in part
+        row["ed_llm"] = _safe(error_detection_rate_llm, part, skipped=skipped) if has_llm else np.nan
+        row["cr_llm"] = _safe(error_correction_rate_llm, part, skipped=skipped) if has_llm else np.nan
+        row["cr_evalue"] = (
+            _safe(error_correction_rate_evalue, part, skipped=skipped) if "rgb_corrected" in part else np.nan
         )
+        row["cr"] = _safe(error_correction_rate, part, skipped=skipped)
         row["n_examples"] = int(part["example_id"].nunique()) if "example_id" in part else len(part)
+        row["n_skipped"] = n_skipped(part) + int(skipped_rows(part[part["k"] == 0]).sum())
         rows.append(row)
     return pd.DataFrame(rows)

@@ -3,9 +3,11 @@
 * ``accuracy_by_perturbation``: accuracy of each system under every
   (``query_perturbation``, ``doc_perturbation``) pair of the table, with example-level
   bootstrap intervals (applies when some perturbation is not ``none``).
-* ``accuracy_vs_noise_ratio``: accuracy vs the noise ratio of ``doc_perturbation`` values such
-  as ``noise_ratio@0.4`` (parsed by :func:`rr.metrics.rgb.noise_ratio_of`), with intervals, and
-  RGB's Table 1 layout from :func:`rr.metrics.rgb.rgb_table` (applies when such values exist).
+* ``accuracy_vs_noise_ratio``: RGB's accuracy (the share of responses with every answer part,
+  ``score == 1``; rows RGB skips -- ``over_window`` -- left out and counted) vs the noise ratio of
+  ``doc_perturbation`` values such as ``noise_ratio@0.4`` (parsed by
+  :func:`rr.metrics.rgb.noise_ratio_of`), with intervals, the mean score (partial credit) under its
+  own name, and RGB's Table 1 layout from :func:`rr.metrics.rgb.rgb_table`.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from collections.abc import Iterator, Sequence
 
 import pandas as pd
 
-from rr.metrics.rgb import noise_ratio_of, rgb_table
+from rr.metrics.rgb import correct, noise_ratio_of, rgb_table, skipped_rows
 from rr.reporting import figures
 from rr.reporting.core import (
     CI_HIGH,
@@ -43,13 +45,20 @@ def _rag_or_all(g: pd.DataFrame) -> pd.DataFrame:
     return g[k > 0] if (k > 0).any() else g
 
 
-def _mean_rows(df: pd.DataFrame, keys: Sequence[str], ctx: ReportContext) -> pd.DataFrame:
+def _mean_rows(
+    df: pd.DataFrame, keys: Sequence[str], ctx: ReportContext, value: str = "score"
+) -> pd.DataFrame:
     rows = []
     for key, g in df.groupby(list(keys), sort=True, dropna=False):
         key_t = key if isinstance(key, tuple) else (key,)
         rag = _rag_or_all(g)
         r = bootstrap_mean(
-            rag, n_resamples=ctx.n_resamples, confidence=ctx.confidence, seed=ctx.seed, small_sample=True
+            rag,
+            value,
+            n_resamples=ctx.n_resamples,
+            confidence=ctx.confidence,
+            seed=ctx.seed,
+            small_sample=True,
         )
         rows.append(
             {
@@ -114,20 +123,38 @@ def _has_noise_ratio(df: pd.DataFrame) -> bool:
     order=60,
 )
 def accuracy_vs_noise_ratio(df: pd.DataFrame, ctx: ReportContext) -> Iterator[Item]:
-    """Accuracy per system and noise ratio, as a table and a line plot."""
+    """RGB accuracy (every answer part present) per system and noise ratio, as a table and a line plot."""
     sub = df.assign(noise_ratio=_noise_ratios(df)).dropna(subset=["noise_ratio"])
     by = [c for c in system_by(sub) if c != "doc_perturbation"]
-    table = _mean_rows(sub, [*by, "noise_ratio"], ctx)
+    skipped = skipped_rows(sub)
+    # RGB's evalue.py leaves a row whose generation failed out of every rate (rr: over_window)
+    n_skipped = (
+        sub[skipped & (pd.to_numeric(sub["k"]) > 0)].groupby([*by, "noise_ratio"], dropna=False).size()
+    )
+    kept = sub[~skipped]
+    kept = kept.assign(_correct=correct(kept["score"]).astype(float))
+    table = _mean_rows(kept, [*by, "noise_ratio"], ctx, value="_correct")
+    partial = _mean_rows(kept, [*by, "noise_ratio"], ctx)
+    table["mean_score"] = partial["accuracy"].to_numpy()
+    table["n_skipped"] = [
+        int(n_skipped.get(tuple(r[c] for c in [*by, "noise_ratio"]), 0)) for _, r in table.iterrows()
+    ]
     yield ReportTable(
         "accuracy_by_noise_ratio",
-        "Accuracy per system and noise ratio",
+        "RGB accuracy (all answer parts) per system and noise ratio",
         table,
         caption=(
-            "Noise ratio parsed from doc_perturbation (name@ratio); accuracy = mean score over k > 0 "
-            f"cells; {ctx.confidence:.0%} example-level bootstrap intervals."
+            "Noise ratio parsed from doc_perturbation (name@ratio); accuracy = share of k > 0 responses "
+            "RGB counts correct (score = 1: every answer part present, never a refusal; RGB's evalue.py "
+            "all_rate), with "
+            f"{ctx.confidence:.0%} example-level bootstrap intervals; mean_score = mean score (partial "
+            "credit on multi-part answers, not RGB's rule); n_skipped = rows whose prompt did not fit the "
+            "window (over_window), left out as RGB's code leaves out a failed generation. The judge "
+            "column names the scorer (rgb: RGB's own rules; refusal_match / match: rr's)."
         ),
     )
-    rgb = rgb_table(sub[[*by, "k", "doc_perturbation", "score"]], by=by)  # accuracy only
+    cols = [c for c in (*by, "k", "doc_perturbation", "score", "over_window") if c in sub.columns]
+    rgb = rgb_table(sub[cols], by=by)  # accuracy only
     wide = rgb.pivot_table(index=by, columns="noise_ratio", values="accuracy", aggfunc="first")
     wide.columns = [f"noise {r:g}" for r in wide.columns]
     yield ReportTable(
@@ -136,7 +163,8 @@ def accuracy_vs_noise_ratio(df: pd.DataFrame, ctx: ReportContext) -> Iterator[It
         wide.reset_index(),
         caption=(
             "rr.metrics.rgb.rgb_table's accuracy (share of k > 0 responses with score = 1, i.e. every "
-            "answer part present) per system (rows) and noise ratio (columns), as RGB Table 1."
+            "answer part present; over_window rows left out) per system (rows) and noise ratio "
+            "(columns), as RGB Table 1."
         ),
     )
     settings = figures.panel_settings(table, by)
@@ -158,7 +186,7 @@ def accuracy_vs_noise_ratio(df: pd.DataFrame, ctx: ReportContext) -> Iterator[It
                 label=lab,
             )
         ax.set_xlabel("Noise ratio (share of noise documents)")
-        ax.set_ylabel("Accuracy")
+        ax.set_ylabel("Accuracy (all answer parts)")
         ax.set_xticks(sorted(p["noise_ratio"].unique()))
         ax.set_ylim(0, 1.02)
         ax.set_title(title, fontsize=10)

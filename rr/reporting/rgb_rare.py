@@ -1,11 +1,12 @@
 """Report sections of RGB (Chen et al. 2024) and RARE (Zeng et al. 2025), over :mod:`rr.metrics.rgb`
 and :mod:`rr.metrics.rare`.
 
-* ``rgb_rejection``: Table 3, rejection rates Rej (``rgb_rejected``) and Rej* (``rgb_rejected_llm``)
-  on the negative-rejection rows (``doc_perturbation = noise_ratio@1``), from
-  :func:`~rr.metrics.rgb.rgb_table`.
-* ``rgb_counterfactual``: Table 7, Acc / Acc_doc / ED / ED* / CR / CR* of the jobs with
-  ``counterfactual`` document perturbations (:func:`~rr.metrics.rgb.counterfactual_table`).
+* ``rgb_rejection``: Table 3 on the negative-rejection rows (``doc_perturbation = noise_ratio@1``),
+  from :func:`~rr.metrics.rgb.rgb_table`: ``rej`` is RGB's Rej (``evalue.py``'s ``all_rate``:
+  refusals *and* correct answers), ``rej_phrase_only`` rr's share of refusals alone, ``rej_llm`` Rej*.
+* ``rgb_counterfactual``: Table 7, Acc / Acc_doc / ED / ED* / CR of the jobs with
+  ``counterfactual`` document perturbations (:func:`~rr.metrics.rgb.counterfactual_table`); Table 7's
+  CR is ``cr_llm`` (``fact_evalue.py``), ``cr_evalue`` is ``evalue.py``'s ``correct_rate``, ``cr`` rr's.
 * ``rare_robustness``: RARE Table 4's scores (overall, query, document, retrieval robustness) per
   system (:func:`~rr.metrics.rare.rare_table`) and, for every pair of systems of a dataset,
   two-proportion z-tests of each score like RARE Table 8 (:func:`rr.stats.two_proportion_ztest`).
@@ -21,7 +22,7 @@ from collections.abc import Iterator
 import pandas as pd
 
 from rr.metrics import rare
-from rr.metrics.rgb import counterfactual_table, noise_ratio_of, rgb_table
+from rr.metrics.rgb import correct, counterfactual_table, noise_ratio_of, rgb_table, skipped_rows
 from rr.perturbations.base import PerturbationTag
 from rr.reporting.core import (
     CI_HIGH,
@@ -59,14 +60,21 @@ def rgb_rejection(df: pd.DataFrame, ctx: ReportContext) -> Iterator[Item]:
     neg = df[_negative_rows(df)].dropna(axis=1, how="all")  # columns of other jobs' judges
     by = _by(neg)
     table = rgb_table(neg, by=by)
-    rates = [("rejection_rate", "rgb_rejected"), ("rejection_rate_llm", "rgb_rejected_llm")]
-    rag = neg[neg["k"] > 0]
+    rates = [
+        ("rejection_all_rate", None),  # refusal or correct: per-row flag built below
+        ("rejection_rate", "rgb_rejected"),
+        ("rejection_rate_llm", "rgb_rejected_llm"),
+    ]
+    rag = neg[(neg["k"] > 0) & ~skipped_rows(neg)]
+    if "rgb_rejected" in rag.columns:
+        rag = rag.assign(_all=rag["rgb_rejected"].astype(bool) | correct(rag["score"]))
     for i, row in table.iterrows():
         part = rag
         for c in by:
             part = part[part[c] == row[c]]
         for name, col in rates:
-            if name in table.columns and col in part.columns:
+            col = col or "_all"
+            if name in table.columns and col in part.columns and len(part):
                 r = bootstrap_mean(
                     part.assign(_v=part[col].astype(float)),
                     "_v",
@@ -77,18 +85,35 @@ def rgb_rejection(df: pd.DataFrame, ctx: ReportContext) -> Iterator[Item]:
                 )
                 table.loc[i, name + CI_LOW] = r.ci_low
                 table.loc[i, name + CI_HIGH] = r.ci_high
-    keep = [*by, "n_rows"]
+    keep = [*by, "n_rows", "n_skipped"]
     for name, _ in rates:
         if name in table.columns:
             keep += [name, name + CI_LOW, name + CI_HIGH]
+    names = {
+        "rejection_all_rate": "rej",
+        "rejection_rate": "rej_phrase_only",
+        "rejection_rate_llm": "rej_llm",
+    }
+
+    def rename(c: str) -> str:
+        for long, short in names.items():
+            if c in (long, long + CI_LOW, long + CI_HIGH):
+                return short + c[len(long) :]
+        return c
+
     yield ReportTable(
         "rgb_rejection",
-        "Rejection rate Rej (phrase) and Rej* (LLM judge) with noise-only contexts",
-        table[keep].rename(columns=lambda c: c.replace("rejection_rate", "rej")),
+        "Rejection rate Rej (RGB's all_rate), refusals alone, and Rej* (LLM judge) with noise-only contexts",
+        table[keep].rename(columns=rename),
         caption=(
-            "rr.metrics.rgb.rgb_table on the k > 0 rows with doc_perturbation noise_ratio@1: rej = share of "
-            "responses containing RGB's rejection phrase (rgb_rejected), rej_llm = share the LLM judge reads "
-            f"as a rejection (rgb_rejected_llm); {ctx.confidence:.0%} example-level bootstrap intervals."
+            "rr.metrics.rgb.rgb_table on the k > 0 rows with doc_perturbation noise_ratio@1. rej = RGB Table 3's "
+            "Rej, computed as RGB's evalue.py computes all_rate at noise ratio 1: the share of responses that are "
+            "a refusal (rgb_rejected) or correct (score = 1). rej_phrase_only = the share of refusals alone "
+            "(rr's number, not a column of RGB's). rej_llm = Table 3's Rej* (reject_evalue.py's reject_rate: the "
+            "LLM judge says 'not addressed'). The judge column names the rules behind rgb_rejected and score "
+            "(rgb: RGB's own, case-sensitive 'insufficient information' / '信息不足'; refusal_match: rr's). "
+            "n_skipped: rows whose prompt did not fit the window, left out as RGB leaves out a failed generation. "
+            f"{ctx.confidence:.0%} example-level bootstrap intervals."
         ),
     )
 
@@ -120,13 +145,18 @@ def rgb_counterfactual(df: pd.DataFrame, ctx: ReportContext) -> Iterator[Item]:
     table = counterfactual_table(sub, by=[*_by(sub), "counterfactual"])
     yield ReportTable(
         "rgb_counterfactual",
-        "Accuracy, error detection (ED, ED*) and correction (CR, CR*) rates with counterfactual documents",
+        "Accuracy (Acc, Acc_doc), error detection (ED, ED*) and correction (CR) rates with counterfactual documents",
         table,
         caption=(
-            "rr.metrics.rgb.counterfactual_table over the jobs with counterfactual document perturbations: "
-            "acc = closed-book accuracy (k = 0), acc_doc = accuracy with the counterfactual documents, ed = "
-            "share of responses saying 'factual errors', ed_llm = by the LLM judge, cr / cr_llm = share "
-            "correct among the responses that detected the errors (NaN: none did, or no such column)."
+            "rr.metrics.rgb.counterfactual_table over the jobs with counterfactual document perturbations. "
+            "Paper columns (RGB Table 7): acc = Acc (closed-book accuracy, k = 0), acc_doc = Acc_doc, ed = ED "
+            "(evalue.py fact_check_rate: 'factual errors' / '事实性错误' in the response), ed_llm = ED* (the "
+            "LLM check), cr_llm = CR (fact_evalue.py correct_rate: among the responses the LLM check flagged, "
+            "the share correct; Table 7's ChatGPT-en CR 57.14 = 4/7 with ED* 7). cr_evalue = evalue.py's "
+            "correct_rate (among responses with the phrase, the share with no missing answer part, which a "
+            "refusal also passes; not a column of Table 7). cr = rr's (among responses with the phrase, the "
+            "share correct). NaN: no response detected the errors (RGB's code prints 0 there) or no such "
+            "column. n_skipped: rows left out (prompt over the window), as RGB leaves out a failed generation."
         ),
     )
 
