@@ -126,19 +126,20 @@ def accuracy_vs_noise_ratio(df: pd.DataFrame, ctx: ReportContext) -> Iterator[It
     """RGB accuracy (every answer part present) per system and noise ratio, as a table and a line plot."""
     sub = df.assign(noise_ratio=_noise_ratios(df)).dropna(subset=["noise_ratio"])
     by = [c for c in system_by(sub) if c != "doc_perturbation"]
+    keys = [*by, "noise_ratio"]
     skipped = skipped_rows(sub)
     # RGB's evalue.py leaves a row whose generation failed out of every rate (rr: over_window)
     n_skipped = (
-        sub[skipped & (pd.to_numeric(sub["k"]) > 0)].groupby([*by, "noise_ratio"], dropna=False).size()
+        sub.assign(n_skipped=(skipped & (pd.to_numeric(sub["k"]) > 0)).astype(int))
+        .groupby(keys, sort=True, dropna=False)["n_skipped"]
+        .sum()
+        .reset_index()
     )
     kept = sub[~skipped]
     kept = kept.assign(_correct=correct(kept["score"]).astype(float))
-    table = _mean_rows(kept, [*by, "noise_ratio"], ctx, value="_correct")
-    partial = _mean_rows(kept, [*by, "noise_ratio"], ctx)
-    table["mean_score"] = partial["accuracy"].to_numpy()
-    table["n_skipped"] = [
-        int(n_skipped.get(tuple(r[c] for c in [*by, "noise_ratio"]), 0)) for _, r in table.iterrows()
-    ]
+    table = _mean_rows(kept, keys, ctx, value="_correct")
+    table["mean_score"] = _mean_rows(kept, keys, ctx)["accuracy"].to_numpy()
+    table = table.merge(n_skipped, on=keys, how="left", validate="one_to_one")
     yield ReportTable(
         "accuracy_by_noise_ratio",
         "RGB accuracy (all answer parts) per system and noise ratio",
