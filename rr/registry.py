@@ -197,6 +197,7 @@ COMPONENT_MODULES = (
     "rr.strategies.rgb",
     "rr.judges.refusal",
     "rr.judges.rgb",
+    "rr.judges.rare",
     "rr.strategies.ownknow",
     "rr.strategies.s2a",
     "rr.judges.match",

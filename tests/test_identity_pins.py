@@ -98,12 +98,15 @@ EXPECTED: dict[str, dict[str, str]] = {
         "dataset": "5d649f06ea71",
         "names": "cdf5e608e232",
     },
+    # issue 35: experiment=rare2025 scores with RARE's lexical stage (judge=rare: exact or inclusive match,
+    # was judge=refusal_match), so its job id and judge name changed on purpose (8d59a104b8d9 ->
+    # 27faa30d2c26).
     "rare2025": {
-        "job_id": "8d59a104b8d9",
+        "job_id": "27faa30d2c26",
         "generator": "724d4c3a6dbe",
         "retrievers": "0ee792cc1f18",
         "dataset": "5d649f06ea71",
-        "names": "1308f5830ed5",
+        "names": "430db485af13",
     },
     # issue 35: experiment=rgb2024 scores with RGB's own rules (judge=rgb, was judge=refusal_match), so
     # its job id and judge name changed on purpose (5196979b0314 -> cca7c73698c5): old rgb2024 jobs were

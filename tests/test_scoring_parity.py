@@ -108,3 +108,22 @@ def test_rr_rule_gives_expected(case: dict[str, Any]) -> None:
             assert got != want, f"{rule}: documented deviation no longer holds"
         else:
             assert got == want, rule
+
+
+def test_rare_judge_is_the_lexical_stage_with_refusals() -> None:
+    """judge=rare (experiment=rare2025's default): RARE §6.1's exact-or-inclusive match, so a prediction
+    inside the gold counts (it did not under judge=refusal_match); a refusal scores 0 and is flagged."""
+    from rr.judges.rare import RAREJudge
+
+    items = [
+        JudgeItem("q", "Shakespeare", ["William Shakespeare"]),
+        JudgeItem("q", "It was William Shakespeare.", ["William Shakespeare"]),
+        JudgeItem("q", "no such info", ["William Shakespeare"]),
+        JudgeItem("q", "Marlowe", ["William Shakespeare"]),
+        JudgeItem("q", "Brad Pitt won", ["Brad Pitt", "CODA"], [["Brad Pitt"], ["CODA"]]),
+    ]
+    out = RAREJudge().judge(items)
+    assert [j.score for j in out] == [1.0, 1.0, 0.0, 0.0, 0.5]
+    assert [j.refused for j in out] == [False, False, True, False, False]
+    assert {j.judge for j in out} == {"rare"}
+    assert RefusalMatchJudge().judge(items[:1])[0].score == 0.0  # rr's rule: gold inside prediction only

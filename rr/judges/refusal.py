@@ -91,8 +91,11 @@ class RefusalMatchJudge:
         llm_error_detection: Also ask the LLM whether the response flags factual errors (ED*).
         generator: Generator config of the judging model (``None``: the model under test).
         max_new_tokens: Token budget of the judging model's verdict.
-        name: Written to :attr:`Judgment.judge`.
+        name: Written to :attr:`Judgment.judge` (``None``: the class's :attr:`default_name`).
     """
+
+    #: The judge's name when none is given (subclasses with other rules set their own).
+    default_name = "refusal_match"
 
     def __init__(
         self,
@@ -100,14 +103,14 @@ class RefusalMatchJudge:
         llm_error_detection: bool = False,
         generator: Any = None,
         max_new_tokens: int = 24,
-        name: str = "refusal_match",
+        name: str | None = None,
     ) -> None:
         self.llm_rejection = llm_rejection
         self.llm_error_detection = llm_error_detection
         self.generator = generator
         self.max_new_tokens = max_new_tokens
-        self.name = name
-        self._match = MatchJudge(name=name)
+        self.name = name or self.default_name
+        self._match = MatchJudge(name=self.name)
 
     def judge(self, items: list[JudgeItem], rt: Runtime | None = None) -> list[Judgment]:
         """One judgment per item, same order; ``score`` in [0, 1], 0 for refusals."""

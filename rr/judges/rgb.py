@@ -81,15 +81,7 @@ class RGBJudge(RefusalMatchJudge):
     whose string rules it replaces by RGB's.
     """
 
-    def __init__(
-        self,
-        llm_rejection: bool = False,
-        llm_error_detection: bool = False,
-        generator: object = None,
-        max_new_tokens: int = 24,
-        name: str = "rgb",
-    ) -> None:
-        super().__init__(llm_rejection, llm_error_detection, generator, max_new_tokens, name)
+    default_name = "rgb"
 
     def _llm_text(self, item: JudgeItem) -> str:
         # RGB's reject_evalue.py / fact_evalue.py read the prediction evalue.py saved: space-stripped on zh.

@@ -9,7 +9,7 @@ Each RAG row (``k > 0``) gets a robustness judgment ``f`` in {0, 1} by Table 3, 
   ``ground_truth`` (d_gt), ``lexical_diff`` (back-translated: different wording, has the answer),
   ``lexical_similar`` (answer sentences deleted: same wording, no answer) or ``retrieval``
   (real retrieval results, ``doc_perturbation = none``);
-* the row's ``score`` and ``refused`` (``judge=refusal_match``).
+* the row's ``score`` and ``refused`` (``judge=rare``, ``refusal_match`` or ``rgb``).
 
 Table 3 (same for original and perturbed queries):
 
@@ -89,7 +89,7 @@ def robustness_flags(
     missing = [c for c in need if c not in df.columns]
     if missing:
         raise ValueError(
-            f"RARE metrics: score table is missing column(s) {missing} (use judge=refusal_match)"
+            f"RARE metrics: score table is missing column(s) {missing} (use judge=rare or refusal_match)"
         )
     qp = df["query_perturbation"] if "query_perturbation" in df.columns else pd.Series("none", index=df.index)
     ok = (df["score"].astype(float) >= CORRECT) & ~df["refused"].astype(bool)

@@ -70,7 +70,11 @@ def n_skipped(df: pd.DataFrame) -> int:
 def _need(df: pd.DataFrame, cols: Sequence[str], what: str) -> None:
     missing = [c for c in cols if c not in df.columns]
     if missing:
-        hint = " (use judge=refusal_match)" if any(c != "score" and c != "k" for c in missing) else ""
+        hint = (
+            " (use judge=rgb or judge=refusal_match)"
+            if any(c != "score" and c != "k" for c in missing)
+            else ""
+        )
         raise ValueError(f"{what}: score table is missing column(s) {missing}{hint}")
 
 

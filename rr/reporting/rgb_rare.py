@@ -52,7 +52,7 @@ def _negative_rows(df: pd.DataFrame) -> pd.Series:
     title="Rejection rates on noise-only contexts (RGB, Table 3)",
     requires=("example_id", "k", "score", "doc_perturbation", "rgb_rejected"),
     applies=lambda df: bool(_negative_rows(df).any()),
-    when="doc_perturbation noise_ratio@1 rows (judge=refusal_match)",
+    when="doc_perturbation noise_ratio@1 rows (judge=rgb or refusal_match)",
     order=61,
 )
 def rgb_rejection(df: pd.DataFrame, ctx: ReportContext) -> Iterator[Item]:
@@ -128,7 +128,7 @@ def _counterfactual(df: pd.DataFrame) -> pd.Series:
     title="Error detection and correction with counterfactual documents (RGB, Table 7)",
     requires=("example_id", "k", "score", "doc_perturbation", "error_detected", "job_id"),
     applies=lambda df: bool(_counterfactual(df).any()),
-    when="doc_perturbation=counterfactual rows (judge=refusal_match)",
+    when="doc_perturbation=counterfactual rows (judge=rgb or refusal_match)",
     order=62,
 )
 def rgb_counterfactual(df: pd.DataFrame, ctx: ReportContext) -> Iterator[Item]:
@@ -177,7 +177,7 @@ def _has_rare_docs(df: pd.DataFrame) -> bool:
     title="RARE robustness scores and pairwise z-tests (RARE, Tables 4 and 8)",
     requires=("example_id", "k", "score", "refused", "doc_perturbation", "generator"),
     applies=_has_rare_docs,
-    when="RARE document perturbations (ground_truth, backtranslate, delete_answer) with judge=refusal_match",
+    when="RARE document perturbations (ground_truth, backtranslate, delete_answer) with judge=rare or refusal_match",
     order=63,
 )
 def rare_robustness(df: pd.DataFrame, ctx: ReportContext) -> Iterator[Item]:
