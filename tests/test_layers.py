@@ -49,6 +49,7 @@ LAYERS: dict[str, int] = {
     "rr.judges": 1,
     "rr.perturbations": 1,
     "rr.metrics": 1,
+    "rr.papers": 1,
     "rr.results": 1,
     "rr.runtime": 1,
     "rr.tracking": 1,

@@ -54,6 +54,7 @@ SECTION_MODULES: list[str] = [
     "rr.reporting.query_level",
     "rr.reporting.rgb_rare",
     "rr.reporting.oracles_sure",
+    "rr.reporting.paper_beside",
 ]
 
 

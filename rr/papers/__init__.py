@@ -1,0 +1,175 @@
+"""The seed papers' published numbers and headline claims, shipped as data (``rr/papers/``).
+
+``values/<paper>.csv``: one row per number a paper prints, as printed, with where it is printed and
+the setting it was measured in:
+
+=============  ===============================================================================
+column         meaning
+=============  ===============================================================================
+paper          the paper's key (``rgb2024``, ``cao2025``, ...; the ``conf/experiment`` name)
+location       table / figure / section, e.g. ``Table 1``
+model          the model as the paper names it
+model_ids      ``;``-separated model ids a job's recorded ``summary.json`` ``model.model_id``
+               must equal (exactly) to be this model
+dataset        the dataset as the paper names it
+rr_datasets    the ``dataset`` value(s) of rr's score table that are this dataset; ``a+b+c``:
+               the paper pools these datasets, and so must the run
+metric         what rr computes for it (:data:`rr.reporting.paper_beside.METRICS`)
+setting        ``;``-separated ``key=value`` conditions on the job's recorded score rows:
+               a score-table column (``strategy=rgb``, ``n_docs_given=5``), ``noise_ratio=0.2``
+               (the ``doc_perturbation`` tag's ratio), ``counterfactual=true``; ``a+b`` after
+               ``=``: the run's values of that column must be exactly these
+printed        the value exactly as printed (``96.33``, ``higher than 80%``)
+value          the printed value as a fraction (``0.9633``; a percentage divided by 100)
+relation       ``=`` the value; ``~`` approximately the value (as printed); ``>`` / ``<``:
+               the paper states only a bound
+note           what the paper says about it, or where rr's column differs in name
+=============  ===============================================================================
+
+``claims/<paper>.yaml``: the paper's headline claims, each quoted with its location and written as a
+comparison rr can test on a run (see :class:`Claim`).
+
+This module only reads the data; :mod:`rr.reporting.paper_beside` matches it to a run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import yaml
+
+ROOT = Path(__file__).resolve().parent
+VALUES_DIR = ROOT / "values"
+CLAIMS_DIR = ROOT / "claims"
+#: The columns of every ``values/*.csv`` file, in order.
+VALUE_COLUMNS = (
+    "paper",
+    "location",
+    "model",
+    "model_ids",
+    "dataset",
+    "rr_datasets",
+    "metric",
+    "setting",
+    "printed",
+    "value",
+    "relation",
+    "note",
+)
+RELATIONS = ("=", "~", ">", "<")
+
+
+def parse_setting(text: str) -> dict[str, str]:
+    """``"strategy=rgb;noise_ratio=0.2"`` -> ``{"strategy": "rgb", "noise_ratio": "0.2"}`` ("" -> {})."""
+    out: dict[str, str] = {}
+    for part in filter(None, (p.strip() for p in str(text).split(";"))):
+        key, sep, value = part.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"setting {text!r}: {part!r} is not key=value")
+        out[key.strip()] = value.strip()
+    return out
+
+
+@cache
+def _values() -> pd.DataFrame:
+    frames = []
+    for path in sorted(VALUES_DIR.glob("*.csv")):
+        df = pd.read_csv(path, dtype=str, keep_default_na=False)
+        if tuple(df.columns) != VALUE_COLUMNS:
+            raise ValueError(f"{path}: columns {list(df.columns)} are not {list(VALUE_COLUMNS)}")
+        frames.append(df)
+    out = pd.concat(frames, ignore_index=True)
+    bad = sorted(set(out["relation"]) - set(RELATIONS))
+    if bad:
+        raise ValueError(f"rr/papers/values: unknown relation(s) {bad}")
+    out["value"] = out["value"].astype(float)
+    return out
+
+
+def paper_values() -> pd.DataFrame:
+    """Every shipped paper value (a copy; columns :data:`VALUE_COLUMNS`, ``value`` a float)."""
+    return _values().copy()
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A paper's headline claim as a testable comparison.
+
+    Attributes:
+        id: Unique key, ``<paper>.<name>``.
+        paper: The paper's key.
+        location: Where the text says it.
+        quote: The text, verbatim.
+        kind: ``direction`` (``a`` above ``b``: holds when a paired test finds a > b,
+            contradicted when it finds a < b), ``no_gain`` (``a`` not above ``b``: contradicted
+            when a paired test finds a > b, holds when its interval of a - b lies at or below 0),
+            ``bound`` (the metric is ``relation`` ``threshold``: holds when the interval lies on
+            that side, contradicted when it lies on the other).
+        metric: What rr computes (:data:`rr.reporting.paper_beside.METRICS`).
+        scope: Setting every compared row has (``key=value`` as in the values' ``setting``).
+        a: For ``direction`` / ``no_gain``: the setting of side a (added to ``scope``).
+        b: Side b's.
+        metric_a: Side a's metric where it is not ``metric`` (e.g. closed-book accuracy).
+        metric_b: Side b's.
+        relation: For ``bound``: ``>`` or ``<``.
+        threshold: For ``bound``.
+        reading: How rr reads the quote into this comparison (where it is an interpretation).
+    """
+
+    id: str
+    paper: str
+    location: str
+    quote: str
+    kind: str
+    metric: str
+    scope: dict[str, str] = field(default_factory=dict)
+    a: dict[str, str] = field(default_factory=dict)
+    b: dict[str, str] = field(default_factory=dict)
+    metric_a: str = ""
+    metric_b: str = ""
+    relation: str = ""
+    threshold: float = float("nan")
+    reading: str = ""
+
+    @classmethod
+    def from_dict(cls, paper: str, d: dict[str, Any]) -> Claim:
+        kind = d["kind"]
+        if kind not in ("direction", "no_gain", "bound"):
+            raise ValueError(f"claim {d.get('id')}: unknown kind {kind!r}")
+        if kind == "bound" and d.get("relation") not in (">", "<"):
+            raise ValueError(f"claim {d.get('id')}: a bound needs relation '>' or '<'")
+        if kind != "bound" and not (d.get("a") and d.get("b")):
+            raise ValueError(f"claim {d.get('id')}: a {kind} claim needs settings a and b")
+        return cls(
+            id=f"{paper}.{d['id']}",
+            paper=paper,
+            location=str(d["location"]),
+            quote=str(d["quote"]).strip(),
+            kind=kind,
+            metric=str(d["metric"]),
+            scope=parse_setting(d.get("scope", "")),
+            a=parse_setting(d.get("a", "")),
+            b=parse_setting(d.get("b", "")),
+            metric_a=str(d.get("metric_a", "")),
+            metric_b=str(d.get("metric_b", "")),
+            relation=str(d.get("relation", "")),
+            threshold=float(d.get("threshold", float("nan"))),
+            reading=str(d.get("reading", "")).strip(),
+        )
+
+
+@cache
+def paper_claims() -> tuple[Claim, ...]:
+    """Every shipped claim, paper by paper (``claims/<paper>.yaml``, a list under ``claims``)."""
+    out: list[Claim] = []
+    for path in sorted(CLAIMS_DIR.glob("*.yaml")):
+        doc = yaml.safe_load(path.read_text())
+        out += [Claim.from_dict(path.stem, d) for d in doc["claims"]]
+    ids = [c.id for c in out]
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"rr/papers/claims: duplicate claim ids in {ids}")
+    return tuple(out)

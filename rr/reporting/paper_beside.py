@@ -1,0 +1,480 @@
+"""The paper beside this run: each seed paper's published values and headline claims (:mod:`rr.papers`)
+laid beside what the run measured.
+
+*Values.* A paper value is matched to a run only on what the run recorded: the job's
+``summary.json`` ``model.model_id`` must be one of the value's ``model_ids``, the score rows'
+``dataset`` one of its ``rr_datasets`` (all of them where the paper pools several), and every
+condition of its ``setting`` must hold on the rows (strategy, noise ratio, documents given,
+retrievers, k grid, orders, ...). Where nothing matches, the verdict is *no matching setting in this
+run*; nothing is matched by a similar name. A matched value gets rr's value on the matched rows,
+its interval (the small-sample intervals ``rr report`` prints everywhere: :func:`rr.stats.bootstrap_mean`
+and :func:`rr.reporting.robustness.robustness_ci`) and a verdict: *inside the interval* or *outside*
+(for a bound the paper states, ``> 0.8``: whether the interval reaches the bound's side).
+
+*Claims.* Each claim (:class:`rr.papers.Claim`) is tested per model and dataset of the run, on the rows
+of its ``scope``: a ``direction`` claim (a above b) by a paired test over the examples both sides
+answered (:func:`rr.stats.paired_permutation_test` of per-example values; for NDR, RSR, ROR and their
+geometric mean a paired example bootstrap of the difference, :func:`rr.stats.bootstrap_cluster_means`),
+a ``bound`` by the metric's interval. Verdicts: *holds*, *contradicted*, *not decided at this n*, or
+*no matching setting in this run*.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from rr.metrics.rgb import correct, noise_ratio_of
+from rr.papers import Claim, paper_claims, paper_values, parse_setting
+from rr.perturbations.base import PerturbationTag
+from rr.reporting.core import CI_HIGH, CI_LOW, Item, ReportContext, ReportTable, SectionSkipped, section
+from rr.stats import bootstrap_cluster_means, bootstrap_mean, paired_permutation_test
+
+INSIDE, OUTSIDE, NO_MATCH = "inside the interval", "outside", "no matching setting in this run"
+NOT_MEASURED = "not measured in this run"
+HOLDS, CONTRADICTED, UNDECIDED = "holds", "contradicted", "not decided at this n"
+#: Significance level of the claims' paired tests (two-sided).
+ALPHA = 0.05
+#: Setting keys that describe the documents given, so hold on the ``k > 0`` rows only (a job's
+#: closed-book rows have none of them).
+RAG_KEYS = frozenset(
+    {"noise_ratio", "counterfactual", "doc_perturbation", "n_docs_given", "retriever", "order", "k"}
+)
+_ROBUSTNESS = ("ndr", "rsr", "ror", "robustness")
+
+
+# ----------------------------------------------------------------------------- the job's recorded setting
+
+
+def job_models(ctx: ReportContext) -> dict[str, str]:
+    """job id -> the model id its ``summary.json`` recorded (``model.model_id``; jobs without one are left out)."""
+    out = {}
+    for job in ctx.jobs:
+        model = job.summary.get("model") if isinstance(job.summary, dict) else None
+        if isinstance(model, dict) and model.get("model_id"):
+            out[job.job_id] = str(model["model_id"])
+    return out
+
+
+def _same(a: object, b: str) -> bool:
+    """``a`` (a score-table value) equals ``b`` (a setting's text): as numbers where both are, else as text."""
+    try:
+        return math.isclose(float(a), float(b), abs_tol=1e-9)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return str(a).lower() == b.lower()
+
+
+def _column(rows: pd.DataFrame, key: str) -> pd.Series | None:
+    if key == "noise_ratio":
+        return (
+            rows["doc_perturbation"].astype(str).map(noise_ratio_of) if "doc_perturbation" in rows else None
+        )
+    if key == "counterfactual":
+        if "doc_perturbation" not in rows:
+            return None
+        tags = rows["doc_perturbation"].astype(str).map(PerturbationTag.read)
+        return tags.map(lambda t: t is not None and t.name == "counterfactual").map(str)
+    return rows[key] if key in rows.columns else None
+
+
+def select(rows: pd.DataFrame, setting: Mapping[str, str]) -> pd.DataFrame:
+    """The rows of ``rows`` in ``setting`` (empty if the run does not have it).
+
+    Keys in :data:`RAG_KEYS` hold on the ``k > 0`` rows; a job's ``k = 0`` rows are kept with it
+    when some of its ``k > 0`` rows are in the setting (``k=0`` itself selects the closed-book rows
+    only). Rows need a ``job_id`` column. A value ``a+b+c`` needs exactly these values among the selected rows (a pooled grid).
+    """
+    if rows.empty:
+        return rows
+    rag = rows["k"].astype(int) > 0
+    keep = pd.Series(True, index=rows.index)
+    exact: dict[str, list[str]] = {}
+    for key, want in setting.items():
+        if key == "k" and want == "0":
+            keep &= ~rag
+            continue
+        col = _column(rows, key)
+        if col is None:
+            return rows.iloc[0:0]
+        options = want.split("+")
+        hit = col.map(lambda v, o=options: any(_same(v, w) for w in o)).astype(bool)
+        keep &= (hit | ~rag) if key in RAG_KEYS else hit
+        if len(options) > 1:
+            exact[key] = options
+    out = rows[keep]
+    if setting.get("k") == "0":
+        return out
+    out_rag = out["k"].astype(int) > 0
+    if not out_rag.any():
+        return out.iloc[0:0]
+    out = out[out_rag | out["job_id"].isin(set(out.loc[out_rag, "job_id"]))]
+    for key, options in exact.items():
+        col = _column(out[out["k"].astype(int) > 0] if key in RAG_KEYS else out, key)
+        assert col is not None
+        present = list(col.unique())
+        if not all(any(_same(p, w) for p in present) for w in options):
+            return out.iloc[0:0]
+    return out
+
+
+# ----------------------------------------------------------------------------- metrics
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """rr's value of a metric on some rows, its interval, and how many examples it rests on."""
+
+    value: float
+    ci_low: float
+    ci_high: float
+    n: int
+    per_example: pd.Series | pd.DataFrame | None = None
+
+
+def _mean_of(rows: pd.DataFrame, values: pd.Series, ctx: ReportContext) -> Estimate:
+    frame = rows.assign(_v=values.astype(float))
+    r = bootstrap_mean(
+        frame, "_v", n_resamples=ctx.n_resamples, confidence=ctx.confidence, seed=ctx.seed, small_sample=True
+    )
+    per = frame.groupby("example_id")["_v"].mean()
+    return Estimate(r.statistic, r.ci_low, r.ci_high, r.n, per)
+
+
+def _rate(column: str, closed_book: bool = False, among: str | None = None) -> Callable[..., Estimate | None]:
+    """A per-row rate on the ``k > 0`` rows (``k = 0`` if ``closed_book``), optionally among the rows
+    where ``among`` is true; ``correct`` means RGB's correctness (:func:`rr.metrics.rgb.correct`)."""
+
+    def fn(rows: pd.DataFrame, ctx: ReportContext) -> Estimate | None:
+        part = rows[(rows["k"].astype(int) == 0) if closed_book else (rows["k"].astype(int) > 0)]
+        if among is not None:
+            if among not in part.columns:
+                return None
+            part = part[part[among].fillna(False).astype(bool)]
+        if column != "correct" and column not in part.columns:
+            return None
+        if part.empty:
+            return None
+        values = correct(part["score"]) if column == "correct" else part[column].fillna(False).astype(bool)
+        return _mean_of(part, values, ctx)
+
+    return fn
+
+
+def _robustness(metric: str) -> Callable[..., Estimate | None]:
+    def fn(rows: pd.DataFrame, ctx: ReportContext) -> Estimate | None:
+        from rr.reporting.robustness import per_example_robustness, robustness_ci
+
+        try:
+            t = robustness_ci(
+                rows, by=[], n_resamples=ctx.n_resamples, confidence=ctx.confidence, seed=ctx.seed
+            )
+        except ValueError:
+            return None  # not a table the robustness metrics are defined on (one k, no closed book, ...)
+        row = t.iloc[0]
+        if math.isnan(float(row[metric])):
+            return None
+        per = per_example_robustness(rows)
+        return Estimate(
+            float(row[metric]), float(row[metric + CI_LOW]), float(row[metric + CI_HIGH]), len(per), per
+        )
+
+    return fn
+
+
+#: metric name -> (function of the matched rows and the context: an :class:`Estimate`, or None where
+#: the rows lack what it needs; what it is).
+METRICS: dict[str, tuple[Callable[..., Estimate | None], str]] = {
+    "rgb_accuracy": (_rate("correct"), "share of k > 0 responses with every answer part (RGB's accuracy)"),
+    "rgb_closed_book_accuracy": (
+        _rate("correct", closed_book=True),
+        "the same on the k = 0 rows (Table 7 Acc)",
+    ),
+    "rgb_rej": (_rate("rgb_rejected"), "share of k > 0 responses with RGB's rejection sentence (Rej)"),
+    "rgb_rej_llm": (_rate("rgb_rejected_llm"), "share the LLM judge reads as a rejection (Rej*)"),
+    "rgb_ed": (_rate("error_detected"), "share of k > 0 responses saying 'factual errors' (ED)"),
+    "rgb_ed_llm": (_rate("error_detected_llm"), "share the LLM judge reads as flagging errors (ED*)"),
+    "rgb_cr_llm": (
+        _rate("correct", among="error_detected_llm"),
+        "RGB accuracy among the responses the LLM judge read as flagging errors (CR, fact_evalue.py's)",
+    ),
+    **{
+        m: (_robustness(m), f"{m.upper() if m != 'robustness' else 'geometric mean of NDR, RSR, ROR'}")
+        for m in _ROBUSTNESS
+    },
+}
+
+
+# ----------------------------------------------------------------------------- values
+
+
+def _verdict(value: float, relation: str, est: Estimate) -> str:
+    lo, hi = est.ci_low, est.ci_high
+    if math.isnan(lo) or math.isnan(hi):
+        lo = hi = est.value
+    if relation == ">":
+        return INSIDE if hi > value else OUTSIDE
+    if relation == "<":
+        return INSIDE if lo < value else OUTSIDE
+    return INSIDE if lo - 1e-12 <= value <= hi + 1e-12 else OUTSIDE
+
+
+def _model_rows(scores: pd.DataFrame, models: Mapping[str, str], ids: str) -> pd.DataFrame:
+    wanted = {i.strip() for i in ids.split(";") if i.strip()}
+    jobs = [j for j, m in models.items() if m in wanted]
+    return scores[scores["job_id"].astype(str).isin(jobs)]
+
+
+def compare_values(
+    scores: pd.DataFrame, ctx: ReportContext, values: pd.DataFrame | None = None
+) -> pd.DataFrame:
+    """One row per paper value (``values``, default every shipped one): the paper's value and
+    rr's on the rows matching its setting, with interval and verdict (see the module docstring)."""
+    values = paper_values() if values is None else values
+    models = job_models(ctx)
+    out = []
+    for v in values.itertuples(index=False):
+        rec: dict[str, object] = {
+            "paper": v.paper,
+            "location": v.location,
+            "model": v.model,
+            "dataset": v.dataset,
+            "metric": v.metric,
+            "setting": v.setting,
+            "paper_value": v.printed,
+            "paper_fraction": float(v.value),
+            "relation": v.relation,
+            "rr": math.nan,
+            "rr" + CI_LOW: math.nan,
+            "rr" + CI_HIGH: math.nan,
+            "n_examples": 0,
+            "jobs": "",
+            "verdict": NO_MATCH,
+        }
+        rows = _model_rows(scores, models, v.model_ids)
+        datasets = v.rr_datasets.split("+")
+        rows = rows[rows["dataset"].astype(str).isin(datasets)]
+        rows = select(rows, parse_setting(v.setting)) if not rows.empty else rows
+        if not rows.empty and set(rows["dataset"].astype(str)) == set(datasets):
+            fn = METRICS[v.metric][0]
+            est = fn(rows, ctx)
+            rec["jobs"] = ",".join(sorted(set(rows["job_id"].astype(str))))
+            if est is None:
+                rec["verdict"] = NOT_MEASURED
+            else:
+                rec.update(
+                    {
+                        "rr": est.value,
+                        "rr" + CI_LOW: est.ci_low,
+                        "rr" + CI_HIGH: est.ci_high,
+                        "n_examples": est.n,
+                        "verdict": _verdict(float(v.value), v.relation, est),
+                    }
+                )
+        out.append(rec)
+    return pd.DataFrame(out)
+
+
+# ----------------------------------------------------------------------------- claims
+
+
+def _groups(scores: pd.DataFrame, models: Mapping[str, str]) -> Iterator[tuple[str, str, pd.DataFrame]]:
+    """(model id, dataset, rows) for every recorded model and dataset of the run."""
+    known = scores[scores["job_id"].astype(str).isin(models)]
+    model = known["job_id"].astype(str).map(models)
+    for (mid, dataset), rows in known.groupby([model, known["dataset"].astype(str)], sort=True):
+        yield str(mid), str(dataset), rows
+
+
+def _paired(
+    claim: Claim, a: Estimate, b: Estimate, ctx: ReportContext
+) -> tuple[float, float, float, float, str]:
+    """(difference a - b, its interval low, high, p-value, test) over the examples both sides have."""
+    pa, pb = a.per_example, b.per_example
+    assert pa is not None and pb is not None
+    common = pa.index.intersection(pb.index)
+    if len(common) < 2:
+        return math.nan, math.nan, math.nan, math.nan, "fewer than 2 shared examples"
+    if claim.metric in _ROBUSTNESS:
+        assert isinstance(pa, pd.DataFrame) and isinstance(pb, pd.DataFrame)
+        parts = ["ndr", "rsr", "ror"] if claim.metric == "robustness" else [claim.metric]
+        vals = pd.concat(
+            [pa.loc[common, parts].add_prefix("a_"), pb.loc[common, parts].add_prefix("b_")], axis=1
+        ).astype(float)
+
+        def gm(m: Mapping[str, np.ndarray], side: str) -> np.ndarray:
+            return np.prod([m[f"{side}_{p}"] for p in parts], axis=0) ** (1 / len(parts))
+
+        res = bootstrap_cluster_means(
+            vals,
+            {"diff": lambda m: gm(m, "a") - gm(m, "b")},
+            n_resamples=ctx.n_resamples,
+            confidence=ctx.confidence,
+            seed=ctx.seed,
+            method="BCa",
+            small_sample=True,
+        )["diff"]
+        return (
+            res.statistic,
+            res.ci_low,
+            res.ci_high,
+            math.nan,
+            f"paired example bootstrap of the difference (BCa, small-sample, {len(common)} examples)",
+        )
+    r = paired_permutation_test(
+        pa.loc[common].to_numpy(float),
+        pb.loc[common].to_numpy(float),
+        seed=ctx.seed,
+        confidence=ctx.confidence,
+        small_sample=True,
+    )
+    return r.statistic, r.ci_low, r.ci_high, r.p_value, f"paired permutation test ({len(common)} examples)"
+
+
+def _decide(kind: str, diff: float, lo: float, hi: float, p: float) -> str:
+    """The verdict of a paired comparison (a above b for ``direction``, a not above b for ``no_gain``)."""
+    if math.isnan(diff):
+        return UNDECIDED
+    if not math.isnan(p):  # a permutation test: significance from p, direction from the difference
+        above, below = p < ALPHA and diff > 0, p < ALPHA and diff < 0
+    else:  # a bootstrap: the interval of the difference
+        above, below = lo > 0, hi < 0
+    if kind == "direction":
+        return HOLDS if above else CONTRADICTED if below else UNDECIDED
+    return CONTRADICTED if above else HOLDS if (not math.isnan(hi) and hi <= 0) or below else UNDECIDED
+
+
+def evaluate_claims(
+    scores: pd.DataFrame, ctx: ReportContext, claims: tuple[Claim, ...] | None = None
+) -> pd.DataFrame:
+    """One row per claim and (model, dataset) of the run that has its setting (one row saying *no
+    matching setting in this run* for a claim no part of the run has)."""
+    claims = paper_claims() if claims is None else claims
+    models = job_models(ctx)
+    out = []
+    for claim in claims:
+        base: dict[str, object] = {
+            "claim": claim.id,
+            "location": claim.location,
+            "quote": claim.quote,
+            "reading": claim.reading,
+        }
+        found = False
+        fn = METRICS[claim.metric][0]
+        fn_a, fn_b = (METRICS[m or claim.metric][0] for m in (claim.metric_a, claim.metric_b))
+        for mid, dataset, rows in _groups(scores, models):
+            scoped = select(rows, claim.scope) if claim.scope else rows
+            if scoped.empty:
+                continue
+            rec: dict[str, object] = {**base, "model": mid, "dataset": dataset}
+            if claim.kind == "bound":
+                est = fn(scoped, ctx)
+                if est is None:
+                    continue
+                lo, hi = est.ci_low, est.ci_high
+                ok = lo > claim.threshold if claim.relation == ">" else hi < claim.threshold
+                bad = hi < claim.threshold if claim.relation == ">" else lo > claim.threshold
+                rec.update(
+                    {
+                        "a": est.value,
+                        "a" + CI_LOW: lo,
+                        "a" + CI_HIGH: hi,
+                        "b": math.nan,
+                        "diff": math.nan,
+                        "p_value": math.nan,
+                        "test": f"{claim.metric} {claim.relation} {claim.threshold:g}: the metric's interval "
+                        f"({est.n} examples)",
+                        "verdict": HOLDS if ok else CONTRADICTED if bad else UNDECIDED,
+                    }
+                )
+            else:
+                side_a = select(scoped, claim.a)
+                side_b = select(scoped, claim.b)
+                if side_a.empty or side_b.empty:
+                    continue
+                ea, eb = fn_a(side_a, ctx), fn_b(side_b, ctx)
+                if ea is None or eb is None:
+                    continue
+                diff, lo, hi, p, test = _paired(claim, ea, eb, ctx)
+                rec.update(
+                    {
+                        "a": ea.value,
+                        "a" + CI_LOW: ea.ci_low,
+                        "a" + CI_HIGH: ea.ci_high,
+                        "b": eb.value,
+                        "diff": diff,
+                        "diff" + CI_LOW: lo,
+                        "diff" + CI_HIGH: hi,
+                        "p_value": p,
+                        "test": test,
+                        "verdict": _decide(claim.kind, diff, lo, hi, p),
+                    }
+                )
+            found = True
+            out.append(rec)
+        if not found:
+            out.append({**base, "model": "", "dataset": "", "test": "", "verdict": NO_MATCH})
+    return pd.DataFrame(out)
+
+
+# ----------------------------------------------------------------------------- the section
+
+
+def _papers_of_run(ctx: ReportContext, matched: set[str]) -> set[str]:
+    """Papers whose experiment a job ran (its recorded ``name``, ``rgb2024`` or ``rgb2024_mini``) or whose
+    values or claims matched some of its rows."""
+    names = {str(j.summary.get("name", "")) for j in ctx.jobs if isinstance(j.summary, dict)}
+    papers = set(paper_values()["paper"]) | {c.paper for c in paper_claims()}
+    return {p for p in papers if p in names or f"{p}_mini" in names} | matched
+
+
+@section(
+    "paper_beside",
+    title="The paper beside this run: published values and claims",
+    requires=("example_id", "k", "score", "dataset", "job_id"),
+    order=90,
+)
+def paper_beside(df: pd.DataFrame, ctx: ReportContext) -> Iterator[Item]:
+    """The papers' values with rr's beside them, and each claim's verdict."""
+    values = compare_values(df, ctx)
+    claims = evaluate_claims(df, ctx)
+    matched = set(values.loc[values["verdict"] != NO_MATCH, "paper"]) | {
+        c.split(".", 1)[0] for c in claims.loc[claims["verdict"] != NO_MATCH, "claim"]
+    }
+    papers = _papers_of_run(ctx, matched)
+    if not papers:
+        raise SectionSkipped(
+            "no job ran a paper's experiment (recorded name) and no paper value or claim matches the run's "
+            "recorded model, dataset and setting"
+        )
+    values = values[values["paper"].isin(papers)].reset_index(drop=True)
+    claims = claims[claims["claim"].map(lambda c: c.split(".", 1)[0]).isin(papers)].reset_index(drop=True)
+    counts = values["verdict"].value_counts().to_dict()
+    yield ReportTable(
+        "paper_values",
+        "Each paper value beside this run's",
+        values,
+        caption=(
+            f"Papers {', '.join(sorted(papers))} (rr/papers/values). A value is matched only on what the run "
+            "recorded: the job's model id (summary.json), the dataset and every condition of the setting; "
+            f"rr = the metric on the matched rows with its {ctx.confidence:.0%} small-sample interval; verdict: "
+            f"{INSIDE!r} / {OUTSIDE!r} (relation > or <: the paper states a bound, and the verdict says whether the "
+            f"interval reaches its side) / {NO_MATCH!r}. Here: "
+            + ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
+            + "."
+        ),
+    )
+    yield ReportTable(
+        "paper_claims",
+        "Each paper claim tested on this run",
+        claims,
+        caption=(
+            "rr/papers/claims, per model and dataset of the run: direction claims (a above b) by a paired test "
+            f"over the examples both sides answered (two-sided, alpha {ALPHA}: permutation test of per-example "
+            "values, or a paired example bootstrap of the difference for NDR/RSR/ROR and their geometric mean); "
+            f"bounds by the metric's interval. Verdicts {HOLDS!r}, {CONTRADICTED!r}, {UNDECIDED!r}, {NO_MATCH!r}."
+        ),
+    )
