@@ -36,6 +36,7 @@ from rr.stats import bootstrap_cluster_means, bootstrap_mean, paired_permutation
 
 INSIDE, OUTSIDE, NO_MATCH = "inside the interval", "outside", "no matching setting in this run"
 NOT_MEASURED = "not measured in this run"
+NOT_COMPUTED = "rr does not compute this beside the paper yet"
 HOLDS, CONTRADICTED, UNDECIDED = "holds", "contradicted", "not decided at this n"
 #: Significance level of the claims' paired tests (two-sided).
 ALPHA = 0.05
@@ -45,6 +46,15 @@ RAG_KEYS = frozenset(
     {"noise_ratio", "counterfactual", "doc_perturbation", "n_docs_given", "retriever", "order", "k"}
 )
 _ROBUSTNESS = ("ndr", "rsr", "ror", "robustness")
+#: Setting keys that are the metric's parameters, not conditions on rows (SURE's perturbation and
+#: subset: its rates pair each perturbed row with the unperturbed one).
+METRIC_PARAMS = frozenset({"perturbation", "subset", "module", "query_kind"})
+
+
+def split_setting(setting: Mapping[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    """(conditions on rows, the metric's parameters) of a setting (:data:`METRIC_PARAMS`)."""
+    rows = {k: v for k, v in setting.items() if k not in METRIC_PARAMS}
+    return rows, {k: v for k, v in setting.items() if k in METRIC_PARAMS}
 
 
 # ----------------------------------------------------------------------------- the job's recorded setting
@@ -185,9 +195,56 @@ def _robustness(metric: str) -> Callable[..., Estimate | None]:
     return fn
 
 
-#: metric name -> (function of the matched rows and the context: an :class:`Estimate`, or None where
-#: the rows lack what it needs; what it is).
-METRICS: dict[str, tuple[Callable[..., Estimate | None], str]] = {
+def _sure(rate: str) -> Callable[..., Estimate | None]:
+    """SURE's LR / RR / WR of one perturbation (``perturbation``, a tag such as ``style:simple``) in one
+    subset (``K-G`` ... ``Total``): :func:`rr.metrics.spurious.instance_pairs` of the unperturbed and the
+    perturbed rows, the share of instances whose correctness C is 1 / 0 / -1."""
+    want = {"lr": 1, "rr": 0, "wr": -1}[rate]
+
+    def fn(
+        rows: pd.DataFrame, ctx: ReportContext, perturbation: str = "", subset: str = "Total"
+    ) -> Estimate | None:
+        from rr.metrics.spurious import instance_pairs
+
+        part = rows[rows["doc_perturbation"].astype(str).isin(["none", perturbation])]
+        if not (part["doc_perturbation"] == perturbation).any():
+            return None
+        try:
+            pairs = instance_pairs(part, subsets=subset != "Total")
+        except ValueError:  # incl. MetricUndefinedError
+            return None
+        if subset != "Total":
+            pairs = pairs[pairs["subset"] == subset]
+        if pairs.empty:
+            return None
+        return _mean_of(pairs, (pairs["C"] == want), ctx)
+
+    return fn
+
+
+def _rare(score: str) -> Callable[..., Estimate | None]:
+    """RARE's Table 4 score: the share of robust trials per example (:func:`rr.metrics.rare.score_rows`),
+    averaged over examples."""
+
+    def fn(rows: pd.DataFrame, ctx: ReportContext) -> Estimate | None:
+        from rr.metrics import rare
+
+        try:
+            trials = rare.score_rows(rare.robustness_flags(rows), score)
+        except ValueError:  # incl. MetricUndefinedError
+            return None
+        if trials.empty:
+            return None
+        per = trials.groupby("example_id", as_index=False)["robust"].mean()
+        return _mean_of(per, per["robust"], ctx)
+
+    return fn
+
+
+#: metric name -> (function of the matched rows, the context and the setting's metric parameters: an
+#: :class:`Estimate`, or None where the rows lack what it needs; None for a metric rr computes in its
+#: own report section but not yet beside the paper; what it is).
+METRICS: dict[str, tuple[Callable[..., Estimate | None] | None, str]] = {
     "rgb_accuracy": (_rate("correct"), "share of k > 0 responses with every answer part (RGB's accuracy)"),
     "rgb_closed_book_accuracy": (
         _rate("correct", closed_book=True),
@@ -200,6 +257,22 @@ METRICS: dict[str, tuple[Callable[..., Estimate | None], str]] = {
     "rgb_cr_llm": (
         _rate("correct", among="error_detected_llm"),
         "RGB accuracy among the responses the LLM judge read as flagging errors (CR, fact_evalue.py's)",
+    ),
+    **{
+        f"sure_{r}": (_sure(r), f"SURE's {r.upper()} of one perturbation in one subset")
+        for r in ("lr", "rr", "wr")
+    },
+    **{
+        f"rare_{m}": (_rare(m), f"RARE's {m} robustness (Table 4)")
+        for m in ("overall", "query", "document", "retrieval")
+    },
+    "ql_recall@5": (
+        None,
+        "Recall@5 per query kind: section query_level_retrieval computes it, not yet matched here",
+    ),
+    "ql_pearson_r": (
+        None,
+        "Pearson r of per-sample changes: section query_level_correlations, not yet matched here",
     ),
     **{
         m: (_robustness(m), f"{m.upper() if m != 'robustness' else 'geometric mean of NDR, RSR, ROR'}")
@@ -223,7 +296,11 @@ def _verdict(value: float, relation: str, est: Estimate) -> str:
 
 
 def _model_rows(scores: pd.DataFrame, models: Mapping[str, str], ids: str) -> pd.DataFrame:
+    """The rows of the jobs whose recorded model id is one of ``ids`` (``*``: any recorded model, for a
+    value that does not depend on the generator, such as a retriever's recall)."""
     wanted = {i.strip() for i in ids.split(";") if i.strip()}
+    if wanted == {"*"}:
+        return scores[scores["job_id"].astype(str).isin(models)]
     jobs = [j for j, m in models.items() if m in wanted]
     return scores[scores["job_id"].astype(str).isin(jobs)]
 
@@ -254,13 +331,18 @@ def compare_values(
             "jobs": "",
             "verdict": NO_MATCH,
         }
+        fn = METRICS[v.metric][0]
         rows = _model_rows(scores, models, v.model_ids)
         datasets = v.rr_datasets.split("+")
         rows = rows[rows["dataset"].astype(str).isin(datasets)]
-        rows = select(rows, parse_setting(v.setting)) if not rows.empty else rows
+        conditions, params = split_setting(parse_setting(v.setting))
+        rows = select(rows, conditions) if not rows.empty else rows
         if not rows.empty and set(rows["dataset"].astype(str)) == set(datasets):
-            fn = METRICS[v.metric][0]
-            est = fn(rows, ctx)
+            if fn is None:
+                rec["verdict"] = NOT_COMPUTED
+                out.append(rec)
+                continue
+            est = fn(rows, ctx, **params)
             rec["jobs"] = ",".join(sorted(set(rows["job_id"].astype(str))))
             if est is None:
                 rec["verdict"] = NOT_MEASURED
@@ -281,11 +363,18 @@ def compare_values(
 # ----------------------------------------------------------------------------- claims
 
 
-def _groups(scores: pd.DataFrame, models: Mapping[str, str]) -> Iterator[tuple[str, str, pd.DataFrame]]:
-    """(model id, dataset, rows) for every recorded model and dataset of the run."""
+def _groups(
+    scores: pd.DataFrame, models: Mapping[str, str], across_models: bool
+) -> Iterator[tuple[str, str, pd.DataFrame]]:
+    """(model id, dataset, rows) for every recorded model and dataset of the run, the rows with a
+    ``model_id`` column (the recorded model id); with ``across_models`` one group per dataset (model "")."""
     known = scores[scores["job_id"].astype(str).isin(models)]
-    model = known["job_id"].astype(str).map(models)
-    for (mid, dataset), rows in known.groupby([model, known["dataset"].astype(str)], sort=True):
+    known = known.assign(model_id=known["job_id"].astype(str).map(models))
+    if across_models:
+        for dataset, rows in known.groupby(known["dataset"].astype(str), sort=True):
+            yield "", str(dataset), rows
+        return
+    for (mid, dataset), rows in known.groupby(["model_id", known["dataset"].astype(str)], sort=True):
         yield str(mid), str(dataset), rows
 
 
@@ -365,13 +454,16 @@ def evaluate_claims(
         found = False
         fn = METRICS[claim.metric][0]
         fn_a, fn_b = (METRICS[m or claim.metric][0] for m in (claim.metric_a, claim.metric_b))
-        for mid, dataset, rows in _groups(scores, models):
-            scoped = select(rows, claim.scope) if claim.scope else rows
+        assert fn is not None and fn_a is not None and fn_b is not None, claim.id
+        across = "model_id" in claim.a or "model_id" in claim.b
+        scope, scope_params = split_setting(claim.scope)
+        for mid, dataset, rows in _groups(scores, models, across):
+            scoped = select(rows, scope) if scope else rows
             if scoped.empty:
                 continue
             rec: dict[str, object] = {**base, "model": mid, "dataset": dataset}
             if claim.kind == "bound":
-                est = fn(scoped, ctx)
+                est = fn(scoped, ctx, **scope_params)
                 if est is None:
                     continue
                 lo, hi = est.ci_low, est.ci_high
@@ -391,11 +483,13 @@ def evaluate_claims(
                     }
                 )
             else:
-                side_a = select(scoped, claim.a)
-                side_b = select(scoped, claim.b)
+                (cond_a, params_a), (cond_b, params_b) = split_setting(claim.a), split_setting(claim.b)
+                side_a = select(scoped, cond_a) if cond_a else scoped
+                side_b = select(scoped, cond_b) if cond_b else scoped
                 if side_a.empty or side_b.empty:
                     continue
-                ea, eb = fn_a(side_a, ctx), fn_b(side_b, ctx)
+                ea = fn_a(side_a, ctx, **{**scope_params, **params_a})
+                eb = fn_b(side_b, ctx, **{**scope_params, **params_b})
                 if ea is None or eb is None:
                     continue
                 diff, lo, hi, p, test = _paired(claim, ea, eb, ctx)
