@@ -90,6 +90,7 @@ SKIP_FIRST_WORD = {
 SKIP_SUBCOMMAND = {
     "chunk-wiki": "needs a Wikipedia dump (tests/test_wiki_dump.py runs it on a small one)",
     "sure-prelim": "encodes a corpus and scores every golden pair (~1 min); tests/test_sure_analysis.py",
+    "reproduce-docs": "runs every paper's mini experiment (minutes); tests/test_reproduction.py runs its --check",
 }
 PLACEHOLDERS = ("...", "<", "JOB_A", "$EDITOR", "[...]", "$(")
 

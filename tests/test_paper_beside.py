@@ -413,3 +413,23 @@ def test_a_cross_model_claim_pairs_the_two_recorded_models(qwen_better):
     assert matched.loc["Qwen3-8B", "rr"] == (14 / 16 if qwen_better else 2 / 16)
     others = values[~values["model"].isin(["Qwen3-8B", "GPT-4.1"])]
     assert len(others) == 8 and (others["verdict"] == NO_MATCH).all()  # Qwen3-4B etc.: not in this run
+
+
+def test_the_console_shows_matched_values_and_decided_claims(rgb_run, tmp_path, monkeypatch):
+    from rr.reporting import paper_beside
+
+    scores, ctx, truth = rgb_run
+    planted = pd.DataFrame([_value("strategy=rgb;noise_ratio=0.4;n_docs_given=5", truth)])
+    shipped = paper_values()
+    monkeypatch.setattr(
+        paper_beside, "paper_values", lambda: pd.concat([shipped, planted], ignore_index=True)
+    )
+    report = build_report([j.path for j in ctx.jobs], tmp_path / "r", n_resamples=100, only=["paper_beside"])
+    lines = paper_beside.console_lines(report.outcomes)
+    assert lines[0].startswith("the paper beside this run")
+    assert (
+        "  planted: 1 inside the interval" in lines
+        and "  rgb2024: 135 no matching setting in this run" in lines
+    )
+    (value,) = [line for line in lines if line.startswith("    planted test")]
+    assert "rgb_accuracy [strategy=rgb;noise_ratio=0.4;n_docs_given=5]" in value and value.endswith(INSIDE)

@@ -39,6 +39,7 @@ for _name, _ref in {
     "judge-agreement": "rr.commands.judge_agreement:main",
     "perturb-queries": "rr.commands.perturb_queries:main",
     "sure-prelim": "rr.commands.sure_prelim:main",
+    "reproduce-docs": "rr.commands.reproduction:main",
 }.items():
     SUBCOMMANDS.register_lazy(_name, _ref)
 

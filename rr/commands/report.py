@@ -69,6 +69,10 @@ def main(argv: list[str]) -> int:
         )
         for note in site.notes:
             print(f"  site: {note}")
+    from rr.reporting.paper_beside import console_lines
+
+    for line in console_lines(report.outcomes):
+        print(line)
     for o in report.outcomes:
         if o.skipped:
             print(f"  skipped {o.section.name}: {o.skipped}")

@@ -572,3 +572,27 @@ def paper_beside(df: pd.DataFrame, ctx: ReportContext) -> Iterator[Item]:
             f"bounds by the metric's interval. Verdicts {HOLDS!r}, {CONTRADICTED!r}, {UNDECIDED!r}, {NO_MATCH!r}."
         ),
     )
+
+
+def console_lines(outcomes: list) -> list[str]:  # list[SectionOutcome]
+    """What ``rr report`` prints of this section: the verdicts' counts per paper, each matched value, and
+    each claim decided on the run (the full tables are ``tables/paper_values.csv`` / ``paper_claims.csv``)."""
+    items = {item.name: item for o in outcomes if o.section.name == "paper_beside" for item in o.items}
+    if "paper_values" not in items:
+        return []
+    values = items["paper_values"].df  # type: ignore[union-attr]
+    claims = items["paper_claims"].df  # type: ignore[union-attr]
+    lines = ["the paper beside this run (tables/paper_values.csv, tables/paper_claims.csv):"]
+    for paper, part in values.groupby("paper", sort=True):
+        counts = part["verdict"].value_counts()
+        lines.append(f"  {paper}: " + ", ".join(f"{n} {v}" for v, n in counts.items()))
+    for v in values[values["verdict"].isin([INSIDE, OUTSIDE])].itertuples(index=False):
+        lines.append(
+            f"    {v.paper} {v.location} {v.model} {v.metric} [{v.setting}]: paper {v.paper_value}, "
+            f"rr {v.rr:.3f} [{v.rr_ci_low:.3f}, {v.rr_ci_high:.3f}]: {v.verdict}"
+        )
+    for c in claims[claims["verdict"] != NO_MATCH].itertuples(index=False):
+        lines.append(
+            f"    claim {c.claim} ({c.model or 'across models'}, {c.dataset}): {c.verdict} ({c.test})"
+        )
+    return lines
