@@ -16,6 +16,7 @@ from rr.reporting.site.encoding import _num
 from rr.reporting.site.flips import flip_counts
 from rr.reporting.site.format import FORMAT_VERSION, Overview, OverviewPair, PairApart
 from rr.reporting.site.index import _Model
+from rr.reporting.site.papers import link_paper_values
 
 log = logging.getLogger(__name__)
 
@@ -96,6 +97,7 @@ def _overview(report: Report, ctx: ReportContext, model: _Model) -> dict[str, An
                 items.append({"figure": item.name, "title": item.title, "caption": item.caption})
         sec["items"] = items
         sections.append(sec)
+    link_paper_values(sections, model)
     return {
         Overview.title: "rr report",
         Overview.rows: int(len(model.df)),

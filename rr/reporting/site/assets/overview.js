@@ -23,7 +23,9 @@
         var v = r[idx[c]];
         var text = RR.fmt(v, t.digits);
         var lo = idx[c + "_ci_low"], hi = idx[c + "_ci_high"];
-        if (lo !== undefined && hi !== undefined && typeof v === "number" && r[lo] !== null && r[hi] !== null) {
+        if (c === "examples" && typeof v === "string" && v.indexOf("examples.html#") === 0) {
+          text = '<a href="' + esc(v) + '">the examples</a>';  /* paper_values: the rows behind a matched value */
+        } else if (lo !== undefined && hi !== undefined && typeof v === "number" && r[lo] !== null && r[hi] !== null) {
           text += ' <span class="ci">[' + RR.fmt(r[lo], t.digits) + ", " + RR.fmt(r[hi], t.digits) + "]</span>";
         } else {
           text = esc(text);
