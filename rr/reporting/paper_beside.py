@@ -78,17 +78,39 @@ def _same(a: object, b: str) -> bool:
         return str(a).lower() == b.lower()
 
 
-def _column(rows: pd.DataFrame, key: str) -> pd.Series | None:
-    if key == "noise_ratio":
-        return (
-            rows["doc_perturbation"].astype(str).map(noise_ratio_of) if "doc_perturbation" in rows else None
-        )
-    if key == "counterfactual":
-        if "doc_perturbation" not in rows:
-            return None
-        tags = rows["doc_perturbation"].astype(str).map(PerturbationTag.read)
-        return tags.map(lambda t: t is not None and t.name == "counterfactual").map(str)
-    return rows[key] if key in rows.columns else None
+def _any_same(value: object, options: list[str]) -> bool:
+    return any(_same(value, w) for w in options)
+
+
+def _counterfactual(tag: str) -> str:
+    t = PerturbationTag.read(tag)
+    return str(t is not None and t.name == "counterfactual")
+
+
+#: Setting keys read off another column: key -> (that column, the function of its value).
+DERIVED: dict[str, tuple[str, Callable[[str], object]]] = {
+    "noise_ratio": ("doc_perturbation", noise_ratio_of),
+    "counterfactual": ("doc_perturbation", _counterfactual),
+}
+
+
+def _values_of(rows: pd.DataFrame, key: str) -> dict[object, object] | None:
+    """Each distinct value of the column behind ``key`` -> the key's value for it (None: no such column).
+    Score tables have millions of rows and few distinct values, so settings are matched on these."""
+    column, fn = DERIVED.get(key, (key, lambda v: v))
+    if column not in rows.columns:
+        return None
+    return {v: fn(str(v)) if key in DERIVED else v for v in rows[column].unique()}
+
+
+def _hit(rows: pd.DataFrame, key: str, options: list[str]) -> pd.Series | None:
+    """Whether each row's value of ``key`` is one of ``options`` (None: the rows lack its column)."""
+    values = _values_of(rows, key)
+    if values is None:
+        return None
+    column = DERIVED[key][0] if key in DERIVED else key
+    good = [v for v, kv in values.items() if _any_same(kv, options)]
+    return rows[column].isin(good)
 
 
 def select(rows: pd.DataFrame, setting: Mapping[str, str]) -> pd.DataFrame:
@@ -96,7 +118,8 @@ def select(rows: pd.DataFrame, setting: Mapping[str, str]) -> pd.DataFrame:
 
     Keys in :data:`RAG_KEYS` hold on the ``k > 0`` rows; a job's ``k = 0`` rows are kept with it
     when some of its ``k > 0`` rows are in the setting (``k=0`` itself selects the closed-book rows
-    only). Rows need a ``job_id`` column. A value ``a+b+c`` needs exactly these values among the selected rows (a pooled grid).
+    only). Rows need a ``job_id`` column. A value ``a+b+c`` needs exactly these values among the
+    selected rows (a pooled grid).
     """
     if rows.empty:
         return rows
@@ -107,11 +130,10 @@ def select(rows: pd.DataFrame, setting: Mapping[str, str]) -> pd.DataFrame:
         if key == "k" and want == "0":
             keep &= ~rag
             continue
-        col = _column(rows, key)
-        if col is None:
-            return rows.iloc[0:0]
         options = want.split("+")
-        hit = col.map(lambda v, o=options: any(_same(v, w) for w in o)).astype(bool)
+        hit = _hit(rows, key, options)
+        if hit is None:
+            return rows.iloc[0:0]
         keep &= (hit | ~rag) if key in RAG_KEYS else hit
         if len(options) > 1:
             exact[key] = options
@@ -121,12 +143,11 @@ def select(rows: pd.DataFrame, setting: Mapping[str, str]) -> pd.DataFrame:
     out_rag = out["k"].astype(int) > 0
     if not out_rag.any():
         return out.iloc[0:0]
-    out = out[out_rag | out["job_id"].isin(set(out.loc[out_rag, "job_id"]))]
+    out = out[out_rag | out["job_id"].isin(out.loc[out_rag, "job_id"].unique())]
     for key, options in exact.items():
-        col = _column(out[out["k"].astype(int) > 0] if key in RAG_KEYS else out, key)
-        assert col is not None
-        present = list(col.unique())
-        if not all(any(_same(p, w) for p in present) for w in options):
+        values = _values_of(out[out["k"].astype(int) > 0] if key in RAG_KEYS else out, key)
+        assert values is not None
+        if not all(any(_same(p, w) for p in values.values()) for w in options):
             return out.iloc[0:0]
     return out
 
@@ -299,9 +320,9 @@ def _model_rows(scores: pd.DataFrame, models: Mapping[str, str], ids: str) -> pd
     """The rows of the jobs whose recorded model id is one of ``ids`` (``*``: any recorded model, for a
     value that does not depend on the generator, such as a retriever's recall)."""
     wanted = {i.strip() for i in ids.split(";") if i.strip()}
-    if wanted == {"*"}:
-        return scores[scores["job_id"].astype(str).isin(models)]
-    jobs = [j for j, m in models.items() if m in wanted]
+    jobs = list(models) if wanted == {"*"} else [j for j, m in models.items() if m in wanted]
+    if not jobs:
+        return scores.iloc[0:0]
     return scores[scores["job_id"].astype(str).isin(jobs)]
 
 
@@ -365,17 +386,19 @@ def compare_values(
 
 def _groups(
     scores: pd.DataFrame, models: Mapping[str, str], across_models: bool
-) -> Iterator[tuple[str, str, pd.DataFrame]]:
+) -> list[tuple[str, str, pd.DataFrame]]:
     """(model id, dataset, rows) for every recorded model and dataset of the run, the rows with a
     ``model_id`` column (the recorded model id); with ``across_models`` one group per dataset (model "")."""
-    known = scores[scores["job_id"].astype(str).isin(models)]
-    known = known.assign(model_id=known["job_id"].astype(str).map(models))
+    jobs = scores["job_id"].astype(str)
+    known = scores[jobs.isin(list(models))]
+    codes, uniques = pd.factorize(known["job_id"].astype(str))
+    known = known.assign(model_id=np.asarray([models[u] for u in uniques], dtype=object)[codes])
     if across_models:
-        for dataset, rows in known.groupby(known["dataset"].astype(str), sort=True):
-            yield "", str(dataset), rows
-        return
-    for (mid, dataset), rows in known.groupby(["model_id", known["dataset"].astype(str)], sort=True):
-        yield str(mid), str(dataset), rows
+        return [("", str(d), rows) for d, rows in known.groupby(known["dataset"].astype(str), sort=True)]
+    return [
+        (str(m), str(d), rows)
+        for (m, d), rows in known.groupby(["model_id", known["dataset"].astype(str)], sort=True)
+    ]
 
 
 def _paired(
@@ -416,6 +439,7 @@ def _paired(
     r = paired_permutation_test(
         pa.loc[common].to_numpy(float),
         pb.loc[common].to_numpy(float),
+        n_resamples=max(ctx.n_resamples, 999),  # as the paired_comparisons section
         seed=ctx.seed,
         confidence=ctx.confidence,
         small_sample=True,
@@ -443,6 +467,7 @@ def evaluate_claims(
     matching setting in this run* for a claim no part of the run has)."""
     claims = paper_claims() if claims is None else claims
     models = job_models(ctx)
+    groups = {across: _groups(scores, models, across) for across in (False, True)}
     out = []
     for claim in claims:
         base: dict[str, object] = {
@@ -457,7 +482,7 @@ def evaluate_claims(
         assert fn is not None and fn_a is not None and fn_b is not None, claim.id
         across = "model_id" in claim.a or "model_id" in claim.b
         scope, scope_params = split_setting(claim.scope)
-        for mid, dataset, rows in _groups(scores, models, across):
+        for mid, dataset, rows in groups[across]:
             scoped = select(rows, scope) if scope else rows
             if scoped.empty:
                 continue
