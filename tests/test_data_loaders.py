@@ -721,3 +721,42 @@ def test_yaml_typo_fails_at_compose(compose_dataset) -> None:
 
     with pytest.raises(ConfigCompositionException):
         compose_dataset(["+dataset=nq_open", "dataset.splt=dev"])
+
+
+# -- a UTF-8 byte-order mark (spreadsheet exports write one) ------------------------------------
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".jsonl.gz"])
+def test_jsonl_files_with_a_bom_are_read(tmp_path: Path, suffix: str) -> None:
+    """A UTF-8 BOM before the first line is read past, by the dataset, the corpus (``load`` and the
+    site's ``texts_of``, arrow and line-by-line readers) and the query-file reader; the first row's
+    fields are intact and an error's column still counts from the first real character."""
+    import gzip
+
+    from rr.perturbations.query_file import read_query_file
+
+    def write(name: str, rows: list[dict]) -> Path:
+        data = "\ufeff".encode() + "".join(json.dumps(r) + "\n" for r in rows).encode()
+        path = tmp_path / f"{name}{suffix}"
+        path.write_bytes(gzip.compress(data) if suffix.endswith(".gz") else data)
+        return path
+
+    qs = write(
+        "qs",
+        [{"id": "q1", "question": "Q1?", "answers": ["a"]}, {"id": "q2", "question": "Q2?", "answers": "b"}],
+    )
+    assert JsonlDataset(str(qs)).load() == [Example("q1", "Q1?", ["a"]), Example("q2", "Q2?", ["b"])]
+
+    for rows in ([{"id": "d1", "title": "T", "text": "one"}], [{"id": 1, "title": "T", "text": "one"}]):
+        corpus = JsonlCorpus(str(write("c", rows)))
+        assert corpus.load().passages == [Passage(str(rows[0]["id"]), "one", "T")]
+        table = corpus.texts_of([str(rows[0]["id"])])  # the second: integer ids, read line by line
+        assert table.column("text").to_pylist() == ["one"] and table.column("title").to_pylist() == ["T"]
+
+    q = write("q", [{"id": "q1", "variant": "formal#1", "question": "Q?"}])
+    assert [(r.id, r.variant) for r in read_query_file(q)] == [("q1", "formal#1")]
+
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes("\ufeff".encode() + b'{"id": "q1" "question": "Q?"}\n')
+    with pytest.raises(DataError, match=r"bad.jsonl:1: invalid JSON \(.* at column 13\)"):
+        JsonlDataset(str(bad)).load()

@@ -3,7 +3,8 @@
 Both readers are strict: a line that is not a JSON object, lacks a required field, has a
 field of the wrong type or repeats an id raises :class:`~rr.data.base.DataError` whose
 message starts with ``path:line`` (1-based line number). Blank lines are skipped; nothing
-else is. Files ending in ``.gz`` are read through gzip.
+else is. Files ending in ``.gz`` are read through gzip. A UTF-8 byte-order mark at the start
+of a file (spreadsheet exports write one) is read past.
 
 The answer checks (:func:`parse_answers`, :func:`parse_answer_groups`) are shared with the
 Hugging Face loaders in :mod:`rr.data.hf`, so every dataset obeys the same contract.
@@ -32,6 +33,8 @@ if TYPE_CHECKING:
 CORPUS_ID_FALLBACKS = ("_id", "docid", "id")
 CORPUS_TEXT_FALLBACKS = ("contents", "text")
 CORPUS_TITLE_FALLBACKS = ("title",)
+#: How every JSON-lines file rr reads is decoded: UTF-8, a byte-order mark at the start skipped.
+JSONL_ENCODING = "utf-8-sig"
 
 
 def parse_answers(value: Any, where: str) -> list[str]:
@@ -162,8 +165,9 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
     path = Path(path)
     opener = gzip.open if path.suffix == ".gz" else open
     # surrogateescape: a byte that is not UTF-8 becomes one surrogate, so the line (and its
-    # number) is still found, and the error names the byte and its column.
-    with opener(path, "rt", encoding="utf-8", errors="surrogateescape") as f:
+    # number) is still found, and the error names the byte and its column. utf-8-sig: a
+    # byte-order mark at the file's start is dropped (elsewhere it stays, and is invalid JSON).
+    with opener(path, "rt", encoding=JSONL_ENCODING, errors="surrogateescape") as f:
         for lineno, line in enumerate(f, start=1):
             if not line.strip():
                 continue
@@ -473,7 +477,7 @@ class JsonlCorpus:
         path = Path(self.path)
         opener = gzip.open if path.suffix == ".gz" else open
         n = 0
-        with opener(path, "rt", encoding="utf-8", errors="replace") as f:
+        with opener(path, "rt", encoding=JSONL_ENCODING, errors="replace") as f:
             for line in f:
                 if not line.strip():
                     continue
