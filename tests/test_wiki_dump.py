@@ -363,3 +363,44 @@ def test_rr_chunk_wiki_subcommand(tmp_path: Path) -> None:
     missing = rr_cli(["chunk-wiki", str(tmp_path / "nope.xml.bz2"), str(out)], tmp_path)
     assert missing.returncode == 2 and missing.stderr.strip().endswith("nope.xml.bz2")
     assert "Traceback" not in missing.stderr
+
+
+def test_line_separators_in_a_page_keep_the_chunks_readable(tmp_path: Path) -> None:
+    """U+2028, U+2029 and U+0085 (which ``str.splitlines`` splits at) inside a page's title and text:
+    the shards and the single JSONL file hold them escaped, read back as they were; a shard written
+    before (the characters raw) still reads."""
+    odd = "a\u2028b\u2029c\x85d"
+    dump = tmp_path / "xxwiki-pages-articles3.xml"
+    body = "".join(
+        f"<page><title>{t}</title><ns>0</ns><id>{i}</id><revision><text>{escape(x)}</text></revision></page>"
+        for t, i, x in [(f"T{odd}", 1, f"First {odd} line.\n\nSecond."), ("Plain", 2, "Plain text.")]
+    )
+    dump.write_text(
+        f'<mediawiki xmlns="http://www.mediawiki.org/xml/export-0.10/">{body}</mediawiki>', "utf-8"
+    )
+    want = [
+        ("1-0", f"T{odd}", f"First {odd} line."),
+        ("1-1", f"T{odd}", "Second."),
+        ("2-0", "Plain", "Plain text."),
+    ]
+    shards, jsonl = tmp_path / "shards", tmp_path / "all.jsonl"
+    for chunks in (shards, jsonl):  # written and read
+        corpus = WikiDumpCorpus(str(dump), chunks_path=str(chunks)).load()
+        assert [(p.id, p.title, p.text) for p in corpus.passages] == want
+    dump.rename(tmp_path / "gone.xml")
+    for chunks in (shards, jsonl):  # read back alone
+        assert [
+            (p.id, p.title, p.text)
+            for p in WikiDumpCorpus(str(dump), chunks_path=str(chunks)).load().passages
+        ] == want
+    for f in [jsonl, *shards.glob("*-00000.jsonl")]:
+        data = f.read_bytes()
+        assert not any(c.encode() in data for c in "\u2028\u2029\x85") and data.count(b"\n") == 3
+    # a shard written raw (before the escaping) reads too
+    shard = next(shards.glob("*-00000.jsonl"))
+    raw = "".join(json.dumps({"id": i, "title": t, "text": x}, ensure_ascii=False) + "\n" for i, t, x in want)
+    shard.write_bytes(raw.encode())
+    m = json.loads(manifest_path(shards, dump).read_text())
+    m["shards"][0]["sha256"] = hashlib.sha256(raw.encode()).hexdigest()
+    manifest_path(shards, dump).write_text(json.dumps(m))
+    assert [(p.id, p.title, p.text) for p in read_shards(shards, dump)] == want

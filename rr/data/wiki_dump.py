@@ -25,8 +25,9 @@ or ``corpus=wiki_dump corpus.chunks_path=OUT_DIR``, which writes it on first use
   into blocks of ``block_pages`` articles (block ``i`` = articles ``i*block_pages`` to
   ``(i+1)*block_pages - 1``), so blocks do not depend on the worker count. ``workers``
   processes parse the blocks (the costly part); each block becomes one shard
-  ``OUT_DIR/<dump stem>-<i:05d>.jsonl`` (lines ``{"id", "title", "text"}``), written
-  atomically. Shards are byte-identical whatever the number of workers.
+  ``OUT_DIR/<dump stem>-<i:05d>.jsonl`` (lines ``{"id", "title", "text"}``, split at ``\n``
+  only: U+2028, U+2029 and U+0085, which other line readers split at, are written escaped),
+  written atomically. Shards are byte-identical whatever the number of workers.
 * ``OUT_DIR/<dump stem>.manifest.json`` (one per dump, written atomically after every shard)
   records the dump's file name and size, ``min_chars`` / ``max_pages`` / ``block_pages``,
   ``complete``, and per shard its file, block index, first and last page id, number of
@@ -177,10 +178,23 @@ def iter_blocks(
         yield index, block
 
 
+#: Characters that ``str.splitlines`` (and JavaScript's line readers) split at but JSON keeps raw;
+#: a chunk line holds them as ``\uXXXX`` escapes, so a line is one line to every reader.
+_LINE_BREAKS = str.maketrans({c: f"\\u{ord(c):04x}" for c in "\x85\u2028\u2029"})
+
+
+def _chunk_line(p: Passage) -> str:
+    """One chunk's JSONL line (newline included): UTF-8 text, the line breaks above escaped."""
+    return (
+        json.dumps({"id": p.id, "title": p.title, "text": p.text}, ensure_ascii=False).translate(_LINE_BREAKS)
+        + "\n"
+    )
+
+
 def _render(pages: Sequence[Page], min_chars: int) -> tuple[bytes, int]:
     """The JSONL bytes of the pages' passages and their number."""
     lines = [
-        json.dumps({"id": p.id, "title": p.title, "text": p.text}, ensure_ascii=False) + "\n"
+        _chunk_line(p)
         for title, wikitext, page_id in pages
         for p in _page_passages((title, wikitext, page_id, min_chars))
     ]
@@ -595,11 +609,18 @@ def read_shards(
                 raise DataError(f"{shard}: shard missing; re-run the chunker to redo it") from err
             if hashlib.sha256(data).hexdigest() != entry["sha256"]:
                 raise DataError(f"{shard}: shard corrupt (sha256 mismatch); re-run the chunker to redo it")
-            for i, line in enumerate(data.decode("utf-8").splitlines(), 1):
+            for i, line in enumerate(_chunk_lines(data.decode("utf-8")), 1):
                 if max_passages is not None and len(passages) >= max_passages:
                     return passages
                 passages.append(_parse_line(line, shard, i))
     return passages
+
+
+def _chunk_lines(text: str) -> list[str]:
+    """A chunk file's lines, split at ``"\\n"`` only: ``splitlines()`` would also split inside a
+    chunk written before U+2028 / U+2029 / U+0085 were escaped (raw in a page's text)."""
+    lines = text.split("\n")
+    return lines[:-1] if lines[-1] == "" else lines
 
 
 def _parse_line(line: str, source: Path, lineno: int) -> Passage:
@@ -702,7 +723,7 @@ class WikiDumpCorpus:
             )
             log.info("wiki_dump: wrote %d chunks to %s", n, chunks)
         passages = []
-        with chunks.open(encoding="utf-8") as fh:
+        with chunks.open(encoding="utf-8", newline="\n") as fh:  # lines end at "\n" only, as _chunk_lines
             for i, line in enumerate(fh, 1):
                 if self.max_passages is not None and len(passages) >= self.max_passages:
                     break
