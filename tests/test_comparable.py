@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import math
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -77,27 +78,46 @@ def test_undefined_and_degenerate_metrics_are_blank_with_a_note_in_the_report() 
     assert metric_notes({"accuracy": math.nan, "ndr": math.nan, "rsr": math.nan}) == {}
 
 
+def _console_summary(**fields: Any) -> dict[str, Any]:
+    """A job summary with the counts the console prints, ``fields`` on top."""
+    counts = ("requests", "unique_requests", "model_calls", "cache_hits")
+    zeros = ("answer_extraction_fallbacks", "rows_truncated_to_fit_window")
+    return {
+        "job_id": "j1",
+        "examples": 6,
+        **dict.fromkeys(counts, 1),
+        **dict.fromkeys(zeros, 0),
+        "wall_s": 1.0,
+        **fields,
+    }
+
+
 def test_the_console_shows_a_dash_and_the_note_not_one() -> None:
     from rr.reporting.job import print_summary
 
     df = _table("j1", "vanilla", [1, 3], closed=0.0)
     metrics = robustness_table(df, by=["generator", "strategy"], per_retriever=True).to_dict("records")
-    summary = {
-        "metrics": metrics,
-        "job_id": "j1",
-        "examples": 6,
-        "rows": len(df),
-        "requests": 1,
-        "unique_requests": 1,
-        "model_calls": 1,
-        "cache_hits": 0,
-        "answer_extraction_fallbacks": 0,
-        "rows_truncated_to_fit_window": 0,
-        "wall_s": 1.0,
-    }
+    summary = _console_summary(metrics=metrics, rows=len(df))
     out = io.StringIO()
     print_summary(summary, "folder", Console(file=out, width=200))
     text = out.getvalue()
     row = next(ln for ln in text.splitlines() if "vanilla" in ln and "bm25" in ln)
     assert "1.000" not in row and "—" in row
     assert f"— {NOTE_NDR_TRIVIAL} (vanilla / bm25)" in text
+    assert "string match" not in text  # no judge fell back
+
+
+def test_the_console_names_a_judge_string_match_fallback() -> None:
+    """An LLM judge's unreadable verdicts, scored by string match, get a line of their own in the
+    job's console summary (and again when a finished job is shown back)."""
+    from rr.reporting.job import print_summary
+
+    counters = {"judge:llm:items": 12, "judge:llm:fallback": 3, "judge:llm:retries": 6}
+    summary = _console_summary(metrics=[], rows=12, counters=counters)
+    for already_done in (False, True):
+        out = io.StringIO()
+        print_summary(summary, "folder", Console(file=out, width=300), already_done=already_done)
+        assert (
+            "judge llm: 3 distinct verdicts unreadable after its retries, scored by string match instead "
+            "(judge_fallback=true in scores.parquet)"
+        ) in out.getvalue()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pytest
@@ -111,7 +112,7 @@ def test_scores_dedup_and_counts(tmp_path: Path) -> None:
     assert len(gen.sent) == 3
 
 
-def test_retry_then_counted_string_match_fallback(tmp_path: Path) -> None:
+def test_retry_then_counted_string_match_fallback(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     class Flaky(ScriptedGenerator):
         def respond(self, prompt: str, params: GenerationParams) -> str:
             if "Marlowe" in prompt:  # never readable
@@ -121,10 +122,17 @@ def test_retry_then_counted_string_match_fallback(tmp_path: Path) -> None:
 
     gen = Flaky(model_id="flaky")
     rt = scripted_runtime(ScriptedGenerator(model_id="under-test"), tmp_path)
-    right, wrong = LLMJudge(generator=gen, max_retries=2).judge([NQ, NQ_WRONG], rt)
+    with caplog.at_level(logging.WARNING, logger="rr.judges.llm"):
+        right, wrong = LLMJudge(generator=gen, max_retries=2).judge([NQ, NQ_WRONG], rt)
     assert right.score == 1.0 and right.extra["judge_attempts"] == 3 and not right.extra["judge_fallback"]
-    # unreadable after 2 retries: string match decides (Marlowe matches no gold -> 0), flagged
-    assert wrong.score == 0.0 and wrong.extra["judge_fallback"] is True
+    # unreadable after 2 retries: string match decides (Marlowe matches no gold -> 0), flagged, with
+    # the tries it took (3, not the 1 whose output is kept) and a line on the console
+    assert wrong.score == 0.0 and wrong.extra["judge_fallback"] is True and wrong.extra["judge_attempts"] == 3
+    assert wrong.extra["judge_output"] == "Hmm, hard to say."
+    assert [r.getMessage() for r in caplog.records] == [
+        "judge llm: 1 of 2 verdicts unreadable after 3 tries (max_retries=2), scored by string match "
+        "instead (judge_fallback=true in the score table); e.g. prediction 'Marlowe' to 'Who wrote Hamlet?'"
+    ]
     assert rt.counters["judge:llm:retries"] == 4 and rt.counters["judge:llm:fallback"] == 1
     assert [p.seed for p in gen.sent_params] == [None, None, 1, 1, 2, 2]
     # the fallback is string match, not a silent 0

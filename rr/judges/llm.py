@@ -26,13 +26,17 @@ string match (:func:`~rr.answers.substring_match`, per group for ASQA), is count
 ``judge:<name>:fallback`` and is marked in the row's ``judge_fallback`` column: never a silent 0.
 Empty predictions are scored 0 without a call (``judge:<name>:empty_prediction``).
 
-Extra score-table columns: ``judge_output`` (the judge's raw output used), ``judge_attempts``
-(1 + retries used), ``judge_fallback``, ``judge_model``, and ``em`` / ``f1`` as ``judge=match``
+Each fallback is also one warning on the console (how many, after how many tries, an example),
+and a line of the job's console summary.
+
+Extra score-table columns: ``judge_output`` (the judge's raw output used: the most readable of
+its tries), ``judge_attempts`` (the tries made: 1 + retries used), ``judge_fallback``, ``judge_model``, and ``em`` / ``f1`` as ``judge=match``
 writes them.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -46,6 +50,8 @@ from rr.registry import component
 from rr.runtime import Runtime
 
 ASQA_SCORES = ("fraction", "all")
+
+log = logging.getLogger(__name__)
 
 
 def _golds(item: JudgeItem) -> list[str]:
@@ -160,7 +166,7 @@ class LLMJudge:
         n = len(items)
         texts: list[str] = [""] * n
         verdicts: list[list[bool | None]] = [[None] for _ in range(n)]
-        attempts = [0] * n
+        attempts = [0] * n  # the tries made for each item
         empty = [not it.prediction.strip() for it in items]
         if any(empty):
             rt.count(f"judge:{self.name}:empty_prediction", sum(empty))
@@ -176,13 +182,26 @@ class LLMJudge:
             still = []
             for i, g in zip(pending, gens, strict=True):
                 v = self.verdicts(items[i], g.text)
+                attempts[i] = attempt + 1
                 if attempt == 0 or sum(x is not None for x in v) > sum(x is not None for x in verdicts[i]):
-                    texts[i], verdicts[i], attempts[i] = g.text, v, attempt + 1
+                    texts[i], verdicts[i] = g.text, v
                 if any(x is None for x in verdicts[i]):
                     still.append(i)
             pending = still
         if pending:
             rt.count(f"judge:{self.name}:fallback", len(pending))
+            first = items[pending[0]]
+            log.warning(
+                "judge %s: %d of %d verdicts unreadable after %d tries (max_retries=%d), scored by string "
+                "match instead (judge_fallback=true in the score table); e.g. prediction %r to %r",
+                self.name,
+                len(pending),
+                n,
+                self.max_retries + 1,
+                self.max_retries,
+                first.prediction[:80],
+                first.question[:80],
+            )
         out = []
         for i, it in enumerate(items):
             golds = _golds(it)

@@ -106,6 +106,8 @@ def print_summary(
         f"rows truncated to fit the window {s['rows_truncated_to_fit_window']}; "
         f"rows over the window (not sent) {s.get('rows_over_window', 0)}; wall {s['wall_s']:.1f}s"
     )
+    for line in judge_fallback_lines(s.get("counters") or {}):
+        console.print(escape(line))
     if already_done:
         console.print(
             escape(
@@ -116,6 +118,17 @@ def print_summary(
     else:
         console.print(escape(counts))
     console.print(escape(f"results: {output_dir}/scores.parquet  (rr.results.load('{output_dir}'))"))
+
+
+def judge_fallback_lines(counters: dict[str, int]) -> list[str]:
+    """One console line per LLM judge whose unreadable verdicts were scored by string match
+    (``judge:<name>:fallback`` in the job's counters)."""
+    return [
+        f"judge {name[len('judge:') : -len(':fallback')]}: {n} distinct verdicts unreadable after its "
+        "retries, scored by string match instead (judge_fallback=true in scores.parquet)"
+        for name, n in counters.items()
+        if name.startswith("judge:") and name.endswith(":fallback") and n
+    ]
 
 
 def approximate_index_lines(indexes: dict[str, Any]) -> list[str]:
