@@ -1,12 +1,18 @@
-"""notebooks/analysis.ipynb: stripped in git, and executed end to end (nbclient) on a synthetic sweep."""
+"""notebooks/analysis.ipynb: stripped in git, and executed end to end on a synthetic sweep by the
+command docs/reporting.md gives (``jupyter execute``, nbclient: no Jupyter server, no nbconvert)."""
 
 from __future__ import annotations
 
 import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tomllib
 from pathlib import Path
 
 import nbformat
-import pytest
 
 from .synthetic import write_synthetic_sweep
 
@@ -22,19 +28,48 @@ def test_notebook_is_committed_without_outputs() -> None:
             assert cell.outputs == [] and cell.execution_count is None
 
 
-def test_notebook_runs_on_a_sweep(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from nbclient import NotebookClient
+def _documented_commands() -> list[str]:
+    """The shell lines of docs/reporting.md's notebook block (comments stripped)."""
+    text = (ROOT / "docs" / "reporting.md").read_text()
+    section = text[text.index("## Notebook") :]
+    block = re.search(r"^```bash\n(.*?)^```", section, re.S | re.M)
+    assert block, "docs/reporting.md's Notebook section gives the commands that run the notebook"
+    return [shlex.split(line, comments=True) for line in block.group(1).splitlines() if line.strip()]
 
-    sweep = write_synthetic_sweep(tmp_path / "sweep", n_examples=5, noise=False)
-    monkeypatch.setenv("RR_SWEEP", str(sweep))
-    monkeypatch.setenv("RR_RESAMPLES", "50")
-    monkeypatch.setenv("MPLBACKEND", "agg")
-    # the kernel imports this checkout's rr, whichever rr the environment has installed
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
-    nb = nbformat.read(NOTEBOOK, as_version=4)
-    NotebookClient(
-        nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(ROOT / "notebooks")}}
-    ).execute()
+
+def test_what_runs_the_notebook_is_an_extra_the_docs_install() -> None:
+    """The notebook's runner comes with ``rr[notebook]`` (and ``dev``), which the docs install; the
+    notebook imports nothing that neither the base install nor that extra brings (nbconvert)."""
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    names = {re.split(r"[<>=\[ ]", req)[0] for req in extras["notebook"]}
+    assert {"nbclient", "nbformat", "ipykernel"} <= names
+    assert names <= {re.split(r"[<>=\[ ]", req)[0] for req in extras["dev"]}
+    pip, run = _documented_commands()
+    assert pip[:3] == ["pip", "install", "-e"] and pip[3].endswith("[notebook]")
+    assert run[:2] == ["jupyter", "execute"]
+    assert "nbconvert" not in NOTEBOOK.read_text()
+
+
+def test_notebook_runs_on_a_sweep(tmp_path: Path) -> None:
+    """The documented ``jupyter execute`` line, run as written in a reader's folder whose demo output
+    folder holds a synthetic sweep, writes the executed notebook where the docs say."""
+    reader = tmp_path / "reader"
+    (reader / "notebooks").mkdir(parents=True)
+    shutil.copy(NOTEBOOK, reader / "notebooks")
+    write_synthetic_sweep(reader / "outputs" / "runs" / "cao2025_mini", n_examples=5, noise=False)
+    env = {
+        **os.environ,
+        "RR_RESAMPLES": "50",
+        "MPLBACKEND": "agg",
+        # `jupyter` and the kernel of this environment, importing this checkout's rr
+        "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    }
+    env.pop("RR_SWEEP", None)
+    run = _documented_commands()[1]
+    done = subprocess.run(run, cwd=reader, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    nb = nbformat.read(reader / "outputs" / "analysis.ipynb", as_version=4)
     text = "\n".join(
         o.get("text", "") + str(o.get("data", {}).get("text/plain", ""))
         for c in nb.cells
