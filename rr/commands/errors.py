@@ -86,14 +86,43 @@ def _hydra_message(ex: Exception) -> str | None:
     return message
 
 
+def _log_file_message(err: OSError) -> str | None:
+    """The line for a job whose log file (Hydra's ``<job folder>/<task>.log``) cannot be opened."""
+    from pathlib import Path
+
+    from rr.jobfolder import SUMMARY_FILE
+
+    if err.filename is None or err.errno not in _OS_HINTS:
+        return None
+    log_file = Path(err.filename)
+    folder = log_file.parent
+    if (
+        folder / SUMMARY_FILE
+    ).is_file():  # a finished job, run again to see it: it needs no writing but the log
+        return (
+            f"job {folder} is finished, but its folder cannot be written ({err.strerror}: {log_file}), "
+            f"where rr logs even a finished job it shows again: read its results where they are "
+            f"(`rr status {folder}`, `rr report {folder} --out DIR`), or run it again under another "
+            "folder (paths.output_root=DIR)"
+        )
+    return f"cannot open the job's log file ({err.strerror}: {log_file}): {_OS_HINTS[err.errno]}"
+
+
 def user_message(ex: BaseException) -> str | None:
     """The one-line message for a user error, or ``None`` if ``ex`` is a bug (keep its traceback).
 
     Hydra's ``InstantiationException`` around a :class:`UserError` raised in a constructor
-    is unwrapped to that error.
+    is unwrapped to that error; so is the ``ValueError`` of :mod:`logging.config` around an
+    :class:`OSError` opening the job's log file (a folder that cannot be written).
     """
     if isinstance(ex, UserError):
         return _one_line(str(ex))
+    if (
+        isinstance(ex, ValueError)
+        and str(ex).startswith("Unable to configure handler")
+        and isinstance(ex.__cause__, OSError)
+    ):
+        return _log_file_message(ex.__cause__)
     if isinstance(ex, OSError) and ex.filename is not None and ex.errno in _OS_HINTS:
         return f"{ex.strerror}: {ex.filename} ({_OS_HINTS[ex.errno]})"
     if isinstance(ex, Exception):

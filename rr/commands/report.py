@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import argparse
 import logging
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+
+from rr.errors import UserError
 
 
 def default_out(paths: list[str]) -> Path:
@@ -12,6 +17,22 @@ def default_out(paths: list[str]) -> Path:
     if len(paths) == 1 and Path(paths[0]).is_dir():
         return Path(paths[0]) / "report"
     return Path("outputs") / "report"
+
+
+@contextmanager
+def _report_folder_errors(out: Path) -> Iterator[None]:
+    """An :class:`OSError` writing in the report folder ``out`` becomes a user error naming ``--out``
+    (the option that moves it; the job's ``paths.*`` settings have nothing to do with it)."""
+    try:
+        yield
+    except OSError as e:
+        where = Path(e.filename) if e.filename is not None else None
+        if where is None or not (where == out or out in where.parents):
+            raise
+        raise UserError(
+            f"cannot write the report folder {out} ({e.strerror}: {where}); write the report elsewhere "
+            "with --out DIR"
+        ) from e
 
 
 def main(argv: list[str]) -> int:
@@ -47,21 +68,32 @@ def main(argv: list[str]) -> int:
     if not args.paths:
         p.error("give at least one job folder, sweep folder, scores.parquet or glob")
     out = args.out or default_out(args.paths)
-    report = build_report(
-        args.paths,
-        out,
-        n_resamples=args.resamples,
-        confidence=args.confidence,
-        seed=args.seed,
-        only=args.only,
-    )
+    created = not out.exists()
+    try:
+        with _report_folder_errors(out):
+            out.mkdir(parents=True, exist_ok=True)  # fail before loading anything if it cannot be written
+            with tempfile.TemporaryFile(dir=out):
+                pass
+            report = build_report(
+                args.paths,
+                out,
+                n_resamples=args.resamples,
+                confidence=args.confidence,
+                seed=args.seed,
+                only=args.only,
+            )
+    except Exception:  # e.g. an unknown --only section: no empty report folder left behind
+        if created and out.is_dir() and not any(out.iterdir()):
+            out.rmdir()
+        raise
     n_tables = sum(1 for f in report.files if f.suffix == ".csv")
     n_figs = sum(1 for f in report.files if f.suffix == ".png")
     print(f"report: {out}/README.md ({n_tables} tables, {n_figs} figures)")
     if not args.no_site:
         from rr.reporting.site import build_site
 
-        site = build_site(report, out / "site")
+        with _report_folder_errors(out):
+            site = build_site(report, out / "site")
         print(
             f"site: {site.out_dir}/index.html ({site.examples} examples, {site.list_rows} example x system "
             f"rows, {site.passages} passages, {site.bytes / 2**20:.1f} MiB, {site.seconds:.1f} s; opens "
