@@ -7,7 +7,10 @@ A job's folder (``run_job``'s ``output_dir``) holds:
 - :data:`RETRIEVAL_FILE` (``retrieval.csv``): answer recall per retriever, query variant and k;
 - :data:`RUNS_DIR` (``runs/<retriever>.trec``) and :data:`QRELS_FILE` (``qrels.trec``): TREC runs and qrels;
 - :data:`SUMMARY_FILE` (``summary.json``): counts, timings and metrics (:class:`JobSummary`), written
-  last: a job is done when it exists.
+  last: a job is done when it exists;
+- :data:`HISTORY_DIR` (``history/<n>.summary.json``, ``history/<n>.scores.parquet``): the earlier runs
+  of a job that ``force=true`` ran again (:func:`archive_run`, :func:`earlier_runs`), under names no
+  reader of job folders takes for a job of its own.
 
 Writers and readers use these names and :func:`write_summary` / :func:`read_summary`; a summary
 carries :data:`SUMMARY_VERSION` (``summary_version``); one written before versions reads as version 0.
@@ -31,6 +34,7 @@ SCORES_FILE = "scores.parquet"
 RETRIEVAL_FILE = "retrieval.csv"
 QRELS_FILE = "qrels.trec"
 RUNS_DIR = "runs"
+HISTORY_DIR = "history"
 
 #: The format of ``summary.json``: 1 = the fields of :class:`JobSummary` (0: a summary without
 #: ``summary_version``, written before it; same fields, some possibly absent).
@@ -152,13 +156,43 @@ def write_summary(job_dir: str | Path, summary: JobSummary) -> Path:
 def read_summary(job_dir: str | Path) -> JobSummary | None:
     """The job's summary, or ``None`` when ``summary.json`` is missing, unreadable or not an object
     (a job still running, killed, or a torn file). Old summaries without a version read as version 0."""
+    return _read_summary_file(Path(job_dir) / SUMMARY_FILE)
+
+
+def _read_summary_file(path: Path) -> JobSummary | None:
     try:
-        data = json.loads((Path(job_dir) / SUMMARY_FILE).read_text())
+        data = json.loads(path.read_text())
     except (OSError, json.JSONDecodeError, UnicodeDecodeError):
         return None
     if not isinstance(data, dict):
         return None
     return JobSummary.from_dict(data)
+
+
+def archive_run(job_dir: str | Path) -> int:
+    """Keep a finished run's record before ``force=true`` runs the job again: its ``summary.json`` and
+    ``scores.parquet`` move to :data:`HISTORY_DIR` as the next numbered entry (renames, no copies).
+
+    Returns:
+        The entry's number (1 for the first run kept).
+    """
+    folder = Path(job_dir)
+    history = folder / HISTORY_DIR
+    history.mkdir(exist_ok=True)
+    n = len(earlier_runs(folder)) + 1
+    (folder / SCORES_FILE).replace(history / f"{n}.{SCORES_FILE}")
+    (folder / SUMMARY_FILE).replace(history / f"{n}.{SUMMARY_FILE}")  # last: it makes the entry count
+    return n
+
+
+def earlier_runs(job_dir: str | Path) -> list[JobSummary | None]:
+    """The summaries of a job's earlier runs kept in :data:`HISTORY_DIR`, oldest first (``None``: unreadable)."""
+    numbered = []
+    for path in Path(job_dir, HISTORY_DIR).glob(f"*.{SUMMARY_FILE}"):
+        number = path.name.removesuffix(f".{SUMMARY_FILE}")
+        if number.isdigit():
+            numbered.append((int(number), path))
+    return [_read_summary_file(path) for _, path in sorted(numbered)]
 
 
 def write_config(job_dir: str | Path, cfg: DictConfig) -> Path:

@@ -20,6 +20,8 @@ done job (``force=true`` re-runs it).
 from __future__ import annotations
 
 import json
+import os
+import socket
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,12 +31,25 @@ from omegaconf import DictConfig, OmegaConf
 
 from rr.config import job_id
 from rr.errors import UserError
-from rr.jobfolder import CONFIG_FILE, SCORES_FILE, SUMMARY_FILE, JobSummary, read_config, read_summary
+from rr.jobfolder import (
+    CONFIG_FILE,
+    HISTORY_DIR,
+    SCORES_FILE,
+    SUMMARY_FILE,
+    JobSummary,
+    earlier_runs,
+    read_config,
+    read_summary,
+)
 
 #: Markers of a job that stopped before its summary: the error of a failed job, the signal of an
 #: interrupted one (``{"job_id", "message", "at"}``; see :func:`mark_stopped`).
 FAILED = "failed.json"
 INTERRUPTED = "interrupted.json"
+#: A run of the job going on now: ``{"job_id", "pid", "host", "at"}``, written when the ``rr`` command
+#: starts the job and removed when it ends, however it ends (a SIGKILL leaves it, naming a process
+#: that is gone). Another run of the same job that finds it naming a live process runs beside it.
+RUNNING = "running.json"
 
 
 @dataclass(frozen=True)
@@ -69,6 +84,60 @@ def finished(output_dir: str | Path, jid: str) -> JobSummary | None:
     if summary is None or summary.job_id != jid:
         return None
     return summary
+
+
+def mark_running(folder: str | Path, jid: str) -> None:
+    """Record that this process runs job ``jid`` in ``folder`` now (:data:`RUNNING`)."""
+    from rr.atomic import atomic_write
+
+    record = {
+        "job_id": jid,
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
+        "at": time.strftime("%Y-%m-%d %H:%M:%S"),
+    }
+    with atomic_write(Path(folder) / RUNNING) as f:
+        f.write(json.dumps(record, indent=1))
+
+
+def clear_running(folder: str | Path) -> None:
+    """Remove this process's :data:`RUNNING` record (another process's, written since, stays)."""
+    record = _running_record(folder)
+    if record is not None and (record.get("pid"), record.get("host")) == (os.getpid(), socket.gethostname()):
+        Path(folder, RUNNING).unlink(missing_ok=True)
+
+
+def _running_record(folder: str | Path) -> dict[str, Any] | None:
+    try:
+        record = json.loads(Path(folder, RUNNING).read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def _alive(pid: Any) -> bool:
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: it exists
+        return True
+    return True
+
+
+def run_in_progress(folder: str | Path) -> dict[str, Any] | None:
+    """The :data:`RUNNING` record of a run of this job by another process, with ``"alive"``: ``True``
+    (its process runs on this machine), ``False`` (gone: that run was killed) or ``None`` (another
+    machine's, which cannot be checked); ``None`` when there is no record, or it is this process's."""
+    record = _running_record(folder)
+    if record is None:
+        return None
+    here = record.get("host") == socket.gethostname()
+    if here and record.get("pid") == os.getpid():
+        return None
+    return {**record, "alive": _alive(record.get("pid")) if here else None}
 
 
 def mark_stopped(folder: str | Path, jid: str, marker: str, message: str) -> None:
@@ -129,16 +198,43 @@ def folder_state(folder: Path) -> JobState:
         for key, label in labels:
             if isinstance(value := summary.get(key), float):
                 detail += f", {label} {value:.3f}"
-        calls, wall = summary.model_calls, summary.wall_s
-        detail += (f", {calls} model calls" if isinstance(calls, int) else "") + (
-            f", wall {wall:.1f} s" if isinstance(wall, (int, float)) else ""
-        )
+        detail += _calls_and_wall(summary)
+        if earlier := earlier_runs(folder):  # force=true ran it again: the earlier runs are kept
+            runs = "; ".join(_earlier_run(i, r) for i, r in enumerate(earlier, 1))
+            detail += (
+                f"; {len(earlier)} earlier run{'s' if len(earlier) > 1 else ''} ({HISTORY_DIR}/): {runs}"
+            )
         return JobState(jid, "done", folder, detail)
     if (folder / SUMMARY_FILE).exists():
         return JobState(jid, "partial", folder, "summary.json does not match this job (or is torn)")
     if mark is not None:
         return _stopped_state(jid, folder, mark)
+    run = run_in_progress(folder)
+    if run is not None and run["alive"] is not False:
+        where = "" if run["alive"] else f" on {run.get('host')}"
+        return JobState(
+            jid, "partial", folder, f"running now (pid {run.get('pid')}{where} since {run.get('at')})"
+        )
     return JobState(jid, "partial", folder, "started, no summary.json (killed, failed or running)")
+
+
+def _calls_and_wall(summary: JobSummary) -> str:
+    """``", 12 model calls, wall 3.4 s"`` from a summary (what it holds of the two)."""
+    calls, wall = summary.model_calls, summary.wall_s
+    return (f", {calls} model calls" if isinstance(calls, int) else "") + (
+        f", wall {wall:.1f} s" if isinstance(wall, (int, float)) else ""
+    )
+
+
+def _earlier_run(number: int, summary: JobSummary | None) -> str:
+    """``"#1 wall 3.4 s, 12 model calls"``: one earlier run of a job, from its kept summary."""
+    if summary is None:
+        return f"#{number} (summary unreadable)"
+    calls, wall = summary.model_calls, summary.wall_s
+    parts = ([f"wall {wall:.1f} s"] if isinstance(wall, (int, float)) else []) + (
+        [f"{calls} model calls"] if isinstance(calls, int) else []
+    )
+    return " ".join([f"#{number}", ", ".join(parts)]).strip()
 
 
 def _stopped_state(jid: str, folder: Path, mark: dict[str, Any]) -> JobState:

@@ -16,16 +16,15 @@ from .test_cli_errors import rr_main
 #: Two closed-book jobs on 2 questions; the second has an invalid max_new_tokens and fails
 #: when its generator is built, before it answers anything. The simulated reader on the synthetic
 #: task: the sweep's table and exit status are checked, not a model's answers.
-SWEEP = [
-    "-m",
+CLOSED_BOOK = [
     "generator=simulated",
     "dataset=synthetic",
     "strategy=closed_book",
     "grid.k=[0]",
     "dataset.n=2",
     "progress=false",
-    "generator.max_new_tokens=4,-5",
 ]
+SWEEP = ["-m", *CLOSED_BOOK, "generator.max_new_tokens=4,-5"]
 
 
 def test_basic_launcher_sweep_prints_its_table_and_fails_with_one_line(

@@ -58,10 +58,19 @@ def _app(cfg: DictConfig) -> dict[str, Any]:
     from rr.commands.status import job_record
     from rr.config import job_id, job_settings
     from rr.job_env import prepare_job
-    from rr.jobfolder import SUMMARY_FILE, is_started
+    from rr.jobfolder import HISTORY_DIR, SUMMARY_FILE, archive_run, is_started
     from rr.pipeline import run_job
     from rr.reporting.job import print_job_report, print_summary
-    from rr.resume import FAILED, INTERRUPTED, clear_stopped, finished, mark_stopped
+    from rr.resume import (
+        FAILED,
+        INTERRUPTED,
+        clear_running,
+        clear_stopped,
+        finished,
+        mark_running,
+        mark_stopped,
+        run_in_progress,
+    )
 
     start = time.monotonic()
     hc = HydraConfig.get()
@@ -81,12 +90,39 @@ def _app(cfg: DictConfig) -> dict[str, Any]:
         return job_record("skipped", jid, output_dir, {**done, "model_calls": 0}, 0.0)
     prepare_job(settings.progress)
     outcome = "resumed" if is_started(output_dir) and done is None else "done"
+    if (
+        done is not None
+    ):  # force=true: the finished run's record is kept (rr status lists it), not overwritten
+        n = archive_run(output_dir)
+        log.info(
+            "force=true: job %s runs again; its earlier run is kept as %s/%d.*", output_dir, HISTORY_DIR, n
+        )
     Path(output_dir, SUMMARY_FILE).unlink(missing_ok=True)  # a forced re-run is not done until it ends
     last = clear_stopped(output_dir)
-    if outcome == "resumed":
-        how = "failed" if last and last["marker"] == FAILED else "interrupted by"
-        why = f" ({how} {last.get('message', '?')} at {last.get('at', '?')})" if last else ""
+    beside = run_in_progress(output_dir)
+    if outcome == "resumed" and beside is not None and beside["alive"] is not False:
+        # the same job, started by another command that has not ended: nothing of a stopped run to resume
+        outcome = "done"
+        where = "another process" if beside["alive"] else f"a process on {beside.get('host')}"
+        log.info(
+            "job %s is running now in %s (pid %s since %s): this run goes beside it, from the start; "
+            "requests either has cached are not sent again",
+            output_dir,
+            where,
+            beside.get("pid"),
+            beside.get("at"),
+        )
+    elif outcome == "resumed":
+        if last:
+            how = "failed" if last["marker"] == FAILED else "interrupted by"
+            why = f" ({how} {last.get('message', '?')} at {last.get('at', '?')})"
+        elif beside is not None:
+            why = f" (its run, pid {beside.get('pid')} since {beside.get('at')}, stopped without finishing)"
+        else:
+            why = " (its run stopped without finishing)"
         log.info("resuming job %s%s: model calls it made are read from the cache", output_dir, why)
+    if beside is None or beside["alive"] is False:  # the live run's record stays: it names the first
+        mark_running(output_dir, jid)
     try:
         result = run_job(cfg, output_dir, resuming=outcome == "resumed")
     except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM: one line, the folder marked, no traceback
@@ -105,6 +141,8 @@ def _app(cfg: DictConfig) -> dict[str, Any]:
         _log_to_job_file(logging.ERROR, f"job failed: {message}")
         e.rr_record = job_record("failed", jid, output_dir, None, time.monotonic() - start)  # type: ignore[attr-defined]
         raise
+    finally:
+        clear_running(output_dir)
     print_job_report(result)
     return job_record(outcome, jid, output_dir, result.summary, time.monotonic() - start)
 

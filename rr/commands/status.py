@@ -35,13 +35,18 @@ def job_record(
     outcome: str, job_id: str, folder: str, summary: Mapping[str, Any] | None, wall_s: float
 ) -> dict[str, Any]:
     """What one job returns to the sweep: its outcome, wall time, model calls, its accuracy over
-    k > 0 and its closed-book (k = 0) accuracy as ``summary.json`` names them, folder."""
+    k > 0 and its closed-book (k = 0) accuracy as ``summary.json`` names them, folder.
+
+    The wall time is the summary's ``wall_s`` (the job's own clock, what ``rr status`` shows), one
+    number wherever the job is listed; ``wall_s`` (the command's clock) only for a job without one.
+    """
     summary = summary or {}
+    wall = summary.get("wall_s")
     return {
         "outcome": outcome,
         "job_id": job_id,
         "folder": str(folder),
-        "wall_s": round(wall_s, 2),
+        "wall_s": round(wall if isinstance(wall, int | float) else wall_s, 2),
         "model_calls": summary.get("model_calls"),
         "accuracy": summary.get("accuracy"),
         "closed_book_accuracy": summary.get("closed_book_accuracy"),
@@ -55,7 +60,8 @@ class JobRow:
     Attributes:
         outcome: One of :data:`OUTCOMES`.
         job: The job id, or its overrides when it failed before it had one.
-        wall_s: Seconds the job ran (this attempt), ``None`` when unknown.
+        wall_s: Seconds the job ran, as its ``summary.json`` says (a skipped job: its finished run's;
+            a failed one: until it failed), ``None`` when unknown.
         model_calls: Model calls this attempt made (cache hits excluded), ``None`` when unknown.
         accuracy: The job's mean score over k > 0, ``None`` when it has no such rows.
         closed_book_accuracy: Its mean score at k = 0 (closed book), ``None`` when it has none.
