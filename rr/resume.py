@@ -210,10 +210,18 @@ def folder_state(folder: Path) -> JobState:
     if mark is not None:
         return _stopped_state(jid, folder, mark)
     run = run_in_progress(folder)
-    if run is not None and run["alive"] is not False:
-        where = "" if run["alive"] else f" on {run.get('host')}"
+    if run is not None and run["alive"]:
+        return JobState(jid, "partial", folder, f"running now (pid {run.get('pid')} since {run.get('at')})")
+    if run is not None and run["alive"] is False:
+        since = f"pid {run.get('pid')} since {run.get('at')}"
+        detail = (
+            f"its run ({since}) stopped without finishing (killed); run the same command again to resume it"
+        )
+        return JobState(jid, "partial", folder, detail)
+    if run is not None and run["alive"] is None:  # another machine's process: unknowable here
+        since = f"pid {run.get('pid')} since {run.get('at')}"
         return JobState(
-            jid, "partial", folder, f"running now (pid {run.get('pid')}{where} since {run.get('at')})"
+            jid, "partial", folder, f"started on {run.get('host')} ({since}): running there, or killed"
         )
     return JobState(jid, "partial", folder, "started, no summary.json (killed, failed or running)")
 

@@ -100,15 +100,13 @@ def _app(cfg: DictConfig) -> dict[str, Any]:
     Path(output_dir, SUMMARY_FILE).unlink(missing_ok=True)  # a forced re-run is not done until it ends
     last = clear_stopped(output_dir)
     beside = run_in_progress(output_dir)
-    if outcome == "resumed" and beside is not None and beside["alive"] is not False:
+    if outcome == "resumed" and beside is not None and beside["alive"]:
         # the same job, started by another command that has not ended: nothing of a stopped run to resume
         outcome = "done"
-        where = "another process" if beside["alive"] else f"a process on {beside.get('host')}"
         log.info(
-            "job %s is running now in %s (pid %s since %s): this run goes beside it, from the start; "
-            "requests either has cached are not sent again",
+            "job %s is running now in another process (pid %s since %s): this run goes beside it, from "
+            "the start; requests either has cached are not sent again",
             output_dir,
-            where,
             beside.get("pid"),
             beside.get("at"),
         )
@@ -116,12 +114,17 @@ def _app(cfg: DictConfig) -> dict[str, Any]:
         if last:
             how = "failed" if last["marker"] == FAILED else "interrupted by"
             why = f" ({how} {last.get('message', '?')} at {last.get('at', '?')})"
+        elif beside is not None and beside["alive"] is None:  # another machine's process: unknowable here
+            why = (
+                f" (its run on {beside.get('host')}, pid {beside.get('pid')} since {beside.get('at')}, has not "
+                "finished: killed, or still running there)"
+            )
         elif beside is not None:
             why = f" (its run, pid {beside.get('pid')} since {beside.get('at')}, stopped without finishing)"
         else:
             why = " (its run stopped without finishing)"
         log.info("resuming job %s%s: model calls it made are read from the cache", output_dir, why)
-    if beside is None or beside["alive"] is False:  # the live run's record stays: it names the first
+    if beside is None or not beside["alive"]:  # a live run's record stays: it names the first
         mark_running(output_dir, jid)
     try:
         result = run_job(cfg, output_dir, resuming=outcome == "resumed")
