@@ -162,6 +162,8 @@ class Generation:
         cached: Whether this came from the generation cache rather than a model call.
         over_window: The prompt plus ``max_new_tokens`` did not fit the model's context window:
             it was not sent, and ``text`` is empty (see :meth:`rr.generation.client.LLM.generate`).
+        prompt: The prompt exactly as rendered for the backend (chat template applied); the one
+            sent, or the one that would have been (``over_window``).
     """
 
     text: str
@@ -170,6 +172,7 @@ class Generation:
     completion_tokens: int = 0
     cached: bool = False
     over_window: bool = False
+    prompt: str = ""
 
 
 @dataclass(frozen=True)

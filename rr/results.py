@@ -54,6 +54,8 @@ COLUMNS: dict[str, str] = {
     "over_window": "a prompt of the row (any step) plus max_new_tokens did not fit the context window: "
     "it was not sent (empty output, prediction '', no model call); strict_window=true fails the job instead",
     "marker_found": "whether the 'Answer:' marker was found (False = fallback extraction)",
+    "prompt": "the final step's prompt exactly as rendered for the model (chat template applied, documents "
+    "after window fitting); the one sent, or, with over_window, the one that was not",
     "em": "SQuAD exact match (max over gold answers)",
     "f1": "SQuAD token F1 (max over gold answers)",
 }
@@ -73,6 +75,7 @@ ROW_COLUMNS = (
     *("query_perturbation_params", "doc_perturbation_params", "n_docs_given"),
     *REQUIRED[9:],
     *("job_id", "seed", "question", "answers", "doc_ids", "answer_in_docs", "marker_found", "over_window"),
+    "prompt",
 )
 
 
@@ -136,6 +139,7 @@ def score_row(
         and has_answer_in((d.passage.text for d in out.docs_used), ex.answers),
         "marker_found": out.marker_found,
         "over_window": out.over_window,
+        "prompt": out.prompt,
     }
     extras: list[tuple[str, Mapping[str, Any]]] = [
         (f"doc perturbation {cell.doc_perturbation!r}", inp.extra),

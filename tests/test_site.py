@@ -448,6 +448,37 @@ def test_example_page_shows_documents_in_prompt_order_with_the_answer_highlighte
     screenshot(page, "example", tmp_path)
 
 
+def test_example_page_shows_the_prompt_exactly_as_the_model_received_it(
+    page: Any, sweep: dict[str, Any], tmp_path: Path
+) -> None:
+    """The chosen cell's final prompt (the score table's ``prompt``, which
+    tests/test_prompt_as_sent.py shows is what the generator received), gold answers marked in
+    it, for an OwnKnow cell (its prompt holds the closed-book draft) and a closed-book cell."""
+    scores = sweep["scores"]
+    own = scores[(scores["strategy"] == "ownknow") & (scores["k"] == 3) & (scores["order"] == "reversed")]
+    row = own[own["answer_in_docs"]].iloc[0]
+    open_example(page, sweep["site"], row["example_id"], label(row))
+    section = page.locator(".system", has=page.locator("h2", has_text=label(row))).first
+    section.locator("button.cell[aria-label^='bm25, k = 3, reversed:']").click()
+    page.wait_for_selector("#panel-a h3:has-text('k = 3, reversed')")
+    page.click("#panel-a details.prompt summary")
+    assert page.inner_text("#panel-a pre.prompt") == row["prompt"]
+    assert row["ownknow_draft"] in row["prompt"]
+    marks = page.eval_on_selector_all(
+        "#panel-a pre.prompt mark.gold", "ms => ms.map(m => m.textContent.toLowerCase())"
+    )
+    assert marks and set(marks) <= {a.lower() for a in row["answers"]}
+    page.set_viewport_size({"width": 1280, "height": 1100})
+    page.locator("#panel-a details.prompt").scroll_into_view_if_needed()
+    screenshot(page, "prompt", tmp_path)
+    closed = scores[(scores["example_id"] == row["example_id"]) & (scores["strategy"] == "ownknow")]
+    closed = closed[closed["k"] == 0].iloc[0]
+    section.locator("button.cell[aria-label^='closed-book']").click()
+    page.wait_for_selector("#panel-a h3:has-text('closed-book')")
+    page.click("#panel-a details.prompt summary")
+    assert page.inner_text("#panel-a pre.prompt") == closed["prompt"]
+
+
 def test_two_cells_side_by_side_and_perturbed_query_as_a_character_diff(
     page: Any, sweep: dict[str, Any]
 ) -> None:

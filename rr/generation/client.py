@@ -251,15 +251,15 @@ class LLM:
     def generations(self, prepared: PreparedStep, hits: set[str]) -> list[Generation]:
         """The step's outputs, one per request: an empty one flagged ``over_window`` for a prompt
         that does not fit, the cached completion (``cached`` when its key is in ``hits``), else
-        :meth:`uncached`'s."""
+        :meth:`uncached`'s; each with its rendered prompt."""
         out = []
-        for k in prepared.keys:
+        for k, prompt in zip(prepared.keys, prepared.prompts, strict=True):
             if k in prepared.too_long:
-                out.append(Generation(text="", key=k, over_window=True))
+                out.append(Generation(text="", key=k, over_window=True, prompt=prompt))
                 continue
             c = self.cache.get(k)
             out.append(
-                self.uncached(k)
+                replace(self.uncached(k), prompt=prompt)
                 if c is None
                 else Generation(
                     text=c.text,
@@ -267,6 +267,7 @@ class LLM:
                     prompt_tokens=c.prompt_tokens,
                     completion_tokens=c.completion_tokens,
                     cached=k in hits,
+                    prompt=prompt,
                 )
             )
         return out

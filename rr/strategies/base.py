@@ -53,6 +53,8 @@ class StrategyOutput:
         extra: Strategy-specific columns for the score table.
         over_window: A prompt of this output (any step) did not fit the context window and
             was not sent (its output is empty: :class:`~rr.records.Generation`'s ``over_window``).
+        prompt: The final step's prompt exactly as rendered for the model (the score table's
+            ``prompt``; ``Generation.prompt``).
     """
 
     raw_output: str
@@ -61,6 +63,7 @@ class StrategyOutput:
     docs_used: tuple[RankedDoc, ...]
     extra: dict[str, Any] = field(default_factory=dict)
     over_window: bool = False
+    prompt: str = ""
 
 
 @runtime_checkable
@@ -122,6 +125,7 @@ def answered(
         tuple(docs),
         dict(extra or {}),
         over_window=g.over_window if over_window is None else over_window,
+        prompt=g.prompt,
     )
 
 

@@ -63,6 +63,8 @@ class RGBPrompt(PromptStrategy):
         built = [self.request(i, rt) for i in inputs]
         gens = rt.llm.generate([r for r, _ in built], step=f"{self.name}:answer")
         return [
-            StrategyOutput(g.text, g.text.strip(), True, tuple(kept), over_window=g.over_window)
+            StrategyOutput(
+                g.text, g.text.strip(), True, tuple(kept), over_window=g.over_window, prompt=g.prompt
+            )
             for (_, kept), g in zip(built, gens, strict=True)
         ]

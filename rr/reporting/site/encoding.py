@@ -75,6 +75,15 @@ def _int_literals(values: np.ndarray) -> pa.Array:
     return pc.cast(pa.array(values, pa.int64()), pa.large_string())
 
 
+def _count_literals(df: pd.DataFrame, name: str, rows: np.ndarray) -> pa.Array:
+    """Column ``name`` at ``rows`` as JSON integers (``null``: missing, or the column absent)."""
+    if name not in df.columns:
+        return pa.array(np.full(len(rows), "null", dtype=object), pa.large_string())
+    values = pd.to_numeric(df[name], errors="coerce").to_numpy(dtype=float)[rows]
+    ints = pa.array(np.nan_to_num(values).astype(np.int64), mask=np.isnan(values))
+    return pc.fill_null(pc.cast(ints, pa.large_string()), "null")
+
+
 def _list_literals(values: np.ndarray | pa.Array, bounds: np.ndarray) -> pa.Array:
     """``"[v,v,...]"`` for each run ``values[bounds[j]:bounds[j + 1]]``: integers, or strings that
     are already JSON (a list of lists)."""

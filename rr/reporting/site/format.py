@@ -14,7 +14,7 @@ Every data file is a script ``RR.load(kind, key, payload);`` (:func:`~rr.reporti
 from __future__ import annotations
 
 #: The data format's version (``format_version`` of ``index.js`` and ``overview.js``).
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 
 
 class Field(str):
@@ -164,6 +164,13 @@ class ExampleCells(Record):
     dp = Field("dp", "the document perturbation")
     ref = Field("ref", "its ranking's index in Example.ranked (-1: none)")
     docs = Field("docs", "its documents: n (ranking's first n), -n (reversed), {r: positions}, or numbers")
+    pr = Field(
+        "pr",
+        "its final step's prompt exactly as rendered for the model (score column prompt; '': not recorded)",
+    )
+    ng = Field(
+        "ng", "documents handed to the strategy before window fitting (n_docs_given; null: not recorded)"
+    )
 
 
 class PassageShard(Record):

@@ -13,6 +13,7 @@ from rr.reporting.site.documents import _Documents
 from rr.reporting.site.encoding import (
     _arrow_strings,
     _char_diff,
+    _count_literals,
     _flag_literals,
     _int_literals,
     _json,
@@ -95,6 +96,8 @@ def write_examples(model: _Model, folder: Path, documents: _Documents) -> None:
         C.dp: _json_strings(_arrow_strings(df, "doc_perturbation", order, "none")),
         C.ref: _int_literals(documents.ref),
         C.docs: documents.docs,
+        C.pr: _json_strings(_arrow_strings(df, "prompt", order)),
+        C.ng: _count_literals(df, "n_docs_given", order),
     }
     # (example, system) runs of rows, and each system's question where it is not the example's
     starts = np.flatnonzero(np.r_[True, (ex_s[1:] != ex_s[:-1]) | (sys_s[1:] != sys_s[:-1])])

@@ -8,7 +8,7 @@
   var idx = null;
   var item = null;   // this example's data
   var target = "a";  // which panel a click fills
-  var CELL = { id: 0, score: 1, pred: 2, raw: 3, marker: 4, refused: 5, over: 6, judge: 7, dp: 8, ref: 9, docs: 10 };
+  var CELL = { id: 0, score: 1, pred: 2, raw: 3, marker: 4, refused: 5, over: 6, judge: 7, dp: 8, ref: 9, docs: 10, prompt: 11, given: 12 };
 
   /* A shard stores its rows column by column (exs.cells); a system's cells are its rows r[0]..r[1],
      each as the array CELL indexes. */
@@ -18,7 +18,7 @@
       if (sysd.cells) return;
       var out = [];
       for (var i = sysd.r[0]; i < sysd.r[1]; i++) {
-        out.push([col.c[i], col.sc[i], col.pred[i], col.raw[i], col.mk[i], col.rf[i], col.ow[i], col.jd[i], col.dp[i], col.ref[i], col.docs[i]]);
+        out.push([col.c[i], col.sc[i], col.pred[i], col.raw[i], col.mk[i], col.rf[i], col.ow[i], col.jd[i], col.dp[i], col.ref[i], col.docs[i], col.pr[i], col.ng[i]]);
       }
       sysd.cells = out;
     });
@@ -125,10 +125,11 @@
     h += "</dl>";
     h += '<h4>Raw output</h4><pre class="raw">' + esc(c[CELL.raw]) + "</pre>";
     var docs = docsOf(c);
+    h += promptHtml(c, docs.length);
     h += "<h4>Documents in prompt order (" + docs.length + ")</h4>";
     if (c[CELL.dp] && c[CELL.dp] !== "none") {
       h += '<p class="note">Document perturbation <code>' + esc(c[CELL.dp]) + "</code>: texts are shown as the corpus holds them; " +
-        "the prompt held the perturbed documents (ids the perturbation made are not in the corpus).</p>";
+        "the prompt below holds the perturbed documents (ids the perturbation made are not in the corpus).</p>";
     }
     if (!docs.length) return h + '<p class="muted">No documents (closed-book).</p>';
     var ranked = c[CELL.ref] >= 0 ? item.ranked[c[CELL.ref]] : [];
@@ -148,6 +149,20 @@
       h += "</li>";
     });
     return h + "</ol>";
+  }
+
+  /* The final step's prompt as the model received it (stored by the job: the score table's
+     prompt column), and what window fitting cut. */
+  function promptHtml(c, used) {
+    var pr = c[CELL.prompt], given = c[CELL.given];
+    var h = '<h4>Prompt as sent</h4>';
+    if (c[CELL.over]) h += '<p class="note bad over">Not sent: this prompt plus max_new_tokens is over the context window.</p>';
+    else if (given !== null && given !== undefined && given > used) {
+      h += '<p class="note fitted">Window fitting kept ' + used + " of the " + given + " documents given (the lowest-ranked dropped).</p>";
+    }
+    if (!pr) return h + '<p class="muted no-prompt">Not recorded (the job was run before rr stored prompts).</p>';
+    return h + '<details class="prompt"><summary>the exact text (' + pr.length + " characters, as rendered for the model)</summary>" +
+      '<pre class="prompt">' + RR.highlight(pr, item.a) + "</pre></details>";
   }
 
   function parseSel(v) {
