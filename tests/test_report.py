@@ -18,6 +18,7 @@ from .synthetic import write_synthetic_sweep
 
 TABLES = [
     "robustness",
+    "robustness_by_retriever",
     "robustness_by_order",
     "accuracy_by_k",
     "accuracy_by_k_retriever_order",
@@ -56,7 +57,7 @@ def test_rr_report_command_writes_every_table_and_figure(
     with pytest.raises(SystemExit) as stop:
         main()
     assert stop.value.code == 0
-    assert f"report: {out}/README.md (11 tables, 8 figures)" in capsys.readouterr().out
+    assert f"report: {out}/README.md (12 tables, 8 figures)" in capsys.readouterr().out
     for name in TABLES:
         for ext in ("csv", "md", "tex"):
             assert (out / "tables" / f"{name}.{ext}").stat().st_size > 0, (name, ext)
@@ -83,6 +84,22 @@ def test_rr_report_command_writes_every_table_and_figure(
     for m in ("ndr", "rsr", "ror", "robustness", "accuracy"):
         assert got[m].to_numpy() == pytest.approx(want[m].to_numpy())
         assert (got[m + "_ci_low"] <= got[m] + 1e-12).all() and (got[m] <= got[m + "_ci_high"] + 1e-12).all()
+    # each retriever's NDR beside their mean: the robustness table's NDR is the mean of the
+    # retrievers' NDR, each computed here from the scores (k > 0 cells at or above closed book)
+    per = pd.read_csv(out / "tables" / "robustness_by_retriever.csv")
+    cols = [c for c in system_by(scores) if c in per.columns]
+    for key, rows in per.groupby(cols):
+        mine = scores.merge(pd.DataFrame([dict(zip(cols, key, strict=True))]), on=cols)
+        cb = mine[mine["k"] == 0].set_index("example_id")["score"]
+        ndr = {}
+        for r, rag in mine[mine["k"] > 0].groupby("retriever"):
+            ndr[r] = (rag["score"].to_numpy() >= rag["example_id"].map(cb).to_numpy()).mean()
+        got_r = rows.set_index("retriever")["ndr"]
+        assert list(got_r.index) == [*sorted(ndr), "mean"]
+        assert got_r.drop("mean").to_numpy() == pytest.approx([ndr[r] for r in sorted(ndr)])
+        assert got_r["mean"] == pytest.approx(sum(ndr.values()) / len(ndr))
+        table_row = got.merge(pd.DataFrame([dict(zip(cols, key, strict=True))]), on=cols)
+        assert float(table_row["ndr"].iloc[0]) == pytest.approx(got_r["mean"])
     tex = (out / "tables" / "robustness.tex").read_text()
     assert "\\toprule" in tex and "\\midrule" in tex and "\\bottomrule" in tex and "doc\\_perturbation" in tex
     md = (out / "tables" / "robustness.md").read_text()

@@ -479,6 +479,27 @@ def test_example_page_shows_the_prompt_exactly_as_the_model_received_it(
     assert page.inner_text("#panel-a pre.prompt") == closed["prompt"]
 
 
+def test_example_grid_marks_the_cells_each_flip_counts(page: Any, sweep: dict[str, Any]) -> None:
+    """NDR marks the k > 0 cells scored below the closed-book cell; ROR every order of a
+    (retriever, k) whose orders disagree; computed here from the scores."""
+    scores = sweep["scores"]
+    want = sorted(expected_flips(scores, "ndr") & expected_flips(scores, "ror"))
+    sys_label, example = want[0]
+    rows = scores[(scores["example_id"] == example) & (scores.apply(label, axis=1) == sys_label)]
+    open_example(page, sweep["site"], example, sys_label)
+    marked = page.eval_on_selector_all(
+        f".system:has(h2:text-is('{sys_label}')) button.cell",
+        "bs => bs.map(b => [b.getAttribute('aria-label').split(':')[0], b.dataset.flips.split(' ')])",
+    )
+    cb = rows.loc[rows["k"] == 0, "score"].iloc[0]
+    rag = rows[rows["k"] > 0]
+    differ = rag.groupby(["retriever", "k"])["score"].transform("nunique") > 1
+    names = rag["retriever"] + ", k = " + rag["k"].astype(str) + ", " + rag["order"]
+    assert {n for n, kinds in marked if "ndr" in kinds} == set(names[rag["score"] < cb])
+    assert {n for n, kinds in marked if "ror" in kinds} == set(names[differ])
+    assert page.locator(".cflip").first.is_visible()
+
+
 def test_two_cells_side_by_side_and_perturbed_query_as_a_character_diff(
     page: Any, sweep: dict[str, Any]
 ) -> None:

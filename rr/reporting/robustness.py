@@ -134,9 +134,36 @@ def robustness_section(df: pd.DataFrame, ctx: ReportContext) -> Iterator[Item]:
             "the notes column says why." + approximate_note(table)
         ),
     )
+    if (per := by_retriever(df, by, table)) is not None:
+        yield ReportTable(
+            "robustness_by_retriever",
+            "NDR, RSR, ROR per retriever, beside their mean",
+            per,
+            caption=(
+                "Each retriever's NDR, RSR, ROR and accuracy (its k > 0 rows with the system's "
+                "closed-book rows); the row 'mean' is their mean over retrievers, the value the "
+                "robustness table shows. Point values; the intervals are the robustness table's."
+            ),
+        )
     if shown["robustness"].notna().any():  # degenerate values are not drawn either
         yield _scatter(shown, by, "accuracy", "robustness", "robustness_vs_performance", ctx)
     yield _bars(shown, by)
+
+
+def by_retriever(df: pd.DataFrame, by: Sequence[str], table: pd.DataFrame) -> pd.DataFrame | None:
+    """NDR, RSR, ROR and accuracy per system and retriever, each system's rows followed by the
+    mean over its retrievers (``retriever`` = ``mean``: ``table``'s values); ``None`` when no
+    system has more than one retriever (the robustness table then shows the one retriever's)."""
+    metrics = ["ndr", "rsr", "ror", "accuracy"]
+    per = robustness_table(df, by=by, per_retriever=True)
+    per = per[per["retriever"] != NO_RETRIEVER]
+    if per.empty or not (per.groupby(list(by), dropna=False)["retriever"].nunique() > 1).any():
+        return None
+    means = table[[*by, *metrics]].assign(retriever="mean")
+    out = pd.concat([per[[*by, "retriever", *metrics]], means], ignore_index=True)
+    out["_mean"] = out["retriever"] == "mean"
+    out = out.sort_values([*by, "_mean", "retriever"], kind="stable").drop(columns="_mean")
+    return out.reset_index(drop=True)
 
 
 def _scatter(

@@ -168,6 +168,7 @@ class ExampleCells(Record):
         "pr",
         "its final step's prompt exactly as rendered for the model (score column prompt; '': not recorded)",
     )
+    fl = Field("fl", "the flips counted at its cell: a flip-mask character (Index.flip_bits)")
     ng = Field(
         "ng", "documents handed to the strategy before window fitting (n_docs_given; null: not recorded)"
     )

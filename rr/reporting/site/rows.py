@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.compute as pc
 
 from rr.reporting.site.documents import _Documents
@@ -81,6 +82,7 @@ def write_examples(model: _Model, folder: Path, documents: _Documents) -> None:
     shard's slice at a time."""
     df = model.df
     order = model.order
+    flip_chars = np.array(list(FLIP_CHARS), dtype=object)
     n = len(order)
     ex_s, sys_s = model.ex[order], model.sys[order]
     # each column as the JSON literal of each row, joined a shard at a time by pyarrow
@@ -97,6 +99,9 @@ def write_examples(model: _Model, folder: Path, documents: _Documents) -> None:
         C.ref: _int_literals(documents.ref),
         C.docs: documents.docs,
         C.pr: _json_strings(_arrow_strings(df, "prompt", order)),
+        C.fl: _json_strings(
+            pa.array(flip_chars[model.flip_buf[model.offsets[model.row[order]] + model.pos[order]]])
+        ),
         C.ng: _count_literals(df, "n_docs_given", order),
     }
     # (example, system) runs of rows, and each system's question where it is not the example's

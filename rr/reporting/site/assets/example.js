@@ -8,7 +8,7 @@
   var idx = null;
   var item = null;   // this example's data
   var target = "a";  // which panel a click fills
-  var CELL = { id: 0, score: 1, pred: 2, raw: 3, marker: 4, refused: 5, over: 6, judge: 7, dp: 8, ref: 9, docs: 10, prompt: 11, given: 12 };
+  var CELL = { id: 0, score: 1, pred: 2, raw: 3, marker: 4, refused: 5, over: 6, judge: 7, dp: 8, ref: 9, docs: 10, prompt: 11, flips: 12, given: 13 };
 
   /* A shard stores its rows column by column (exs.cells); a system's cells are its rows r[0]..r[1],
      each as the array CELL indexes. */
@@ -18,7 +18,7 @@
       if (sysd.cells) return;
       var out = [];
       for (var i = sysd.r[0]; i < sysd.r[1]; i++) {
-        out.push([col.c[i], col.sc[i], col.pred[i], col.raw[i], col.mk[i], col.rf[i], col.ow[i], col.jd[i], col.dp[i], col.ref[i], col.docs[i], col.pr[i], col.ng[i]]);
+        out.push([col.c[i], col.sc[i], col.pred[i], col.raw[i], col.mk[i], col.rf[i], col.ow[i], col.jd[i], col.dp[i], col.ref[i], col.docs[i], col.pr[i], col.fl[i], col.ng[i]]);
       }
       sysd.cells = out;
     });
@@ -55,8 +55,12 @@
     keys.sort(function (a, b) { return a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : a[1] - b[1]; });
     function button(x) {
       var v = x.c[CELL.score];
+      var kinds = flipKinds(x.c[CELL.flips]);
       return '<button type="button" class="cell ' + RR.scoreClass(v) + '" data-s="' + sysd.s + '" data-c="' + x.c[CELL.id] +
-        '" aria-label="' + esc(RR.cellLabel(x.cell) + ": score " + RR.fmt(v)) + '">' + RR.fmt(v, 2) + "</button>";
+        '" data-flips="' + kinds.join(" ") + '" aria-label="' + esc(RR.cellLabel(x.cell) + ": score " + RR.fmt(v) +
+        (kinds.length ? "; counted by " + kinds.map(function (k) { return idx.flips[k].label; }).join(", ") : "")) + '">' + RR.fmt(v, 2) +
+        kinds.map(function (k) { return ' <span class="cflip" title="' + esc(idx.flips[k].label + ": " + idx.flips[k].means) + '">' + esc(k.toUpperCase()) + "</span>"; }).join("") +
+        "</button>";
     }
     var h = '<table class="grid" data-sys="' + sysd.s + '"><caption class="sr">cells of ' + esc(idx.systems[sysd.s].label) + "</caption>";
     h += '<thead><tr><th scope="col">retriever</th><th scope="col">k</th>';
@@ -74,6 +78,12 @@
       h += "</tr>";
     });
     return h + "</tbody></table>";
+  }
+
+  /* The flip kinds a cell's flip-mask character counts (a flip filter lists the row for them). */
+  function flipKinds(ch) {
+    var mask = RR.flipMask(ch);
+    return Object.keys(idx.flip_bits).filter(function (k) { return mask > 0 && (mask & idx.flip_bits[k]) !== 0; });
   }
 
   /* A cell's passage numbers in prompt order: n / -n (its ranking's first n, or those reversed),
@@ -218,6 +228,9 @@
       h += gridHtml(sysd) + "</section>";
     });
     h += "</div>";
+    h += '<p class="note flip-legend">A cell marked ' + Object.keys(idx.flips).map(function (k) { return '<span class="cflip">' + esc(k.toUpperCase()) + "</span>"; }).join(" / ") +
+      " is a comparison that flip counts against the system (the examples list's flip filters): NDR below the closed-book score, " +
+      "RSR below a smaller k, ROR orders that disagree, a perturbed query's or documents' verdict that differs.</p>";
     h += '<div id="panels" class="panels"><section id="panel-a" class="panel" aria-label="left cell"></section>' +
       '<section id="panel-b" class="panel" aria-label="right cell"></section></div>';
     document.getElementById("main").innerHTML = h;
