@@ -253,6 +253,46 @@ def test_other_flip_filters_match_their_definitions(page: Any, sweep: dict[str, 
     assert list_rows(page) == want
 
 
+@pytest.fixture(scope="module")
+def three_orders(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """A small site of synthetic rows: two retrievers, k in {5, 10, 25}, three orders."""
+    from rr.reporting.core import build_report
+    from rr.reporting.site import build_site
+
+    root = tmp_path_factory.mktemp("orders")
+    table = job_rows("m", "vanilla", 16, base=0.5, gain=0.2)
+    write_job(root / "sweep", table)
+    report = build_report([root / "sweep"], root / "report", n_resamples=20, only=["robustness"])
+    return {"site": build_site(report, corpus_loader=lambda job_dir: {}).out_dir, "scores": table}
+
+
+def test_order_pair_filter_lists_the_examples_whose_verdict_the_two_orders_change(
+    page: Any, three_orders: dict[str, Any]
+) -> None:
+    """ "Which examples flipped when the documents were reversed": original vs reversed, and any
+    two orders; narrower than the ROR flip (which any two of the three orders disagreeing makes)."""
+    scores = three_orders["scores"]
+    wide = scores[scores["k"] > 0].pivot_table(
+        index=["example_id", "retriever", "k"], columns="order", values="score"
+    )
+
+    def flipped(a: str, b: str, k: int | None = None) -> set[tuple[str, str]]:
+        w = wide if k is None else wide[wide.index.get_level_values("k") == k]
+        return {("m / vanilla", e) for e in w.index[w[a] != w[b]].get_level_values("example_id")}
+
+    goto(page, three_orders["site"], "examples.html#orders=original|reversed")
+    want = flipped("original", "reversed")
+    ror = {("m / vanilla", e) for e in wide.index[wide.nunique(axis=1) > 1].get_level_values("example_id")}
+    assert want and want < ror
+    assert list_rows(page) == want
+    page.select_option("#f-orders", "reversed|shuffled")
+    assert list_rows(page) == flipped("reversed", "shuffled")
+    page.select_option("#f-k", "10")  # with a cell filter: the (retriever, k) cells it selects
+    assert list_rows(page) == flipped("reversed", "shuffled", 10)
+    options = page.eval_on_selector_all("#f-orders option", "os => os.map(o => o.textContent)")
+    assert options == ["any", "original vs reversed", "original vs shuffled", "reversed vs shuffled"]
+
+
 def test_cell_filters_and_search_narrow_the_list(page: Any, sweep: dict[str, Any]) -> None:
     scores = sweep["scores"]
     goto(page, sweep["site"], "examples.html")

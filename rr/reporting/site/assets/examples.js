@@ -60,6 +60,15 @@
       options: function () { return uniq(ragCells().map(function (c) { return c[2]; })).sort().map(function (o) { return [o, o]; }); },
       cell: function (v, c) { return c[2] === v; } },
     { flips: true },
+    { id: "f-orders", label: "verdict differs between orders", key: "orders", group: "flips",
+      options: function () {
+        var orders = uniq(ragCells().map(function (c) { return c[2]; })).sort(), out = [];
+        orders.forEach(function (a, i) {
+          orders.slice(i + 1).forEach(function (b) { out.push([a + "|" + b, a + " vs " + b]); });
+        });
+        return out;
+      },
+      test: ordersTest },
     { id: "f-pair", label: "McNemar pair", key: "pair", group: "flips",
       options: function () {
         return idx.pairs.map(function (p, i) {
@@ -104,6 +113,39 @@
           var pos = idx.systems[r.sys].cells.indexOf(lists[l][j]);
           if (pos >= 0 && masks[r.sys][pos]) return true;
         }
+      }
+      return false;
+    };
+  }
+
+  /* Rows whose verdict at some (retriever, k) differs between two orders ("original|reversed"):
+     the examples that flipped when the documents were reordered so. With cell filters, a
+     (retriever, k) counts when either of its two cells is selected. */
+  function ordersTest(v, ctx) {
+    var two = v.split("|");
+    var pairs = idx.systems.map(function (sys) {
+      var at = {};
+      sys.cells.forEach(function (c, pos) {
+        var cell = idx.cells[c];
+        if (cell[0] > 0) at[cell[1] + "\u0000" + cell[0] + "\u0000" + cell[2]] = pos;
+      });
+      var out = [];
+      sys.cells.forEach(function (c, pos) {
+        var cell = idx.cells[c];
+        if (cell[0] === 0 || cell[2] !== two[0]) return;
+        var other = at[cell[1] + "\u0000" + cell[0] + "\u0000" + two[1]];
+        if (other !== undefined) out.push([pos, other]);
+      });
+      return out;
+    });
+    var masks = ctx.masks;
+    return function (r) {
+      var ps = pairs[r.sys], mask = masks ? masks[r.sys] : null;
+      for (var i = 0; i < ps.length; i++) {
+        var a = ps[i][0], b = ps[i][1];
+        if (mask && !mask[a] && !mask[b]) continue;
+        var x = RR.score(r.sc[a]), y = RR.score(r.sc[b]);
+        if (x !== null && y !== null && x !== y) return true;
       }
       return false;
     };
