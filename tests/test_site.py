@@ -765,3 +765,107 @@ def test_data_files_hold_exactly_the_declared_fields(sweep: dict[str, Any]) -> N
     assert perturbed
     for f in sorted((site / "data" / "p").glob("*.js")):
         assert list(site_payload(f)) == names(fmt.PassageShard)
+
+
+# ----------------------------------------------------------------------------- rough edges
+
+
+def test_examples_list_follows_an_address_change_and_badges_follow_the_cell_filters(
+    page: Any, sweep: dict[str, Any]
+) -> None:
+    scores = sweep["scores"]
+    goto(page, sweep["site"], "examples.html#flip=ndr")
+    assert list_rows(page) == expected_flips(scores, "ndr")
+    page.evaluate("location.hash = 'flip=ror'")  # a link or a hand edit, not the form
+    page.wait_for_function(
+        "document.getElementById('f-flip-ror').checked && !document.getElementById('f-flip-ndr').checked"
+    )
+    assert list_rows(page) == expected_flips(scores, "ror")
+
+    def badges() -> set[str]:
+        seen: set[str] = set()
+        while True:
+            seen |= set(page.eval_on_selector_all("#rows .badge", "bs => bs.map(b => b.textContent)"))
+            if page.is_disabled("#pg-next"):
+                return seen
+            page.click("#pg-next")
+
+    page.evaluate("location.hash = ''")
+    page.wait_for_function("!document.getElementById('f-flip-ror').checked")
+    assert {"NDR", "ROR", "QUERY"} <= badges()
+    # closed-book cells only: NDR and ROR compare k > 0 cells, so no row shows them; a query flip can
+    page.evaluate("location.hash = 'k=0'")
+    page.wait_for_function("document.getElementById('f-k').value === '0'")
+    assert badges() == {"QUERY"}
+
+
+def test_disabled_flip_boxes_are_never_checked_and_zero_flips_are_not_linked(
+    page: Any, sweep: dict[str, Any]
+) -> None:
+    goto(page, sweep["site"], "index.html")
+    doc = page.locator("#flips li", has_text="doc-perturbation flip").first
+    assert doc.locator("a").count() == 0 and "0 example × system rows" in doc.inner_text()
+    goto(page, sweep["site"], "examples.html#flip=doc")  # an old link to a kind no row has
+    assert page.is_disabled("#f-flip-doc") and not page.is_checked("#f-flip-doc")
+    assert (
+        len(list_rows(page))
+        == sweep["scores"].groupby(["example_id", "strategy", "query_perturbation"]).ngroups
+    )
+
+
+def test_at_400_px_nothing_scrolls_sideways_and_the_panels_stack(
+    page: Any, sweep: dict[str, Any], tmp_path: Path
+) -> None:
+    scores = sweep["scores"]
+    row = scores[(scores["strategy"] == "vanilla") & (scores["query_perturbation"] == "none")].iloc[0]
+    page.set_viewport_size({"width": 400, "height": 800})
+    for name in ("index.html", "examples.html#flip=ndr"):
+        goto(page, sweep["site"], name)
+        assert page.evaluate("document.documentElement.scrollWidth") <= 400, name
+    open_example(page, sweep["site"], row["example_id"], label(row))
+    page.check("#target-b")
+    page.locator("button.cell[aria-label^='closed-book']").first.click()
+    page.wait_for_selector("#panels.two #panel-b h3")
+    a, b = (page.locator(s).bounding_box() for s in ("#panel-a", "#panel-b"))
+    assert b["y"] >= a["y"] + a["height"]  # stacked, not side by side
+    assert page.evaluate("document.documentElement.scrollWidth") <= 400
+    screenshot(page, "example-400px", tmp_path, full_page=True)
+
+
+def test_closed_book_cell_stands_apart_from_the_order_columns_and_figures_reserve_space(
+    page: Any, sweep: dict[str, Any]
+) -> None:
+    goto(page, sweep["site"], "index.html")
+    imgs = page.eval_on_selector_all(
+        "figure img",
+        "imgs => imgs.map(i => [i.getAttribute('width'), i.getAttribute('height'), i.naturalWidth, i.naturalHeight])",
+    )
+    assert imgs
+    from PIL import Image
+
+    assert all(w and h for w, h, *_ in imgs)
+    for name in sorted(p.name for p in (sweep["site"] / "figures").glob("*.png")):
+        with Image.open(sweep["site"] / "figures" / name) as im:
+            size = [str(v) for v in im.size]
+        got = page.eval_on_selector(
+            f"figure img[src='figures/{name}']", "i => [i.getAttribute('width'), i.getAttribute('height')]"
+        )
+        assert got == size, name
+    scores = sweep["scores"]
+    row = scores[scores["strategy"] == "vanilla"].iloc[0]
+    open_example(page, sweep["site"], row["example_id"], label(row))
+    assert page.locator("table.grid button[aria-label^='closed-book']").count() == 0
+    assert page.locator(".system p.closed-book button.cell").count() == page.locator(".system").count()
+
+
+def test_one_system_is_singular_and_a_skip_link_leads_to_the_content(
+    page: Any, three_orders: dict[str, Any]
+) -> None:
+    goto(page, three_orders["site"], "index.html")
+    lead = page.inner_text("p.lead")
+    assert "1 system from 1 job." in lead and "16 examples" in lead, lead
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.className") == "skip"
+    assert page.is_visible("a.skip")
+    page.keyboard.press("Enter")
+    assert page.evaluate("document.activeElement.id") == "main"

@@ -199,7 +199,10 @@ class Overview(Record):
     jobs = Field("jobs", "each job: id, rows, folder, calls, time, accuracies, differing config values")
     config_keys = Field("config_keys", "the config keys whose values differ between jobs")
     sweeps = Field("sweeps", "each sweep folder's job states (rr status)")
-    sections = Field("sections", "each report section: its tables and figures")
+    sections = Field(
+        "sections",
+        "each report section: its tables and figures (a figure: its name, title, caption, width and height in pixels)",
+    )
     flip_counts = Field("flip_counts", "flip kind -> FlipCount")
     pairs = Field("pairs", "list of OverviewPair")
     pairs_apart = Field("pairs_apart", "list of PairApart")

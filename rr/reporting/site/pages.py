@@ -55,6 +55,19 @@ def _copy_report_files(report: Report, out: Path) -> None:
             shutil.copyfile(f, out / sub / f.name)
 
 
+def _png_size(path: Path) -> tuple[int | None, int | None]:
+    """A PNG's width and height in pixels from its header (``None``s: not a readable PNG); the
+    overview's ``<img>`` reserves that space before the image loads."""
+    try:
+        with path.open("rb") as f:
+            head = f.read(24)
+    except OSError:
+        return None, None
+    if len(head) < 24 or head[:8] != b"\x89PNG\r\n\x1a\n" or head[12:16] != b"IHDR":
+        return None, None
+    return int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
+
+
 def _overview(report: Report, ctx: ReportContext, model: _Model) -> dict[str, Any]:
     jobs = []
     configs = {}
@@ -94,7 +107,16 @@ def _overview(report: Report, ctx: ReportContext, model: _Model) -> dict[str, An
             if isinstance(item, ReportTable):
                 items.append(_table(item))
             else:
-                items.append({"figure": item.name, "title": item.title, "caption": item.caption})
+                w, h = _png_size(report.out_dir / "figures" / f"{item.name}.png")
+                items.append(
+                    {
+                        "figure": item.name,
+                        "title": item.title,
+                        "caption": item.caption,
+                        "width": w,
+                        "height": h,
+                    }
+                )
         sec["items"] = items
         sections.append(sec)
     link_paper_values(sections, model)

@@ -62,13 +62,12 @@
         kinds.map(function (k) { return ' <span class="cflip" title="' + esc(idx.flips[k].label + ": " + idx.flips[k].means) + '">' + esc(k.toUpperCase()) + "</span>"; }).join("") +
         "</button>";
     }
-    var h = '<table class="grid" data-sys="' + sysd.s + '"><caption class="sr">cells of ' + esc(idx.systems[sysd.s].label) + "</caption>";
+    var h = closed.length ? '<p class="closed-book">closed-book (k = 0, no documents): ' + button(closed[0]) + "</p>" : "";
+    if (!rag.length) return h;
+    h += '<table class="grid" data-sys="' + sysd.s + '"><caption class="sr">cells of ' + esc(idx.systems[sysd.s].label) + "</caption>";
     h += '<thead><tr><th scope="col">retriever</th><th scope="col">k</th>';
     orders.forEach(function (o) { h += '<th scope="col">' + esc(o) + "</th>"; });
     h += "</tr></thead><tbody>";
-    if (closed.length) {
-      h += '<tr><th scope="row" colspan="2">closed-book</th><td colspan="' + Math.max(orders.length, 1) + '">' + button(closed[0]) + "</td></tr>";
-    }
     keys.forEach(function (rk) {
       h += '<tr><th scope="row">' + esc(rk[0]) + '</th><th scope="row">' + rk[1] + "</th>";
       orders.forEach(function (o) {

@@ -213,13 +213,16 @@
     RR.setHash(p);
   }
 
+  /* Every control from the address (one the address does not name goes back to "any"); a
+     disabled check box (a flip kind no row has) is never checked. */
   function fromHash() {
     var p = RR.hashParams();
     filters.forEach(function (f) {
       var el = document.getElementById(f.id);
-      if (!el || p[f.key] === undefined) return;
-      if (f.check) el.checked = p[f.key].split(",").indexOf(f.check) >= 0;
-      else el.value = p[f.key];
+      if (!el) return;
+      var v = p[f.key];
+      if (f.check) el.checked = !el.disabled && v !== undefined && v.split(",").indexOf(f.check) >= 0;
+      else el.value = v === undefined ? "" : v;
     });
     page = p.page ? Math.max(0, parseInt(p.page, 10) - 1) : 0;
   }
@@ -262,17 +265,16 @@
       var cells = { got: got };
       var keep = true;
       for (var t = 0; t < tests.length && keep; t++) keep = tests[t](r, cells);
-      if (keep) out.push({ r: r, acc: masks ? (n ? sum / n : null) : r.acc, n: masks ? n : null });
+      if (keep) out.push({ r: r, acc: masks ? (n ? sum / n : null) : r.acc, n: masks ? n : null, got: got });
     }
     return out;
   }
 
-  function badges(r) {
+  /* The flips of a row at its selected cells (m.got: the cell filters apply, as the box says). */
+  function badges(m) {
     var h = "";
-    var all = 0;
-    for (var c = 0; c < r.fl.length; c++) all |= RR.flipMask(r.fl[c]);
     Object.keys(idx.flips).forEach(function (k) {
-      if (all & idx.flip_bits[k]) h += '<span class="badge flip-' + k + '" title="' + esc(idx.flips[k].means) + '">' + esc(k.toUpperCase()) + "</span>";
+      if (m.got & idx.flip_bits[k]) h += '<span class="badge flip-' + k + '" title="' + esc(idx.flips[k].means) + '">' + esc(k.toUpperCase()) + "</span>";
     });
     return h;
   }
@@ -293,7 +295,7 @@
         '<td><a href="' + link + '">' + esc(ex.id[r.ex]) + "</a></td>" +
         (idx.datasets.length > 1 ? "<td>" + esc(ex.ds[r.ex]) + "</td>" : "") +
         "<td>" + esc(sys.label) + '</td><td class="q">' + esc(ex.q[r.ex]) + "</td><td>" + esc((ex.a[r.ex] || []).join(" | ")) + "</td>" +
-        "<td>" + cb + '</td><td class="num">' + (m.acc === null ? "–" : RR.fmt(m.acc)) + "</td><td>" + badges(r) + "</td></tr>";
+        "<td>" + cb + '</td><td class="num">' + (m.acc === null ? "–" : RR.fmt(m.acc)) + "</td><td>" + badges(m) + "</td></tr>";
     });
     document.getElementById("rows").innerHTML = body || '<tr><td colspan="8" class="muted">No rows match.</td></tr>';
     document.getElementById("count").textContent = total + " of " + rows.length + " rows" +
@@ -360,6 +362,14 @@
       next(n + 1);
     }).catch(RR.fail);
   }
+
+  /* An address changed by hand or by a link (#flip=ndr -> #flip=rsr): the controls follow it.
+     setHash's own changes (history.replaceState) fire no hashchange. */
+  window.addEventListener("hashchange", function () {
+    if (!filters.length) return;
+    fromHash();
+    update(false);
+  });
 
   RR.require("data/index.js", "index", null).then(function (d) {
     idx = d;

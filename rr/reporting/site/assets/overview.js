@@ -46,8 +46,8 @@
 
   function render(d) {
     var h = "<h1>Overview</h1>";
-    h += '<p class="lead">' + d.rows + " score rows, " + d.examples + " examples, " + d.systems +
-      " systems from " + d.jobs.length + " job(s). Intervals: " + Math.round(d.confidence * 100) +
+    h += '<p class="lead">' + RR.count(d.rows, "score row") + ", " + RR.count(d.examples, "example") + ", " +
+      RR.count(d.systems, "system") + " from " + RR.count(d.jobs.length, "job") + ". Intervals: " + Math.round(d.confidence * 100) +
       "% example-level bootstrap, " + d.resamples + " resamples, seed " + d.seed + ". " +
       '<a href="examples.html">Browse the examples</a>.</p>';
     (d.notes || []).forEach(function (n) { h += '<p class="note">' + esc(n) + "</p>"; });
@@ -92,8 +92,8 @@
     h += '<section id="flips"><h2>Flips</h2><p>Examples the robustness metrics count against a system, by metric; each opens the filtered examples list.</p><ul class="flips">';
     Object.keys(d.flip_counts).forEach(function (k) {
       var f = d.flip_counts[k];
-      h += '<li><a href="examples.html#flip=' + esc(k) + '">' + esc(f.label) + "</a> (" + esc(f.metric) + "): " +
-        f.rows + " example × system rows. <span class=\"muted\">" + esc(f.means) + "</span>" +
+      h += "<li>" + (f.rows ? '<a href="examples.html#flip=' + esc(k) + '">' + esc(f.label) + "</a>" : esc(f.label)) +
+        " (" + esc(f.metric) + "): " + RR.count(f.rows, "example × system row") + ". <span class=\"muted\">" + esc(f.means) + "</span>" +
         (f.errors.length ? ' <span class="bad">not computed for ' + f.errors.length + " group(s)</span>" : "") + "</li>";
     });
     h += "</ul></section>";
@@ -129,7 +129,8 @@
         } else {
           h += "<h3>" + esc(it.title) + "</h3>";
           if (it.caption) h += '<p class="caption">' + esc(it.caption) + "</p>";
-          h += '<figure><img loading="lazy" src="figures/' + esc(it.figure) + '.png" alt="' + esc(it.title) + '"></figure>';
+          h += '<figure><img loading="lazy" src="figures/' + esc(it.figure) + '.png" alt="' + esc(it.title) + '"' +
+            (it.width && it.height ? ' width="' + it.width + '" height="' + it.height + '"' : "") + "></figure>";
         }
       });
       h += "</section>";

@@ -53,6 +53,11 @@ var RR = (function () {
     return String(v);
   }
 
+  /* "1 system", "3 systems". */
+  function count(n, noun) {
+    return n + " " + noun + (n === 1 ? "" : "s");
+  }
+
   /* Score characters (rr/reporting/site/): '0', '1', 'a'+round(20*s), '-' missing. */
   function score(ch) {
     if (ch === "0") return 0;
@@ -157,6 +162,7 @@ var RR = (function () {
     pad: pad,
     esc: esc,
     fmt: fmt,
+    count: count,
     score: score,
     flipMask: flipMask,
     cellLabel: cellLabel,
