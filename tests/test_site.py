@@ -869,3 +869,50 @@ def test_one_system_is_singular_and_a_skip_link_leads_to_the_content(
     assert page.is_visible("a.skip")
     page.keyboard.press("Enter")
     assert page.evaluate("document.activeElement.id") == "main"
+
+
+# ----------------------------------------------------------------------------- text
+
+
+def test_passage_text_highlights_wraps_keeps_lines_and_isolates_bidi(page: Any, tmp_path: Path) -> None:
+    """A Turkish İ before the answer shifts no mark; a short answer is marked as a word only;
+    line breaks stay; a 3,000-character token does not widen the page; U+202E in a title or id
+    stays inside it; highlighting a 40,000-character passage with a one-letter answer is fast."""
+    from rr.records import Passage
+    from rr.reporting.core import build_report
+    from rr.reporting.site import build_site
+
+    table = job_rows("m", "vanilla", 2, base=0.5, gain=0.2)
+    special = ["p-tr", "p-long", "\u202eid-evil"]
+    ranking = special + [f"p-{j}" for j in range(22)]
+    table["doc_ids"] = [ranking[: int(k)] for k in table["k"]]
+    table["answers"] = [["Ankara", "an"]] * len(table)
+    corpus = {pid: Passage(pid, f"filler {pid}", "Filler") for pid in ranking}
+    corpus["p-tr"] = Passage(
+        "p-tr",
+        "İİİİ İstanbul, then Ankara is the capital.\nSecond line: a banana and an apple.",
+        "İİİ Türkiye",
+    )
+    corpus["p-long"] = Passage("p-long", "x" * 3000 + " Ankara", "\u202eevil title")
+    write_job(tmp_path / "sweep", table)
+    report = build_report([tmp_path / "sweep"], tmp_path / "report", n_resamples=20, only=["robustness"])
+    site = build_site(report, corpus_loader=lambda job_dir: corpus).out_dir
+    goto(page, site, "example.html#e=0")
+    page.locator("button.cell[aria-label^='bm25, k = 5, original:']").first.click()
+    page.wait_for_selector("#panel-a h3:has-text('k = 5, original')")
+    tr = page.locator("#panel-a li.doc[data-id='p-tr'] p.text")
+    assert tr.evaluate("p => [...p.querySelectorAll('mark.gold')].map(m => m.textContent)") == [
+        "Ankara",
+        "an",
+    ]
+    assert "capital.\nSecond line" in tr.inner_text()  # the line break is kept
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1280
+    title = page.locator("#panel-a li.doc[data-id='p-long'] .title")
+    assert title.evaluate("e => getComputedStyle(e).unicodeBidi") == "isolate"
+    evil = page.locator("#panel-a li.doc .id", has_text="id-evil")
+    assert evil.evaluate("e => [e.tagName, getComputedStyle(e).unicodeBidi]") == ["BDI", "isolate"]
+    seconds = page.evaluate(
+        "() => { const t = 'a '.repeat(20000), t0 = performance.now(); const h = RR.highlight(t, ['a']);"
+        " return [(performance.now() - t0) / 1000, h.split('<mark').length - 1]; }"
+    )
+    assert seconds[1] == 20000 and seconds[0] < 0.5, seconds

@@ -147,8 +147,8 @@
       var d = passage(p);
       var rank = ranked.indexOf(p);
       h += '<li class="doc" data-pos="' + (i + 1) + '" data-id="' + esc(d.id) + '"><div class="doc-head"><span class="pos">#' + (i + 1) + "</span> " +
-        '<span class="rank">' + (rank >= 0 ? "rank " + (rank + 1) : "rank ?") + "</span> <code>" + esc(d.id) + "</code> " +
-        (d.title ? '<span class="title">' + esc(d.title) + "</span>" : "") + "</div>";
+        '<span class="rank">' + (rank >= 0 ? "rank " + (rank + 1) : "rank ?") + "</span> <bdi class=\"id\"><code>" + esc(d.id) + "</code></bdi> " +
+        (d.title ? '<bdi class="title">' + esc(d.title) + "</bdi>" : "") + "</div>";
       if (d.text === null) {
         var corpus = idx.corpora[d.c] || {};
         h += '<p class="unreadable">Text not available: ' + esc(corpus.status && corpus.status !== "ok" ? corpus.status : "not in the corpus " + (corpus.name || "")) + ".</p>";
@@ -209,8 +209,8 @@
     var p = RR.hashParams();
     var h = '<nav class="pager" aria-label="examples"><a id="prev" href="example.html#e=' + Math.max(0, item.e - 1) + '">← previous example</a> ' +
       '<a id="next" href="example.html#e=' + Math.min(idx.n_examples - 1, item.e + 1) + '">next example →</a></nav>';
-    h += "<h1>Example <code>" + esc(item.id) + "</code>" + (item.ds ? ' <span class="muted">' + esc(item.ds) + "</span>" : "") + "</h1>";
-    h += '<p class="question">' + esc(item.q) + "</p>";
+    h += '<h1>Example <bdi class="id"><code>' + esc(item.id) + "</code></bdi>" + (item.ds ? ' <bdi class="muted">' + esc(item.ds) + "</bdi>" : "") + "</h1>";
+    h += '<p class="question" dir="auto">' + esc(item.q) + "</p>";
     h += '<p>Gold answers: <span class="answers">' + item.a.map(function (a) { return '<mark class="gold">' + esc(a) + "</mark>"; }).join(" ") + "</span></p>";
     h += '<fieldset class="target"><legend>A click on a cell fills</legend>' +
       '<input type="radio" name="target" id="target-a" value="a"' + (target === "a" ? " checked" : "") + '><label for="target-a">left panel</label>' +

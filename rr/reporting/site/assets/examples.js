@@ -292,9 +292,9 @@
       var cb = r.cb === null ? '<span class="muted">–</span>' :
         '<span class="' + RR.scoreClass(r.cb) + '">' + (r.cb >= 1 ? "right" : r.cb <= 0 ? "wrong" : RR.fmt(r.cb)) + "</span>";
       body += '<tr data-ex="' + esc(ex.id[r.ex]) + '" data-ds="' + esc(ex.ds[r.ex]) + '" data-sys="' + r.sys + '">' +
-        '<td><a href="' + link + '">' + esc(ex.id[r.ex]) + "</a></td>" +
+        '<td><a href="' + link + '"><bdi>' + esc(ex.id[r.ex]) + "</bdi></a></td>" +
         (idx.datasets.length > 1 ? "<td>" + esc(ex.ds[r.ex]) + "</td>" : "") +
-        "<td>" + esc(sys.label) + '</td><td class="q">' + esc(ex.q[r.ex]) + "</td><td>" + esc((ex.a[r.ex] || []).join(" | ")) + "</td>" +
+        "<td>" + esc(sys.label) + '</td><td class="q"><bdi>' + esc(ex.q[r.ex]) + "</bdi></td><td>" + esc((ex.a[r.ex] || []).join(" | ")) + "</td>" +
         "<td>" + cb + '</td><td class="num">' + (m.acc === null ? "–" : RR.fmt(m.acc)) + "</td><td>" + badges(m) + "</td></tr>";
     });
     document.getElementById("rows").innerHTML = body || '<tr><td colspan="8" class="muted">No rows match.</td></tr>';

@@ -107,32 +107,28 @@ var RR = (function () {
     if (location.hash.replace(/^#/, "") !== h) history.replaceState(null, "", h ? "#" + h : location.pathname);
   }
 
-  /* Gold answers highlighted in text: case-insensitive, longest first, escaped. */
+  /* Gold answers highlighted in text: case-insensitive, longest first, escaped. One regular
+     expression over the text (linear in its length, whatever the number of matches); its
+     case-insensitive matching ("iu") keeps the indexes of the text itself, so a character whose
+     lower case is longer (Turkish İ) shifts nothing. An answer shorter than SHORT characters is
+     marked as a whole word only ("an" not in "banana"). */
+  var SHORT = 4;
   function highlight(text, answers) {
     var t = String(text);
-    var lower = t.toLowerCase();
-    var marks = [];
     var sorted = (answers || []).filter(function (a) { return a && String(a).trim(); })
       .map(String).sort(function (a, b) { return b.length - a.length; });
-    sorted.forEach(function (a) {
-      var needle = a.toLowerCase();
-      var from = 0;
-      for (;;) {
-        var i = lower.indexOf(needle, from);
-        if (i < 0) break;
-        var j = i + needle.length;
-        var overlaps = marks.some(function (m) { return i < m[1] && j > m[0]; });
-        if (!overlaps) marks.push([i, j]);
-        from = i + 1;
-      }
+    if (!sorted.length) return esc(t);
+    var alts = sorted.map(function (a) {
+      var lit = a.replace(/[\\^$.*+?()[\]{}|\/]/g, "\\$&");
+      return a.length < SHORT ? "(?<![\\p{L}\\p{N}_])" + lit + "(?![\\p{L}\\p{N}_])" : lit;
     });
-    marks.sort(function (x, y) { return x[0] - y[0]; });
-    var out = "";
-    var at = 0;
-    marks.forEach(function (m) {
-      out += esc(t.slice(at, m[0])) + '<mark class="gold">' + esc(t.slice(m[0], m[1])) + "</mark>";
-      at = m[1];
-    });
+    var re = new RegExp(alts.join("|"), "giu");
+    var out = "", at = 0, m;
+    while ((m = re.exec(t)) !== null) {
+      if (!m[0].length) { re.lastIndex++; continue; }
+      out += esc(t.slice(at, m.index)) + '<mark class="gold">' + esc(m[0]) + "</mark>";
+      at = m.index + m[0].length;
+    }
     return out + esc(t.slice(at));
   }
 
