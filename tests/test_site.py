@@ -829,7 +829,6 @@ def test_at_400_px_nothing_scrolls_sideways_and_the_panels_stack(
     a, b = (page.locator(s).bounding_box() for s in ("#panel-a", "#panel-b"))
     assert b["y"] >= a["y"] + a["height"]  # stacked, not side by side
     assert page.evaluate("document.documentElement.scrollWidth") <= 400
-    screenshot(page, "example-400px", tmp_path, full_page=True)
 
 
 def test_closed_book_cell_stands_apart_from_the_order_columns_and_figures_reserve_space(
