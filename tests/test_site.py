@@ -502,6 +502,7 @@ def test_example_page_shows_the_prompt_exactly_as_the_model_received_it(
     section.locator("button.cell[aria-label^='bm25, k = 3, reversed:']").click()
     page.wait_for_selector("#panel-a h3:has-text('k = 3, reversed')")
     page.click("#panel-a details.prompt summary")
+    page.wait_for_selector("#panel-a details.prompt[data-loaded='1']")
     assert page.inner_text("#panel-a pre.prompt") == row["prompt"]
     assert row["ownknow_draft"] in row["prompt"]
     marks = page.eval_on_selector_all(
@@ -516,6 +517,7 @@ def test_example_page_shows_the_prompt_exactly_as_the_model_received_it(
     section.locator("button.cell[aria-label^='closed-book']").click()
     page.wait_for_selector("#panel-a h3:has-text('closed-book')")
     page.click("#panel-a details.prompt summary")
+    page.wait_for_selector("#panel-a details.prompt[data-loaded='1']")
     assert page.inner_text("#panel-a pre.prompt") == closed["prompt"]
 
 
@@ -765,6 +767,10 @@ def test_data_files_hold_exactly_the_declared_fields(sweep: dict[str, Any]) -> N
     assert perturbed
     for f in sorted((site / "data" / "p").glob("*.js")):
         assert list(site_payload(f)) == names(fmt.PassageShard)
+    prompts = sorted((site / "data" / "pr").glob("*.js"))
+    assert len(prompts) == len(list((site / "data" / "ex").glob("*.js")))
+    for f in prompts:
+        assert list(site_payload(f)) == names(fmt.PromptShard)
 
 
 # ----------------------------------------------------------------------------- rough edges
@@ -915,3 +921,5 @@ def test_passage_text_highlights_wraps_keeps_lines_and_isolates_bidi(page: Any, 
         " return [(performance.now() - t0) / 1000, h.split('<mark').length - 1]; }"
     )
     assert seconds[1] == 20000 and seconds[0] < 0.5, seconds
+    page.click("#panel-a details.prompt summary")  # rows without a prompt column (older jobs)
+    page.wait_for_selector("#panel-a details.prompt[data-loaded='1'] .no-prompt")

@@ -32,6 +32,7 @@ READS: dict[str, dict[str, tuple[type[fmt.Record], ...]]] = {
         "item": (fmt.Example,),
         "sysd": (fmt.ExampleSystem,),
         "ps": (fmt.PassageShard,),
+        "prs": (fmt.PromptShard,),
     },
     "overview.js": {
         "d": (fmt.Overview,),
@@ -75,7 +76,7 @@ def test_a_field_renamed_on_one_side_is_caught(monkeypatch: pytest.MonkeyPatch) 
 
 def test_every_data_file_has_a_record_and_fields_are_unique() -> None:
     files = [r for r in fmt.RECORDS if r.kind]
-    assert {r.kind for r in files} == {"index", "pairs", "rows", "ex", "p", "overview"}
+    assert {r.kind for r in files} == {"index", "pairs", "rows", "ex", "pr", "p", "overview"}
     for record in fmt.RECORDS:
         names = [str(f) for f in record.fields().values()]
         assert len(names) == len(set(names)) and all(f.means for f in record.fields().values())

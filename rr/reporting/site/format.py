@@ -164,13 +164,23 @@ class ExampleCells(Record):
     dp = Field("dp", "the document perturbation")
     ref = Field("ref", "its ranking's index in Example.ranked (-1: none)")
     docs = Field("docs", "its documents: n (ranking's first n), -n (reversed), {r: positions}, or numbers")
-    pr = Field(
-        "pr",
-        "its final step's prompt exactly as rendered for the model (score column prompt; '': not recorded)",
-    )
     fl = Field("fl", "the flips counted at its cell: a flip-mask character (Index.flip_bits)")
     ng = Field(
         "ng", "documents handed to the strategy before window fitting (n_docs_given; null: not recorded)"
+    )
+
+
+class PromptShard(Record):
+    """The final prompts of an :class:`ExampleShard`'s rows (same shard number), loaded only when
+    a prompt is opened: a prompt holds every document's text, so it would make the example
+    shards many times larger."""
+
+    kind, path = "pr", "data/pr/pr-NNNN.js"
+    first = Field("first", "number of the example shard's first example")
+    pr = Field(
+        "pr",
+        "per row of the example shard's cells: its final step's prompt exactly as rendered for the model "
+        "(score column prompt; '': not recorded)",
     )
 
 
@@ -234,6 +244,7 @@ RECORDS: tuple[type[Record], ...] = (
     PairExamples,
     RowsChunk,
     ExampleShard,
+    PromptShard,
     PassageShard,
     Overview,
     System,

@@ -32,6 +32,7 @@ from rr.reporting.site.format import ExampleCells as C
 from rr.reporting.site.format import ExampleShard as X
 from rr.reporting.site.format import ExampleSystem as S
 from rr.reporting.site.format import Index as I
+from rr.reporting.site.format import PromptShard as PR
 from rr.reporting.site.format import RowsChunk as R
 from rr.reporting.site.index import _Model
 from rr.reporting.site.passages import _Passages
@@ -98,7 +99,6 @@ def write_examples(model: _Model, folder: Path, documents: _Documents) -> None:
         C.dp: _json_strings(_arrow_strings(df, "doc_perturbation", order, "none")),
         C.ref: _int_literals(documents.ref),
         C.docs: documents.docs,
-        C.pr: _json_strings(_arrow_strings(df, "prompt", order)),
         C.fl: _json_strings(
             pa.array(flip_chars[model.flip_buf[model.offsets[model.row[order]] + model.pos[order]]])
         ),
@@ -130,6 +130,8 @@ def write_examples(model: _Model, folder: Path, documents: _Documents) -> None:
     firsts.append(n_ex)
     row_bounds = [int(ex_first[e]) if e < n_ex else n for e in firsts]
     joined = {k: _runs_json(v, row_bounds) for k, v in literals.items()}
+    prompts = _runs_json(_json_strings(_arrow_strings(df, "prompt", order)), row_bounds)
+    (folder.parent / "pr").mkdir(exist_ok=True)
     model.ex_shards = firsts[:-1]  # first example of each shard
     run = 0  # the (example, system) run at hand
     for shard, (first, last) in enumerate(zip(firsts[:-1], firsts[1:], strict=True)):
@@ -161,6 +163,8 @@ def write_examples(model: _Model, folder: Path, documents: _Documents) -> None:
             f'"{X.cells}":{{{cells}}}}});\n'
         )
         (folder / f"e-{shard:04d}.js").write_bytes(text.encode("utf-8"))
+        text = f'RR.load("{PR.kind}",{shard},{{"{PR.first}":{first},"{PR.pr}":{next(prompts)}}});\n'
+        (folder.parent / "pr" / f"pr-{shard:04d}.js").write_bytes(text.encode("utf-8"))
 
 
 def index(model: _Model, passages: _Passages) -> dict[str, Any]:

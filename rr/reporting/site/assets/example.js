@@ -8,7 +8,7 @@
   var idx = null;
   var item = null;   // this example's data
   var target = "a";  // which panel a click fills
-  var CELL = { id: 0, score: 1, pred: 2, raw: 3, marker: 4, refused: 5, over: 6, judge: 7, dp: 8, ref: 9, docs: 10, prompt: 11, flips: 12, given: 13 };
+  var CELL = { id: 0, score: 1, pred: 2, raw: 3, marker: 4, refused: 5, over: 6, judge: 7, dp: 8, ref: 9, docs: 10, flips: 11, given: 12, row: 13 };
 
   /* A shard stores its rows column by column (exs.cells); a system's cells are its rows r[0]..r[1],
      each as the array CELL indexes. */
@@ -18,7 +18,7 @@
       if (sysd.cells) return;
       var out = [];
       for (var i = sysd.r[0]; i < sysd.r[1]; i++) {
-        out.push([col.c[i], col.sc[i], col.pred[i], col.raw[i], col.mk[i], col.rf[i], col.ow[i], col.jd[i], col.dp[i], col.ref[i], col.docs[i], col.pr[i], col.fl[i], col.ng[i]]);
+        out.push([col.c[i], col.sc[i], col.pred[i], col.raw[i], col.mk[i], col.rf[i], col.ow[i], col.jd[i], col.dp[i], col.ref[i], col.docs[i], col.fl[i], col.ng[i], i]);
       }
       sysd.cells = out;
     });
@@ -161,17 +161,33 @@
   }
 
   /* The final step's prompt as the model received it (stored by the job: the score table's
-     prompt column), and what window fitting cut. */
+     prompt column), and what window fitting cut. The text is in data/pr/pr-NNNN.js (the
+     example shard's number), loaded when the box is opened (loadPrompt). */
   function promptHtml(c, used) {
-    var pr = c[CELL.prompt], given = c[CELL.given];
+    var given = c[CELL.given];
     var h = '<h4>Prompt as sent</h4>';
     if (c[CELL.over]) h += '<p class="note bad over">Not sent: this prompt plus max_new_tokens is over the context window.</p>';
     else if (given !== null && given !== undefined && given > used) {
       h += '<p class="note fitted">Window fitting kept ' + used + " of the " + given + " documents given (the lowest-ranked dropped).</p>";
     }
-    if (!pr) return h + '<p class="muted no-prompt">Not recorded (the job was run before rr stored prompts).</p>';
-    return h + '<details class="prompt"><summary>the exact text (' + pr.length + " characters, as rendered for the model)</summary>" +
-      '<pre class="prompt">' + RR.highlight(pr, item.a) + "</pre></details>";
+    return h + '<details class="prompt" data-row="' + c[CELL.row] + '"><summary>the exact text, as rendered for the model</summary>' +
+      '<pre class="prompt" aria-live="polite">Loading…</pre></details>';
+  }
+
+  function loadPrompt(box) {
+    if (box.getAttribute("data-loaded") || !box.open) return;
+    var shard = RR.shardOf(idx.ex_shards, item.e);
+    RR.require("data/pr/pr-" + RR.pad(shard, 4) + ".js", "pr", shard).then(function (prs) {
+      var pr = prs.pr[+box.getAttribute("data-row")];
+      var pre = box.querySelector("pre.prompt");
+      if (pr) {
+        pre.innerHTML = RR.highlight(pr, item.a);
+        box.querySelector("summary").textContent = "the exact text (" + pr.length + " characters, as rendered for the model)";
+      } else {
+        pre.outerHTML = '<p class="muted no-prompt">Not recorded (the job was run before rr stored prompts).</p>';
+      }
+      box.setAttribute("data-loaded", "1");
+    }).catch(RR.fail);
   }
 
   function parseSel(v) {
@@ -201,6 +217,9 @@
       document.getElementById("panel-b").innerHTML = b ? panelHtml("b", b[0], b[1]) :
         '<p class="muted">Choose "right panel" above, then a cell, to compare two cells side by side.</p>';
       document.getElementById("panels").classList.toggle("two", !!b);
+      document.querySelectorAll("details.prompt").forEach(function (box) {
+        box.addEventListener("toggle", function () { loadPrompt(box); });
+      });
       document.body.setAttribute("data-ready", "1");
     });
   }
