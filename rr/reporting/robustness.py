@@ -23,7 +23,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from rr.analysis.intervals import per_example_robustness, robustness_ci  # noqa: F401 (importable here as before)
-from rr.metrics.robustness import metric_notes
+from rr.metrics.robustness import NO_RETRIEVER, metric_notes, robustness_table
 from rr.reporting import figures
 from rr.reporting.core import (
     CI_HIGH,
