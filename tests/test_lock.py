@@ -1,0 +1,155 @@
+"""The lock files (issue 38): locks/*.txt agree with pyproject.toml and the constraints files.
+
+``make lock`` (tools/lock.py) writes them; ``make install`` / ``make textattack`` install exactly
+them (``uv pip sync``). These tests fail when an input changed without ``make lock``: the inputs'
+digest in each lock's header, and every requirement of pyproject.toml (dependencies and the extras
+``.venv`` installs) and of the constraints files satisfied by a locked pin.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import shutil
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+from packaging.markers import default_environment
+from packaging.requirements import Requirement
+from packaging.version import Version
+
+from rr.environment import locked_pins, normalize
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _load_tool():
+    spec = importlib.util.spec_from_file_location("rr_lock_tool", REPO / "tools" / "lock.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+lock_tool = _load_tool()
+
+
+def _pins(path: str) -> dict[str, str]:
+    return locked_pins((REPO / path).read_text(encoding="utf-8"))
+
+
+def _unmet(requirements: list[str], pins: dict[str, str], extras: tuple[str, ...] = ()) -> list[str]:
+    """The requirements (their markers evaluated for CPython 3.11 on Linux, with ``extras``) that no
+    pin satisfies."""
+    env = {**default_environment(), "python_version": "3.11", "sys_platform": "linux"}
+    out = []
+    for text in requirements:
+        req = Requirement(text)
+        if req.marker and not any(req.marker.evaluate({**env, "extra": e}) for e in (*extras, "")):
+            continue
+        name = normalize(req.name)
+        if name in lock_tool.EXCLUDED:
+            continue
+        version = pins.get(name)
+        if version is None or not req.specifier.contains(Version(version), prereleases=True):
+            out.append(f"{text} (locked: {version})")
+    return out
+
+
+@pytest.mark.parametrize("lock", lock_tool.locks(), ids=lambda lock: lock.path)
+def test_every_lock_records_its_inputs(lock):
+    """The digest in the header is the one of today's pyproject.toml / constraints files."""
+    recorded = lock_tool.recorded_digest(REPO / lock.path)
+    assert recorded == lock.digest(), (
+        f"{lock.path} was resolved from other inputs than pyproject.toml / the constraints files hold "
+        "now: run `make lock` and commit locks/"
+    )
+
+
+def test_the_digest_follows_a_dependency_change(tmp_path):
+    """A requirement added to pyproject.toml (or a constraint changed) changes the digest, so the
+    header check above fails until ``make lock`` runs; a comment does not."""
+    for name in ("pyproject.toml", "constraints.txt", "requirements-data.txt", "constraints-textattack.txt"):
+        shutil.copy(REPO / name, tmp_path / name)
+    (tmp_path / "locks").mkdir()
+    shutil.copy(REPO / "locks" / "textattack.in", tmp_path / "locks" / "textattack.in")
+    before = [lock.digest() for lock in lock_tool.locks(tmp_path)]
+    assert before == [lock.digest() for lock in lock_tool.locks(REPO)]
+
+    pyproject = tmp_path / "pyproject.toml"
+    text = pyproject.read_text(encoding="utf-8")
+    pyproject.write_text(text.replace('    "tqdm>=4.66",\n', '    "tqdm>=4.67",\n'), encoding="utf-8")
+    after = [lock.digest() for lock in lock_tool.locks(tmp_path)]
+    assert after[0] != before[0] and after[1:] == before[1:]
+
+    pyproject.write_text(text, encoding="utf-8")
+    with open(tmp_path / "constraints.txt", "a", encoding="utf-8") as f:
+        f.write("# a comment changes nothing\n")
+    assert [lock.digest() for lock in lock_tool.locks(tmp_path)] == before
+    with open(tmp_path / "constraints-textattack.txt", "a", encoding="utf-8") as f:
+        f.write("flair==0.15.0\n")
+    assert [lock.digest() for lock in lock_tool.locks(tmp_path)][2] != before[2]
+
+
+def test_every_pyproject_requirement_is_satisfied_by_a_pin():
+    """Each dependency, each requirement of the extras .venv installs, and each constraint has a
+    pin in locks/rr.txt that satisfies it (the check a stale lock fails, digest aside)."""
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    pins = _pins("locks/rr.txt")
+    wanted = list(project["dependencies"])
+    for extra in lock_tool.VENV_EXTRAS:
+        wanted += project["optional-dependencies"][extra]
+    wanted += lock_tool.requirement_lines(REPO / "constraints.txt")
+    assert _unmet(wanted, pins, lock_tool.VENV_EXTRAS) == []
+
+
+def test_the_unmet_check_can_fail():
+    """The check above, on a pin that no longer satisfies a requirement and a missing package."""
+    pins = {"tqdm": "4.60.0", "torch": "2.13.0+cpu"}
+    assert _unmet(["tqdm>=4.66", "torch==2.13.0", "rich>=13"], pins) == [
+        "tqdm>=4.66 (locked: 4.60.0)",
+        "rich>=13 (locked: None)",
+    ]
+
+
+def test_data_and_textattack_locks_pin_their_inputs():
+    """locks/rr-data.txt is exactly requirements-data.txt (no dependencies: they are installed without
+    theirs); locks/textattack.txt satisfies constraints-textattack.txt."""
+    data = _pins("locks/rr-data.txt")
+    wanted = lock_tool.requirement_lines(REPO / "requirements-data.txt")
+    assert sorted(data) == sorted(normalize(Requirement(r).name) for r in wanted)
+    assert _unmet(wanted, data) == []
+    ta = _pins("locks/textattack.txt")
+    assert _unmet(["textattack", *lock_tool.requirement_lines(REPO / "constraints-textattack.txt")], ta) == []
+
+
+@pytest.mark.parametrize("path", ["locks/rr.txt", "locks/rr-data.txt", "locks/textattack.txt"])
+def test_locks_are_hashed_cpu_only_and_fully_pinned(path):
+    """Every requirement line is ``name==version`` with at least one sha256 (``uv pip sync
+    --require-hashes``); torch is the CPU build; no CUDA package and none of the left-out
+    torchvision / torchaudio / torchcodec (PyPI's CUDA builds break ``import vllm`` on the CPU)."""
+    text = (REPO / path).read_text(encoding="utf-8")
+    blocks = re.split(r"\n(?=[A-Za-z0-9])", text.split("\n", 1)[1])
+    entries = [b for b in blocks if not b.startswith("#")]
+    assert entries
+    for block in entries:
+        assert re.match(r"^[A-Za-z0-9][A-Za-z0-9._-]*==\S+ \\\n", block), block.splitlines()[0]
+        assert "--hash=sha256:" in block, block.splitlines()[0]
+    pins = locked_pins(text)
+    assert len(pins) == len(entries)
+    assert not [name for name in pins if name.startswith("nvidia-") or name in lock_tool.EXCLUDED]
+    if "torch" in pins:
+        assert pins["torch"] == "2.13.0+cpu"
+
+
+def test_makefile_installs_from_the_locks():
+    """make install / make textattack sync exactly the locks (no resolver run, no second install)."""
+    makefile = (REPO / "Makefile").read_text(encoding="utf-8")
+    recipe = makefile.split("$(STAMP): ", 1)[1].split("\n\n", 1)[0]
+    assert "pip sync" in recipe and "locks/rr.txt locks/rr-data.txt" in recipe
+    assert "-c constraints.txt" not in recipe
+    ta_recipe = makefile.split("$(TA_STAMP): ", 1)[1].split("\n\n", 1)[0]
+    assert "pip sync" in ta_recipe and "locks/textattack.txt" in ta_recipe
