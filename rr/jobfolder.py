@@ -37,8 +37,9 @@ RUNS_DIR = "runs"
 HISTORY_DIR = "history"
 
 #: The format of ``summary.json``: 1 = the fields of :class:`JobSummary` (0: a summary without
-#: ``summary_version``, written before it; same fields, some possibly absent).
-SUMMARY_VERSION = 1
+#: ``summary_version``, written before it; same fields, some possibly absent); 2 adds
+#: ``environment`` (:mod:`rr.environment`; absent from older summaries).
+SUMMARY_VERSION = 2
 
 #: Fields written only when the job has them (absent otherwise, as before versions).
 _OPTIONAL = ("approximate_indexes", "planted", "examples_available", "data_scope")
@@ -61,6 +62,9 @@ class JobSummary(Mapping[str, Any]):
         counters, prefix_cache, other_models, metrics: Named counts, vLLM's prefix cache, the other
             models' request counts, the robustness metrics (``rr.summary.job_metrics``).
         timings_s, wall_s, versions: Seconds per stage, in all, and the installed versions.
+        environment: The lock the job's packages came from and whether they matched it
+            (:func:`rr.environment.environment`: ``lock``, ``matches_lock``, ``differences``); not
+            in the job id.
         index_rebuilds: Cached indexes found corrupt and rebuilt.
         approximate_indexes, planted, examples_available, data_scope: Written only when the job has
             them (an approximate dense index, a simulated reader's planted values, its data scope).
@@ -100,6 +104,7 @@ class JobSummary(Mapping[str, Any]):
     timings_s: dict[str, float] = field(default_factory=dict)
     wall_s: float | None = None
     versions: dict[str, str] = field(default_factory=dict)
+    environment: dict[str, Any] = field(default_factory=dict)
     index_rebuilds: int | None = None
     approximate_indexes: dict[str, Any] | None = None
     planted: dict[str, Any] | None = None

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rr.environment import environment
 from rr.generation.base import PlantedScores, PrefixCacheReporting
 from rr.jobfolder import JobSummary
 from rr.results import CELL_KEYS, varying
@@ -224,6 +225,7 @@ def build_summary(
         timings_s=timings,
         wall_s=round(time.perf_counter() - t_start, 3),
         versions={"python": platform.python_version(), **package_versions()},
+        environment=environment(),
         index_rebuilds=sum(r.index_rebuilds for r in retrievers if isinstance(r, RebuildsIndexes)),
     )
     optional: dict[str, Any] = {}

@@ -15,6 +15,7 @@ import pytest
 from omegaconf import open_dict
 
 from rr.config import instantiate
+from rr.environment import environment
 from rr.pipeline import run_job
 from rr.records import MetaKey
 from rr.results import REQUIRED, load
@@ -89,6 +90,7 @@ def test_outputs_written(tiny_run) -> None:
             (per["bm25"][metric] + per["dense"][metric]) / 2
         )
     assert (out / "config.yaml").exists() and (out / "retrieval.csv").exists()
+    assert summary["environment"] == environment()  # the lock's hash and whether it is what is installed
     pd.testing.assert_frame_equal(load(out), res.scores)
 
 

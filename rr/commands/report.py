@@ -40,7 +40,7 @@ def main(argv: list[str]) -> int:
     import matplotlib
 
     matplotlib.use("Agg")
-    from rr.reporting.core import build_report, sections
+    from rr.reporting.core import build_report, environments_note, sections
 
     p = argparse.ArgumentParser(
         prog="rr report",
@@ -89,6 +89,8 @@ def main(argv: list[str]) -> int:
     n_tables = sum(1 for f in report.files if f.suffix == ".csv")
     n_figs = sum(1 for f in report.files if f.suffix == ".png")
     print(f"report: {out}/README.md ({n_tables} tables, {n_figs} figures)")
+    if report.context is not None and (note := environments_note(report.context)):
+        print(f"  note: {note}")
     if not args.no_site:
         from rr.reporting.site import build_site
 

@@ -40,6 +40,8 @@ from rr.analysis.intervals import (  # noqa: F401 (the names sections import fro
     SYSTEM_COLUMNS,
     system_by,
 )
+from rr.environment import describe
+from rr.environment import environments_note as environment_note
 from rr.jobfolder import RETRIEVAL_FILE, is_started, read_config, read_summary
 from rr.registry import Registry, origin_of
 from rr.results import find_score_files, load, varying  # noqa: F401 (varying: sections import it from here)
@@ -497,6 +499,11 @@ def build_report(
     return Report(out, outcomes, files, scores, ctx)
 
 
+def environments_note(ctx: ReportContext) -> str | None:
+    """:func:`rr.environment.environments_note` over the report's jobs (``None``: one environment)."""
+    return environment_note({job.job_id: job.summary.get("environment") for job in ctx.jobs})
+
+
 def _index(scores: pd.DataFrame, ctx: ReportContext, outcomes: list[SectionOutcome], paths: Any) -> str:
     lines = [
         "# rr report",
@@ -506,8 +513,8 @@ def _index(scores: pd.DataFrame, ctx: ReportContext, outcomes: list[SectionOutco
         f"Intervals: {ctx.confidence:.0%} example-level (cluster) bootstrap, "
         f"{ctx.n_resamples} resamples, seed {ctx.seed}.",
         "",
-        "| job | rows | dataset | generator | strategy | folder |",
-        "| --- | --- | --- | --- | --- | --- |",
+        "| job | rows | dataset | generator | strategy | environment | folder |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
     ]
     for job in ctx.jobs:
         mine = scores[scores["job_id"].astype(str) == job.job_id]
@@ -515,9 +522,17 @@ def _index(scores: pd.DataFrame, ctx: ReportContext, outcomes: list[SectionOutco
             c: ",".join(sorted(mine[c].astype(str).unique())) for c in ("dataset", "generator", "strategy")
         }
         lines.append(
-            f"| {job.job_id} | {job.rows} | {vals['dataset']} | {vals['generator']} | {vals['strategy']} | `{job.path}` |"
+            f"| {job.job_id} | {job.rows} | {vals['dataset']} | {vals['generator']} | {vals['strategy']} "
+            f"| {describe(job.summary.get('environment'))} | `{job.path}` |"
         )
-    lines.append("")
+    lines += [
+        "",
+        "Environment: the first 12 hex digits of the sha256 of the lock files the job's packages were "
+        "installed from (`*`: the installed set differed from that lock; `?`: no record).",
+        "",
+    ]
+    if note := environments_note(ctx):
+        lines += [f"**Note:** {note}.", ""]
     for o in outcomes:
         lines += [f"## {o.section.title}", ""]
         if o.skipped:

@@ -1,0 +1,148 @@
+"""A job's environment record (issue 38): the lock's hash, whether the installed set matches it,
+and ``rr report`` flagging jobs that ran in different environments."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from rr.environment import (
+    differences,
+    environment,
+    environments_note,
+    installed_versions,
+    locked_pins,
+    record,
+)
+from rr.reporting import build_report
+
+from .synthetic import write_synthetic_sweep
+
+LOCK = """\
+# rr-lock-inputs-sha256: 00
+accelerate==1.15.0 \\
+    --hash=sha256:aa
+    # via rr (pyproject.toml)
+Foo_Bar==2.0 \\
+    --hash=sha256:bb
+torch==2.13.0+cpu \\
+    --hash=sha256:cc
+"""
+
+
+def _site(tmp_path: Path, dists: dict[str, str]) -> Path:
+    """A fake site-packages: one ``NAME-VERSION.dist-info`` folder per distribution."""
+    site = tmp_path / "site"
+    for name, version in dists.items():
+        (site / f"{name}-{version}.dist-info").mkdir(parents=True)
+    return site
+
+
+def _locks(tmp_path: Path) -> Path:
+    root = tmp_path / "tree"
+    (root / "locks").mkdir(parents=True)
+    (root / "locks" / "rr.txt").write_text(LOCK)
+    (root / "locks" / "rr-data.txt").write_text("fanoutqa==1.1.1 \\\n    --hash=sha256:dd\n")
+    return root
+
+
+def test_locked_pins_reads_name_version_lines_normalized() -> None:
+    assert locked_pins(LOCK) == {"accelerate": "1.15.0", "foo-bar": "2.0", "torch": "2.13.0+cpu"}
+
+
+def test_installed_versions_read_folder_names_first_entry_wins(tmp_path: Path) -> None:
+    first = _site(tmp_path / "a", {"Foo_Bar": "2.0", "torch": "2.13.0+cpu"})
+    second = _site(tmp_path / "b", {"foo_bar": "1.0", "rich": "13.0"})
+    egg = second / "legacy.egg-info"
+    egg.mkdir()
+    (egg / "PKG-INFO").write_text("Metadata-Version: 2.1\nName: Legacy-Pkg\nVersion: 0.3\n")
+    got = installed_versions([str(first), str(second), str(tmp_path / "missing")])
+    assert got == {"foo-bar": "2.0", "torch": "2.13.0+cpu", "rich": "13.0", "legacy-pkg": "0.3"}
+
+
+def test_differences_hand_worked() -> None:
+    pins = {"a": "1.0", "b": "2.0", "c": "3.0.post1"}
+    installed = {"a": "1.0", "b": "2.1", "c": "3.0-post1", "d": "4.0", "rr": "0.1.0"}
+    # c: the same PEP 440 version spelled differently; rr itself is never locked
+    assert differences(pins, installed) == ["b: installed 2.1, locked 2.0", "d: installed 4.0, not locked"]
+    assert differences({**pins, "e": "5"}, {**pins}) == ["e: not installed, locked 5"]
+
+
+def test_record_matches_and_differs(tmp_path: Path) -> None:
+    root = _locks(tmp_path)
+    digest = hashlib.sha256((root / "locks/rr.txt").read_bytes() + (root / "locks/rr-data.txt").read_bytes())
+    same = {
+        "accelerate": "1.15.0",
+        "foo_bar": "2.0",
+        "torch": "2.13.0+cpu",
+        "fanoutqa": "1.1.1",
+        "rr": "0.1.0",
+    }
+    got = record(root, [str(_site(tmp_path / "same", same))])
+    assert got == {
+        "lock": digest.hexdigest()[:12],
+        "matches_lock": True,
+        "differences": [],
+        "n_differences": 0,
+    }
+    other = {**same, "torch": "2.14.1"}
+    got = record(root, [str(_site(tmp_path / "other", other))])
+    assert got["lock"] == digest.hexdigest()[:12] and got["matches_lock"] is False
+    assert got["differences"] == ["torch: installed 2.14.1, locked 2.13.0+cpu"] and got["n_differences"] == 1
+    # no lock beside rr (installed from a wheel): nothing to compare with
+    assert record(tmp_path / "nowhere")["lock"] is None
+
+
+def test_environment_is_cached_per_process() -> None:
+    first = environment()
+    assert environment() is first
+    assert set(first) == {"lock", "matches_lock", "differences", "n_differences"}
+    assert first == record(path=sys.path)
+
+
+def test_environments_note() -> None:
+    env_a = {"lock": "aaaaaaaaaaaa", "matches_lock": True}
+    env_b = {"lock": "bbbbbbbbbbbb", "matches_lock": True}
+    assert environments_note({"j1": env_a, "j2": dict(env_a)}) is None
+    assert environments_note({"j1": None, "j2": {}}) is None  # old jobs: nothing to compare
+    note = environments_note({"j1": env_a, "j2": env_b, "j3": env_a})
+    assert note == (
+        "the jobs ran in different environments (lock aaaaaaaaaaaa: 2 job(s) (j1, j3); "
+        "lock bbbbbbbbbbbb: 1 job(s) (j2)); a difference may come from package versions"
+    )
+    note = environments_note({"j1": {**env_a, "matches_lock": False}})
+    assert note is not None and "lock aaaaaaaaaaaa, installed set differs: 1 job(s) (j1)" in note
+    note = environments_note({"j1": env_a, "j2": None})
+    assert note is not None and "no record: 1 job(s) (j2)" in note
+
+
+def test_rr_report_shows_and_flags_environments(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The job table's environment column, and the note in the index and on the console when the
+    compared jobs ran on different locks."""
+    sweep = write_synthetic_sweep(tmp_path / "sweep", n_examples=3)
+    jobs = sorted(p.parent for p in sweep.rglob("summary.json"))
+    assert len(jobs) >= 2
+    for i, job in enumerate(jobs):
+        summary = json.loads((job / "summary.json").read_text())
+        summary["environment"] = {"lock": "aaaaaaaaaaaa" if i else "bbbbbbbbbbbb", "matches_lock": bool(i)}
+        (job / "summary.json").write_text(json.dumps(summary))
+    report = build_report(sweep, tmp_path / "report", n_resamples=20, only=["robustness"])
+    index = (report.out_dir / "README.md").read_text()
+    assert "| environment |" in index
+    assert "| bbbbbbbbbbbb* |" in index and "| aaaaaaaaaaaa |" in index
+    assert "**Note:** the jobs ran in different environments (lock aaaaaaaaaaaa:" in index
+
+    from rr.commands.cli import main
+
+    monkeypatch.setattr(sys, "argv", ["rr", "report", str(sweep), "--out", str(tmp_path / "r2"), "--no-site"])
+    monkeypatch.setattr(sys, "argv", [*sys.argv, "--resamples", "20", "--only", "robustness"])
+    with pytest.raises(SystemExit) as stop:
+        main()
+    assert stop.value.code == 0
+    assert "  note: the jobs ran in different environments (lock aaaaaaaaaaaa:" in capsys.readouterr().out
