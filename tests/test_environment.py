@@ -123,8 +123,8 @@ def test_environments_note() -> None:
 def test_rr_report_shows_and_flags_environments(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The job table's environment column, and the note in the index and on the console when the
-    compared jobs ran on different locks."""
+    """The job table's environment column, and the note in the index, on the site and on the console
+    when the compared jobs ran on different locks."""
     sweep = write_synthetic_sweep(tmp_path / "sweep", n_examples=3)
     jobs = sorted(p.parent for p in sweep.rglob("summary.json"))
     assert len(jobs) >= 2
@@ -137,6 +137,18 @@ def test_rr_report_shows_and_flags_environments(
     assert "| environment |" in index
     assert "| bbbbbbbbbbbb* |" in index and "| aaaaaaaaaaaa |" in index
     assert "**Note:** the jobs ran in different environments (lock aaaaaaaaaaaa:" in index
+
+    from rr.reporting.site import build_site
+
+    site = build_site(report, tmp_path / "report" / "site").out_dir
+    text = (site / "data" / "overview.js").read_text()
+    overview = json.loads(text.split(",", 2)[2].rstrip().removesuffix(");"))  # RR.load(kind, key, payload);
+    assert sorted(j["environment"] for j in overview["jobs"]) == ["aaaaaaaaaaaa"] * (len(jobs) - 1) + [
+        "bbbbbbbbbbbb*"
+    ]
+    assert overview["environment_note"].startswith(
+        "the jobs ran in different environments (lock aaaaaaaaaaaa:"
+    )
 
     from rr.commands.cli import main
 

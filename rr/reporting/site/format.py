@@ -206,7 +206,9 @@ class Overview(Record):
     resamples = Field("resamples", "bootstrap resamples of the intervals")
     confidence = Field("confidence", "their confidence level")
     seed = Field("seed", "their seed")
-    jobs = Field("jobs", "each job: id, rows, folder, calls, time, accuracies, differing config values")
+    jobs = Field(
+        "jobs", "each job: id, rows, folder, calls, time, accuracies, environment, differing config values"
+    )
     config_keys = Field("config_keys", "the config keys whose values differ between jobs")
     sweeps = Field("sweeps", "each sweep folder's job states (rr status)")
     sections = Field(
@@ -217,6 +219,9 @@ class Overview(Record):
     pairs = Field("pairs", "list of OverviewPair")
     pairs_apart = Field("pairs_apart", "list of PairApart")
     notes = Field("notes", "what the site could not do")
+    environment_note = Field(
+        "environment_note", "rr report's note that the jobs ran in different environments, or null"
+    )
     format_version = Field("format_version", "FORMAT_VERSION")
 
 

@@ -10,8 +10,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from rr.environment import describe
 from rr.jobfolder import CONFIG_FILE
-from rr.reporting.core import JobInfo, Report, ReportContext, ReportTable
+from rr.reporting.core import JobInfo, Report, ReportContext, ReportTable, environments_note
 from rr.reporting.site.encoding import _num
 from rr.reporting.site.flips import flip_counts
 from rr.reporting.site.format import FORMAT_VERSION, Overview, OverviewPair, PairApart
@@ -82,6 +83,7 @@ def _overview(report: Report, ctx: ReportContext, model: _Model) -> dict[str, An
                 "model_calls": s.get("model_calls"),
                 "cache_hits": s.get("cache_hits"),
                 "wall_s": _num(s.get("wall_s")),
+                "environment": describe(s.get("environment")),
                 "accuracy": _num(s.get("accuracy")),
                 "closed_book_accuracy": _num(s.get("closed_book_accuracy")),
             }
@@ -144,6 +146,7 @@ def _overview(report: Report, ctx: ReportContext, model: _Model) -> dict[str, An
         ],
         Overview.pairs_apart: [{k: p[k] for k in PairApart.fields().values()} for p in model.pairs_apart],
         Overview.notes: model.notes,
+        Overview.environment_note: environments_note(ctx),
         Overview.format_version: FORMAT_VERSION,
     }
 

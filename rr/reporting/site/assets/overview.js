@@ -61,17 +61,19 @@
     h += '<section id="jobs"><h2>Jobs</h2>';
     h += '<div class="scroll"><table class="report" id="jobs-table"><thead><tr><th scope="col">job</th><th scope="col">rows</th>' +
       '<th scope="col">accuracy (k &gt; 0)</th><th scope="col">closed-book</th><th scope="col">model calls</th>' +
-      '<th scope="col">cache hits</th><th scope="col">wall s</th>';
+      '<th scope="col">cache hits</th><th scope="col">wall s</th><th scope="col">environment</th>';
     d.config_keys.forEach(function (k) { h += '<th scope="col" class="cfg">' + esc(k) + "</th>"; });
     h += '<th scope="col">folder</th></tr></thead><tbody>';
     d.jobs.forEach(function (j) {
       h += "<tr><td><code>" + esc(j.job_id) + '</code></td><td class="num">' + j.rows + '</td><td class="num">' +
         RR.fmt(j.accuracy) + '</td><td class="num">' + RR.fmt(j.closed_book_accuracy) + '</td><td class="num">' +
-        RR.fmt(j.model_calls) + '</td><td class="num">' + RR.fmt(j.cache_hits) + '</td><td class="num">' + RR.fmt(j.wall_s, 1) + "</td>";
+        RR.fmt(j.model_calls) + '</td><td class="num">' + RR.fmt(j.cache_hits) + '</td><td class="num">' + RR.fmt(j.wall_s, 1) + "</td><td><code>" + esc(j.environment) + "</code></td>";
       d.config_keys.forEach(function (k) { h += "<td>" + esc(JSON.stringify(j.config[k])) + "</td>"; });
       h += '<td class="path">' + esc(j.folder) + "</td></tr>";
     });
     h += "</tbody></table></div>";
+    h += '<p class="note">Environment: the lock the job\'s packages came from (<code>*</code>: the installed set differed from it; <code>?</code>: no record).</p>';
+    if (d.environment_note) h += '<p class="note bad" id="environment-note">Note: ' + esc(d.environment_note) + ".</p>";
     if (d.config_keys.length) h += '<p class="note">Config columns: the settings in which the jobs\' config.yaml files differ.</p>';
     d.sweeps.forEach(function (s) {
       var counts = {};
