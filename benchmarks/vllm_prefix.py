@@ -44,21 +44,27 @@ QUICK_RUN_BY = "tests/test_vllm_cpu.py::test_vllm_prefix_benchmark_quick"
 
 def cao_grid_prompts(n: int, ks: list[int], max_new_tokens: int, retrievers: str) -> list[str]:
     """Distinct prompts of the Cao mini grid in the order the pipeline sends them."""
-    from omegaconf import open_dict
-
-    from rr.config import compose
-    from rr.cost import PlanningLLM
-    from rr.pipeline import run_job
-
     overrides = [
         f"dataset.n={n}",
         f"grid.k=[{','.join(map(str, ks))}]",
         "strategy=[vanilla,ownknow,s2a]",
         f"retriever=[{retrievers}]",
         f"generator.max_new_tokens={max_new_tokens}",
-        "progress=false",
     ]
-    cfg = compose(overrides)
+    return recorded_prompts(overrides)
+
+
+def recorded_prompts(overrides: list[str], cache_dir: str | None = None) -> list[str]:
+    """Distinct prompts a job with ``overrides`` sends, in the order the pipeline sends them: the
+    job run with a :class:`~rr.cost.PlanningLLM` (nothing generated; requests found in the cache
+    under ``cache_dir`` get their cached outputs, so later steps see real answers)."""
+    from omegaconf import open_dict
+
+    from rr.config import compose
+    from rr.cost import PlanningLLM
+    from rr.pipeline import run_job
+
+    cfg = compose([*overrides, "progress=false"])
     seen: dict[str, None] = {}
 
     class Recording(PlanningLLM):
@@ -69,7 +75,7 @@ def cao_grid_prompts(n: int, ks: list[int], max_new_tokens: int, retrievers: str
 
     with tempfile.TemporaryDirectory() as tmp:
         with open_dict(cfg):
-            cfg.paths.cache_dir = tmp
+            cfg.paths.cache_dir = cache_dir or tmp
             cfg.logger = {}
         run_job(cfg, Path(tmp) / "job", make_llm=lambda gen, cache: Recording(gen, cache))
     return list(seen)

@@ -168,6 +168,15 @@ def test_prefix_reuse_block_trie_counts_each_shared_block_once() -> None:
     assert trie([], 16) == 0
 
 
+def test_demo_limit_token_trie_counts_each_shared_prefix_once() -> None:
+    # benchmarks/demo_limit.py's "unique prompt tokens": what a perfect prefix cache computes
+    nodes = benchmark_module("demo_limit").trie_nodes
+    assert nodes([[1, 2, 3], [1, 2, 4], [5]]) == 5  # 1, 2 shared; 3, 4 and 5 their own
+    assert nodes([[1, 2], [1, 2]]) == 2  # a repeated prompt costs nothing more
+    assert nodes([[7, 1], [1, 7]]) == 4  # the same tokens after another prefix are other nodes
+    assert nodes([]) == 0
+
+
 def test_paper_scale_times_a_command_without_its_own_memory() -> None:
     # a command's peak RSS is read from its process's rusage, which keeps the peak of the image it
     # was forked from: the measuring child imported pandas, pyarrow and rr's reporting first, and
