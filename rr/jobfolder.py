@@ -56,6 +56,8 @@ class JobSummary(Mapping[str, Any]):
         summary_version: :data:`SUMMARY_VERSION` when written; 0 for a summary without one.
         job_id, name, model: The job's id, its ``name`` setting, the model under test's identity.
         examples, rows, cells: Examples run, score-table rows, distinct (strategy, cell) pairs.
+        example_set: Which examples it ran: ``{"examples": n, "fingerprint": ...}`` of their
+            :func:`rr.results.example_key` values (:func:`rr.results.example_set`).
         requests ... generation_steps: The model under test's request counts (:class:`LLMStats`).
         accuracy, closed_book_accuracy: Mean score over k > 0 rows and over k = 0 rows (``None``: no rows).
         answer_recall: Retriever -> k -> answer recall of the unperturbed queries.
@@ -77,6 +79,7 @@ class JobSummary(Mapping[str, Any]):
     name: str | None = None
     model: Any = None
     examples: int | None = None
+    example_set: dict[str, Any] | None = None
     rows: int | None = None
     cells: int | None = None
     requests: int | None = None

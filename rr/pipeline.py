@@ -48,7 +48,7 @@ from rr.jobfolder import (
 from rr.judges.base import Judge, JudgeItem
 from rr.perturbations.base import DocPerturbation, QueryPerturbation, QueryVariant
 from rr.records import Example, Hit, MetaKey
-from rr.results import score_row, write_scores
+from rr.results import example_key, example_set, score_row, write_scores
 from rr.retrieval.base import ExampleAwareRetriever, Retriever
 from rr.retrieval.qrels import qrels_from_examples, write_qrels
 from rr.retrieval.runs import RunCache, write_trec_run
@@ -217,9 +217,10 @@ def run_job(
             retrieval = retrieve(parts.retrievers, examples, variants, corpus, plan)
         rows: list[dict[str, Any]] = []
         ranked: dict[tuple[str, str], list[RankedDoc]] = {}  # every cell slices the same ranked docs
+        keys = {ex.id: example_key(ex.question, ex.answers) for ex in examples}  # of the originals
         for strategy in parts.strategies:
             inputs = cell_inputs(strategy, variants, retrieval, corpus, plan, parts.doc_perturbation, ranked)
-            rows += run_strategy(strategy, inputs, parts, plan, rt, watch)
+            rows += run_strategy(strategy, inputs, parts, plan, rt, watch, keys)
         scores = pd.DataFrame(rows)
         count_backend_events(rt)
         _warn_over_window(scores, rt)
@@ -456,8 +457,10 @@ def run_strategy(
     plan: JobPlan,
     rt: Runtime,
     watch: Stopwatch,
+    keys: dict[str, str] | None = None,
 ) -> list[dict[str, Any]]:
-    """Perturb the documents, generate, judge: the strategy's score-table rows."""
+    """Perturb the documents, generate, judge: the strategy's score-table rows (``keys``: each
+    example id's :func:`~rr.results.example_key`, of its original question)."""
     with watch.stage(f"perturb_docs:{strategy.name}"):
         inputs = parts.doc_perturbation.apply(inputs, rt)
     log.info(
@@ -492,6 +495,7 @@ def run_strategy(
             strategy=strategy.name,
             job_id=plan.job_id,
             seed=plan.seed,
+            key=keys.get(inp.example.id) if keys else None,
         )
         for inp, out, jd in zip(inputs, outputs, judgments, strict=True)
     ]
@@ -555,6 +559,7 @@ def write_outputs(o: JobOutputs) -> JobSummary:
         t_start=o.t_start,
         planted=o.planted,
         scope=o.scope,
+        example_set=example_set([example_key(ex.question, ex.answers) for ex in o.examples]),
     )
     write_summary(out, summary)
     return summary

@@ -6,6 +6,8 @@ Columns (docs/design.md contract, plus extras): see :data:`COLUMNS`.
 from __future__ import annotations
 
 import glob as _glob
+import logging
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -15,12 +17,16 @@ import pandas as pd
 from rr.answers import has_answer_in
 from rr.atomic import atomic_write
 from rr.errors import UserError
+from rr.hashing import content_hash
 from rr.jobfolder import SCORES_FILE
 from rr.perturbations.base import perturbation_columns
+from rr.records import MetaKey
 
 if TYPE_CHECKING:
     from rr.records import Judgment
     from rr.strategies.base import CellInput, StrategyOutput
+
+log = logging.getLogger(__name__)
 
 #: Column -> meaning. The first block is the contract of docs/design.md; the rest are extras.
 COLUMNS: dict[str, str] = {
@@ -44,6 +50,8 @@ COLUMNS: dict[str, str] = {
     "seed": "the job's seed",
     "question": "the question as asked (after any query perturbation)",
     "answers": "gold answers",
+    "example_key": "fingerprint of the example's original question and gold answers (rr.results.example_key): "
+    "what the example is, kept by its perturbed queries; reports pair and count examples by it, not by id",
     "query_perturbation_params": "JSON object of query_perturbation's parameters ('{}' for none): "
     'typo@0.25#3 -> {"value": 0.25} (rr.perturbations.base.perturbation_columns)',
     "doc_perturbation_params": "JSON object of doc_perturbation's parameters ('{}' for none): "
@@ -74,7 +82,17 @@ ROW_COLUMNS = (
     *REQUIRED[:9],
     *("query_perturbation_params", "doc_perturbation_params", "n_docs_given"),
     *REQUIRED[9:],
-    *("job_id", "seed", "question", "answers", "doc_ids", "answer_in_docs", "marker_found", "over_window"),
+    *(
+        "job_id",
+        "seed",
+        "question",
+        "answers",
+        "example_key",
+        "doc_ids",
+        "answer_in_docs",
+        "marker_found",
+        "over_window",
+    ),
     "prompt",
 )
 
@@ -93,6 +111,7 @@ def score_row(
     strategy: str,
     job_id: str,
     seed: int,
+    key: str | None = None,
 ) -> dict[str, Any]:
     """The score-table row of one judged strategy output: the one place a row is built.
 
@@ -103,6 +122,8 @@ def score_row(
         judgment: The judge's verdict (its ``extra``: judge columns, e.g. ``em``/``f1``).
         dataset, generator, strategy: The components' names.
         job_id, seed: The job's identity.
+        key: The example's :func:`example_key`, of its *original* question (default: from the
+            example's ``original_question`` meta when a query perturbation set it, else its question).
 
     Returns:
         The columns of :data:`ROW_COLUMNS`, then the extras of the document perturbation, the judge and the strategy.
@@ -134,6 +155,9 @@ def score_row(
         "seed": int(seed),
         "question": ex.question,
         "answers": list(ex.answers),
+        "example_key": key
+        if key is not None
+        else example_key(ex.meta.get(MetaKey.ORIGINAL_QUESTION, ex.question), ex.answers),
         "doc_ids": [d.passage.id for d in out.docs_used],
         "answer_in_docs": bool(out.docs_used)
         and has_answer_in((d.passage.text for d in out.docs_used), ex.answers),
@@ -158,6 +182,112 @@ def score_row(
             row[key] = value
             set_by[key] = who
     return row
+
+
+def example_key(question: str, answers: Sequence[str]) -> str:
+    """What an example *is*: 16 hex characters of the hash of its question and gold answers.
+
+    Two rows are the same example only when their ``example_id`` and this key agree; a perturbed
+    query keeps the key of its original question. Answers are kept in their order (a dataset
+    gives them in a fixed order)."""
+    return content_hash(["example", str(question), [str(a) for a in answers]], 16)
+
+
+def example_set(keys: Sequence[str] | pd.Series) -> dict[str, Any]:
+    """``summary.json`` ``example_set``: how many distinct examples a job ran and a fingerprint of
+    which (the hash of their sorted :func:`example_key` values, 12 hex characters)."""
+    distinct = sorted({str(k) for k in keys})
+    return {"examples": len(distinct), "fingerprint": content_hash(["example_set", distinct], 12)}
+
+
+#: How :func:`identify_examples` writes an id that names different examples in different jobs.
+SPLIT_ID = "{id}~{key}"
+
+
+def _listed(values: Sequence[str], most: int = 5) -> str:
+    shown = ", ".join(values[:most])
+    return shown + (f" and {len(values) - most} more" if len(values) > most else "")
+
+
+def identify_examples(df: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """Give every row of a (pooled) score table its example's identity, so that examples are pooled,
+    paired and counted only when they are the same question with the same gold answers.
+
+    * Rows without an ``example_key`` (a table written before rr recorded it) get one from their
+      example's question and answers: per job and example id, the question of its unperturbed
+      row (a perturbed query keeps its original's identity); without a ``question`` column, the
+      id alone.
+    * An ``example_id`` whose rows hold more than one key (two datasets that use the same ids for
+      different questions) is split: each such row's id becomes ``<id>~<first 8 of its key>``
+      (:data:`SPLIT_ID`), so every grouping, pairing and count by ``example_id`` keeps them apart.
+
+    Returns:
+        The table (a copy when anything changed) and one line per thing done, to be said to the user.
+    """
+    notes: list[str] = []
+    if "example_id" not in df.columns or df.empty:
+        return df, notes
+    missing = df["example_key"].isna() if "example_key" in df.columns else pd.Series(True, index=df.index)
+    if missing.any():
+        df = df.copy()
+        if "example_key" not in df.columns:
+            df["example_key"] = None
+        old = df[missing]
+        jobs = sorted(old["job_id"].astype(str).unique()) if "job_id" in old.columns else []
+        whose = f" of job(s) {_listed(jobs)}" if jobs else ""
+        if "question" in old.columns:
+            unit = [c for c in ("job_id", "example_id") if c in old.columns]
+            first = old
+            if "query_perturbation" in old.columns:  # the original's question first
+                first = old.assign(_p=(old["query_perturbation"].astype(str) != "none")).sort_values(
+                    "_p", kind="stable"
+                )
+            first = first.drop_duplicates(unit)
+            answers = first["answers"] if "answers" in first.columns else pd.Series([[]] * len(first))
+            keys = {
+                tuple(u): example_key(str(q), [] if a is None else list(a))
+                for u, q, a in zip(
+                    first[unit].itertuples(index=False), first["question"], answers, strict=True
+                )
+            }
+            df.loc[missing, "example_key"] = [keys[tuple(u)] for u in old[unit].itertuples(index=False)]
+            notes.append(
+                f"{int(missing.sum())} rows{whose} have no example_key (written before rr recorded it): "
+                "derived from each example's question and gold answers"
+            )
+        else:
+            df.loc[missing, "example_key"] = "id:" + old["example_id"].astype(str)
+            notes.append(
+                f"{int(missing.sum())} rows{whose} have neither an example_key nor a question: their "
+                "examples are matched by id alone"
+            )
+    ids = df["example_id"].astype(str)
+    per_id = df.groupby(ids, sort=False)["example_key"].nunique()
+    split = per_id[per_id > 1]
+    if len(split):
+        df = df.copy()
+        rows = ids.isin(split.index)
+        df.loc[rows, "example_id"] = [
+            SPLIT_ID.format(id=i, key=str(k)[:8])
+            for i, k in zip(ids[rows], df.loc[rows, "example_key"], strict=True)
+        ]
+        names = sorted(split.index, key=natural_key)
+        notes.append(
+            f"{len(names)} example id(s) ({_listed(names)}) hold different questions or answers in different "
+            "jobs: kept apart as <id>~<fingerprint>, never pooled or paired"
+        )
+    return df, notes
+
+
+def given_id(example_id: str, key: str) -> str:
+    """The id a dataset gave an example, from the one :func:`identify_examples` may have split."""
+    suffix = "~" + str(key)[:8]
+    return example_id[: -len(suffix)] if example_id.endswith(suffix) else example_id
+
+
+def natural_key(text: str) -> tuple:
+    """Sort key reading digit runs as numbers (``q2`` before ``q10``)."""
+    return tuple(int(t) if t.isdigit() else t for t in re.split(r"(\d+)", text))
 
 
 def write_scores(df: pd.DataFrame, output_dir: str | Path) -> Path:
@@ -225,7 +355,10 @@ def load(path_or_glob: str | Path | list[str | Path]) -> pd.DataFrame:
         NoScoresError: nothing matched (a :class:`FileNotFoundError` and a user error).
     """
     files = find_score_files(path_or_glob)
-    return pd.concat([pd.read_parquet(f) for f in files], ignore_index=True)
+    df, notes = identify_examples(pd.concat([pd.read_parquet(f) for f in files], ignore_index=True))
+    for note in notes:
+        log.warning("%s", note)
+    return df
 
 
 def varying(df: pd.DataFrame, columns: Sequence[str]) -> list[str]:

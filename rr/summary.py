@@ -153,6 +153,7 @@ def build_summary(
     t_start: float,
     planted: dict[str, Any] | None = None,
     scope: DataScope | None = None,
+    example_set: dict[str, Any] | None = None,
 ) -> JobSummary:
     """The job's :class:`~rr.jobfolder.JobSummary`: the one place it is built.
 
@@ -166,6 +167,7 @@ def build_summary(
         timings, t_start: Seconds per stage so far; ``time.perf_counter()`` at its start.
         planted: A simulated reader's planted values (:func:`planted_summary`).
         scope: How much of its data it ran (written when given).
+        example_set: Which examples it ran (:func:`rr.results.example_set`).
     """
     metrics = job_metrics(scores, summary_groups(scores))
     llm = rt.llm
@@ -184,6 +186,7 @@ def build_summary(
         name=name,
         model=llm.identity,
         examples=examples,
+        example_set=example_set,
         rows=len(scores),
         cells=int(scores.groupby(["strategy", *CELL_KEYS]).ngroups),
         requests=stats["requests"],

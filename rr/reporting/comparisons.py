@@ -32,7 +32,7 @@ from rr.reporting.core import (
     system_by,
     system_label,
 )
-from rr.results import CELL_KEYS
+from rr.results import CELL_KEYS, given_id, natural_key
 from rr.stats import adjust_pvalues, paired_permutation_test
 
 COMPARED = ("accuracy", "ndr", "rsr", "ror")
@@ -44,6 +44,7 @@ class _System:
 
     values: pd.DataFrame
     examples: frozenset
+    given: dict[str, str]  # example id -> the id its dataset gave it (rr.results.given_id)
     cells: dict[str, frozenset]  # cell column -> its values
     grid: frozenset  # (retriever, k, order) cells
     notes: dict[str, str]
@@ -61,9 +62,19 @@ def _systems(df: pd.DataFrame, by: list[str]) -> dict[tuple, _System]:
         cols = [c for c in CELL_KEYS if c in g.columns]
         cells = g[cols].astype(str).drop_duplicates()
         row = {m: float(values[m].mean()) for m in values.columns}
+        ids = g.drop_duplicates("example_id")
+        given = (
+            {
+                str(e): given_id(str(e), str(k))
+                for e, k in zip(ids["example_id"], ids["example_key"], strict=True)
+            }
+            if "example_key" in ids.columns
+            else {}
+        )
         out[key_t] = _System(
             values,
             frozenset(g["example_id"].astype(str)),
+            given,
             {c: frozenset(g[c].astype(str)) for c in cols},
             frozenset(map(tuple, cells.to_numpy().tolist())),
             metric_notes(row),
@@ -84,10 +95,13 @@ def why_not_comparable(a: _System, b: _System) -> str:
     """Why two systems cannot be compared pairwise (empty when they can): they must be measured on
     the same examples and the same (retriever, k, order) cells."""
     if a.examples != b.examples:
-        return (
-            f"different examples ({len(a.examples)} vs {len(b.examples)}, "
-            f"{len(a.examples & b.examples)} shared)"
-        )
+        why = f"different examples ({len(a.examples)} vs {len(b.examples)}, {len(a.examples & b.examples)} shared"
+        names_a = {a.given.get(e, e) for e in a.examples - b.examples}
+        clash = sorted(names_a & {b.given.get(e, e) for e in b.examples - a.examples}, key=natural_key)
+        if clash:
+            shown = ", ".join(clash[:5]) + (f" and {len(clash) - 5} more" if len(clash) > 5 else "")
+            why += f"; {len(clash)} shared ids hold different questions or answers ({shown})"
+        return why + ")"
     if a.grid != b.grid:
         parts = [
             f"{c} ∈ {_set(a.cells[c])} vs {_set(b.cells[c])}"

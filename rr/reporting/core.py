@@ -44,7 +44,13 @@ from rr.environment import describe
 from rr.environment import environments_note as environment_note
 from rr.jobfolder import RETRIEVAL_FILE, is_started, read_config, read_summary
 from rr.registry import Registry, origin_of
-from rr.results import find_score_files, load, varying  # noqa: F401 (varying: sections import it from here)
+from rr.results import (  # noqa: F401 (varying: sections import it from here)
+    example_set,
+    find_score_files,
+    identify_examples,
+    load,
+    varying,
+)
 
 log = logging.getLogger(__name__)
 
@@ -128,6 +134,8 @@ class ReportContext:
         confidence: Interval level.
         seed: Seed of every resampling.
         memo: Cache shared by sections (see :meth:`shared`).
+        notes: What reading the jobs did that a reader must know (examples split by identity,
+            identities derived for old tables), shown in the report's index.
     """
 
     jobs: list[JobInfo] = field(default_factory=list)
@@ -136,6 +144,7 @@ class ReportContext:
     confidence: float = 0.95
     seed: int = 0
     memo: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
 
     def shared(self, key: str, compute: Callable[[], Any]) -> Any:
         """``compute()`` once per report under ``key`` (e.g. the robustness table several sections plot)."""
@@ -225,9 +234,11 @@ def sections() -> list[Section]:
 def load_jobs(paths: str | Path | Sequence[str | Path]) -> tuple[pd.DataFrame, ReportContext]:
     """Read every job under ``paths``: the score table and a :class:`ReportContext`.
 
-    Each job's table is read with :func:`rr.results.load`; a job id met twice (the same job
-    copied to two folders) is read once and the duplicate is logged. A job without a
-    ``job_id`` column gets its folder name.
+    Each job's ``scores.parquet`` is read; a job id met twice (the same job copied to two folders)
+    is read once and the duplicate is logged. A job without a ``job_id`` column gets its folder
+    name. The pooled table then gets its examples' identities (:func:`rr.results.identify_examples`:
+    an id that names different questions in different jobs is split); what that did is in
+    ``context.notes``.
 
     Returns:
         (the concatenated score table, the context with ``jobs`` and ``retrieval`` filled).
@@ -237,7 +248,7 @@ def load_jobs(paths: str | Path | Sequence[str | Path]) -> tuple[pd.DataFrame, R
     seen: dict[str, Path] = {}
     recall: list[pd.DataFrame] = []
     for f in find_score_files(paths):
-        df = load(f)
+        df = pd.read_parquet(f)
         job_dir = f.parent
         jid = str(df["job_id"].iloc[0]) if "job_id" in df.columns and len(df) else job_dir.name
         if "job_id" not in df.columns:
@@ -258,7 +269,9 @@ def load_jobs(paths: str | Path | Sequence[str | Path]) -> tuple[pd.DataFrame, R
             recall.append(retrieval)
         ctx.jobs.append(JobInfo(jid, job_dir, len(df), summary, retrieval))
         frames.append(df)
-    scores = pd.concat(frames, ignore_index=True)
+    scores, ctx.notes = identify_examples(pd.concat(frames, ignore_index=True))
+    for note in ctx.notes:
+        log.warning("%s", note)
     if recall:
         ctx.retrieval = pd.concat(recall, ignore_index=True)
     return scores, ctx
@@ -513,17 +526,19 @@ def _index(scores: pd.DataFrame, ctx: ReportContext, outcomes: list[SectionOutco
         f"Intervals: {ctx.confidence:.0%} example-level (cluster) bootstrap, "
         f"{ctx.n_resamples} resamples, seed {ctx.seed}.",
         "",
-        "| job | rows | dataset | generator | strategy | environment | folder |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+        "| job | rows | dataset | examples (set) | generator | strategy | environment | folder |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for job in ctx.jobs:
         mine = scores[scores["job_id"].astype(str) == job.job_id]
         vals = {
             c: ",".join(sorted(mine[c].astype(str).unique())) for c in ("dataset", "generator", "strategy")
         }
+        held = example_set(mine["example_key"]) if "example_key" in mine.columns else None
+        shown = f"{held['examples']} ({held['fingerprint']})" if held else ""
         lines.append(
-            f"| {job.job_id} | {job.rows} | {vals['dataset']} | {vals['generator']} | {vals['strategy']} "
-            f"| {describe(job.summary.get('environment'))} | `{job.path}` |"
+            f"| {job.job_id} | {job.rows} | {vals['dataset']} | {shown} | {vals['generator']} "
+            f"| {vals['strategy']} | {describe(job.summary.get('environment'))} | `{job.path}` |"
         )
     lines += [
         "",
@@ -533,6 +548,13 @@ def _index(scores: pd.DataFrame, ctx: ReportContext, outcomes: list[SectionOutco
     ]
     if note := environments_note(ctx):
         lines += [f"**Note:** {note}.", ""]
+    if "example_key" in scores.columns and len(ctx.jobs) > 1:
+        lines += [
+            "Examples are the same only when their id, question and gold answers are: jobs with the same "
+            "example set (its fingerprint in brackets) ran the same examples; paired comparisons need it.",
+            "",
+        ]
+    lines += [f"- {note}" for note in ctx.notes] + ([""] if ctx.notes else [])
     for o in outcomes:
         lines += [f"## {o.section.title}", ""]
         if o.skipped:
