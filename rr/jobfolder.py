@@ -61,6 +61,8 @@ class JobSummary(Mapping[str, Any]):
         requests ... generation_steps: The model under test's request counts (:class:`LLMStats`).
         accuracy, closed_book_accuracy: Mean score over k > 0 rows and over k = 0 rows (``None``: no rows).
         answer_recall: Retriever -> k -> answer recall of the unperturbed queries.
+        cells_short_of_k: The (retriever, k, query perturbation) cells in which the retriever returned
+            fewer than k documents for some queries: ``queries``, ``queries_short``, ``fewest``.
         counters, prefix_cache, other_models, metrics: Named counts, vLLM's prefix cache, the other
             models' request counts, the robustness metrics (``rr.summary.job_metrics``).
         timings_s, wall_s, versions: Seconds per stage, in all, and the installed versions.
@@ -100,6 +102,7 @@ class JobSummary(Mapping[str, Any]):
     accuracy: float | None = None
     closed_book_accuracy: float | None = None
     answer_recall: dict[str, dict[str, float]] = field(default_factory=dict)
+    cells_short_of_k: list[dict[str, Any]] = field(default_factory=list)
     counters: dict[str, int] = field(default_factory=dict)
     prefix_cache: dict[str, Any] = field(default_factory=dict)
     other_models: list[dict[str, Any]] = field(default_factory=list)

@@ -12,7 +12,7 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -95,6 +95,57 @@ def check_grid(strategies: list[Strategy], ks: list[int], orders: list[str], clo
         )
 
 
+def unfillable_ks(ks: list[int], n_passages: int) -> list[int]:
+    """The grid's k > 0 values a corpus of ``n_passages`` cannot fill (each would hold every passage)."""
+    return [k for k in ks if k > n_passages]
+
+
+def check_ks_fit(ks: list[int], corpus: Corpus) -> None:
+    """Refuse a grid k larger than the corpus before the job starts: its rows would hold all
+    ``len(corpus)`` passages, the same documents as a smaller k under another label.
+
+    Raises:
+        ConfigError: one line naming each such k, what it would hold and the ``grid.k`` that runs.
+    """
+    n = len(corpus)
+    over = unfillable_ks(ks, n)
+    if not over or not n:
+        return
+    fits = [k for k in ks if k <= n] or [n]
+    listed = ", ".join(f"k={k}" for k in over)
+    raise ConfigError(
+        "grid.k",
+        f"corpus {corpus.name!r} has {n} passages, so {listed} cannot be filled: each would hold the same "
+        f"{n} passages under a larger label; run grid.k=[{','.join(map(str, fits))}] or a larger corpus",
+    )
+
+
+def short_cells(
+    run: dict[str, list[Hit]], variants: list[QueryVariant], retriever: str, ks: list[int]
+) -> list[dict[str, Any]]:
+    """The (k, query perturbation) cells of one retriever in which it returned fewer than k
+    documents for some queries (``summary.json`` ``cells_short_of_k``): how many, of how many, and
+    the fewest it returned."""
+    out = []
+    tags = list(dict.fromkeys(v.tag for v in variants))
+    for tag in tags:
+        found = [len(run[variant_qid(v)]) for v in variants if v.tag == tag]
+        for k in ks:
+            short = [n for n in found if n < k]
+            if short:
+                out.append(
+                    {
+                        "retriever": retriever,
+                        "k": k,
+                        "query_perturbation": tag,
+                        "queries": len(found),
+                        "queries_short": len(short),
+                        "fewest": min(short),
+                    }
+                )
+    return out
+
+
 def writable_dir(path: str | Path, key: str) -> Path:
     """Create folder ``path`` if needed and check that it can be written.
 
@@ -170,6 +221,7 @@ class Retrieval:
     runs: dict[str, dict[str, list[Hit]]]  # retriever name -> variant qid -> hits
     recall: dict[str, dict[str, dict[int, float]]]  # retriever -> variant tag -> k -> answer recall
     cache: RunCache
+    short: list[dict[str, Any]] = field(default_factory=list)  # cells with fewer than k documents
 
 
 def run_job(
@@ -206,6 +258,7 @@ def run_job(
         parts = build_components(cfg, plan)
         with watch.stage("load_data"):
             examples, corpus = load_data(parts)
+        check_ks_fit(plan.ks, corpus)  # before any model loads: k=10 of 5 passages is not k=10
         scope = data_scope(cfg, parts.dataset, examples, corpus)
         for line in scope.lines:  # how much of the data this job runs, and who decided
             log.info("%s", line)
@@ -416,6 +469,19 @@ def retrieve(
             index_dir=cache_dir,
         )
         out.runs[retriever.name] = run
+        for cell in short_cells(run, variants, retriever.name, plan.ks):
+            out.short.append(cell)
+            log.warning(
+                "retriever %s returned fewer than k=%d documents for %d of %d queries (query perturbation "
+                "%s; fewest %d): those rows of k=%d hold fewer documents (n_docs_given)",
+                cell["retriever"],
+                cell["k"],
+                cell["queries_short"],
+                cell["queries"],
+                cell["query_perturbation"],
+                cell["fewest"],
+                cell["k"],
+            )
         out.recall[retriever.name] = {
             tag: answer_recall(
                 [v.example for v in variants if v.tag == tag],
@@ -560,6 +626,7 @@ def write_outputs(o: JobOutputs) -> JobSummary:
         planted=o.planted,
         scope=o.scope,
         example_set=example_set([example_key(ex.question, ex.answers) for ex in o.examples]),
+        cells_short_of_k=o.retrieval.short,
     )
     write_summary(out, summary)
     return summary

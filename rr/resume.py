@@ -63,6 +63,7 @@ class JobState:
         detail: What was found (accuracy of a done job, the overrides of a missing one, ...).
         overrides: The overrides that set it apart from the other jobs of its folder (a sweep's
             jobs, or the runs of one name); :func:`status_report` fills them in.
+        sweep: The sweep folder (with ``multirun.yaml``) of a missing job.
     """
 
     job_id: str
@@ -70,6 +71,7 @@ class JobState:
     path: Path | None
     detail: str = ""
     overrides: str = ""
+    sweep: Path | None = None
 
 
 def finished(output_dir: str | Path, jid: str) -> JobSummary | None:
@@ -355,7 +357,7 @@ def status_report(root: str | Path, config_dir: str | None = None) -> StatusRepo
             continue
         for jid, overrides in expected:
             if jid not in present:
-                report.states.append(JobState(jid, "missing", None, " ".join(overrides)))
+                report.states.append(JobState(jid, "missing", None, " ".join(overrides), sweep=mr.parent))
                 present.add(jid)
                 missing_in[jid] = (mr.parent, overrides)
     report.states = name_by_overrides(report.states, missing_in)
@@ -402,6 +404,25 @@ def name_by_overrides(
         for (i, _), diff in zip(members, differing_overrides([o for _, o in members]), strict=True):
             out[i] = replace(out[i], overrides=" ".join(diff))
     return out
+
+
+def finish_command(state: JobState) -> str:
+    """The command that finishes a job that is not done, quoted for a shell: for a job of a sweep
+    (or one missing from it) the sweep's own ``rr -m ...`` (a re-run skips its done jobs and resumes
+    the rest), for a single run its ``rr ...``; ``""`` when no record of the command is left."""
+    import shlex
+
+    sweep = state.sweep
+    if sweep is None and state.path is not None and (state.path.parent / "multirun.yaml").exists():
+        sweep = state.path.parent
+    if sweep is not None:
+        try:
+            task = OmegaConf.select(OmegaConf.load(sweep / "multirun.yaml"), "hydra.overrides.task")
+        except Exception:  # noqa: BLE001 - torn: no command to offer
+            return ""
+        return " ".join(["rr -m", *(shlex.quote(str(o)) for o in task or [])])
+    found = job_overrides(state.path) if state.path is not None else None
+    return "" if found is None else " ".join(["rr", *(shlex.quote(o) for o in found)])
 
 
 def status(root: str | Path, config_dir: str | None = None) -> list[JobState]:

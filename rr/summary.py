@@ -154,6 +154,7 @@ def build_summary(
     planted: dict[str, Any] | None = None,
     scope: DataScope | None = None,
     example_set: dict[str, Any] | None = None,
+    cells_short_of_k: list[dict[str, Any]] | None = None,
 ) -> JobSummary:
     """The job's :class:`~rr.jobfolder.JobSummary`: the one place it is built.
 
@@ -168,6 +169,7 @@ def build_summary(
         planted: A simulated reader's planted values (:func:`planted_summary`).
         scope: How much of its data it ran (written when given).
         example_set: Which examples it ran (:func:`rr.results.example_set`).
+        cells_short_of_k: Cells whose retriever returned fewer than k documents for some queries.
     """
     metrics = job_metrics(scores, summary_groups(scores))
     llm = rt.llm
@@ -212,6 +214,7 @@ def build_summary(
             for r, per_tag in recall.items()
             if per_tag
         },
+        cells_short_of_k=list(cells_short_of_k or []),
         counters=dict(sorted(rt.counters.items())),
         # vLLM: prompt tokens looked up in / found in its prefix cache during this job
         prefix_cache={

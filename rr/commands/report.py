@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -59,6 +60,12 @@ def main(argv: list[str]) -> int:
         action="store_true",
         help="do not write the result browser (<out>/site/index.html: overview, examples, flips)",
     )
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="exit with status 1 when a job below the folders is not finished (interrupted, failed or "
+        "never started), besides when a section failed",
+    )
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     if args.list_sections:
@@ -107,9 +114,20 @@ def main(argv: list[str]) -> int:
 
     for line in console_lines(report.outcomes):
         print(line)
+    for note in report.context.notes if report.context is not None else []:
+        print(f"  examples: {note}")
     for o in report.outcomes:
         if o.skipped:
             print(f"  skipped {o.section.name}: {o.skipped}")
     for o in report.failed:
         print(f"  FAILED {o.section.name}: {o.error}")
+    cov = report.coverage
+    if cov is not None and (cov.left_out or cov.unreadable):
+        if cov.left_out:
+            print(f"{cov.headline()}:")
+        for line in [*cov.lines(), *cov.unreadable]:
+            print(f"  {line}")
+    if args.strict and cov is not None and cov.left_out:
+        print(f"rr report --strict: {cov.headline()}", file=sys.stderr)
+        return 1
     return 1 if report.failed else 0

@@ -44,6 +44,7 @@ from rr.environment import describe
 from rr.environment import environments_note as environment_note
 from rr.jobfolder import RETRIEVAL_FILE, is_started, read_config, read_summary
 from rr.registry import Registry, origin_of
+from rr.reporting.coverage import Coverage, coverage
 from rr.results import (  # noqa: F401 (varying: sections import it from here)
     example_set,
     find_score_files,
@@ -270,8 +271,6 @@ def load_jobs(paths: str | Path | Sequence[str | Path]) -> tuple[pd.DataFrame, R
         ctx.jobs.append(JobInfo(jid, job_dir, len(df), summary, retrieval))
         frames.append(df)
     scores, ctx.notes = identify_examples(pd.concat(frames, ignore_index=True))
-    for note in ctx.notes:
-        log.warning("%s", note)
     if recall:
         ctx.retrieval = pd.concat(recall, ignore_index=True)
     return scores, ctx
@@ -396,13 +395,15 @@ class SectionOutcome:
 class Report:
     """A built report: where it was written, what each section produced, and what it read
     (``scores`` and ``context``, for what is built from the same table afterwards, such as
-    :func:`rr.reporting.site.build_site`)."""
+    :func:`rr.reporting.site.build_site`), and the jobs below its folders it left out (``coverage``:
+    not finished)."""
 
     out_dir: Path
     outcomes: list[SectionOutcome]
     files: list[Path]
     scores: pd.DataFrame | None = None
     context: ReportContext | None = None
+    coverage: Coverage | None = None
 
     @property
     def failed(self) -> list[SectionOutcome]:
@@ -506,10 +507,11 @@ def build_report(
                 import matplotlib.pyplot as plt
 
                 plt.close(item.figure)
+    cov = coverage(paths)
     readme = out / "README.md"
-    readme.write_text(_index(scores, ctx, outcomes, paths))
+    readme.write_text(_index(scores, ctx, outcomes, paths, cov))
     files.append(readme)
-    return Report(out, outcomes, files, scores, ctx)
+    return Report(out, outcomes, files, scores, ctx, cov)
 
 
 def environments_note(ctx: ReportContext) -> str | None:
@@ -517,7 +519,42 @@ def environments_note(ctx: ReportContext) -> str | None:
     return environment_note({job.job_id: job.summary.get("environment") for job in ctx.jobs})
 
 
-def _index(scores: pd.DataFrame, ctx: ReportContext, outcomes: list[SectionOutcome], paths: Any) -> str:
+def _left_out(cov: Coverage) -> list[str]:
+    """The README's list of the jobs below the report's folders that it does not hold."""
+    if not (cov.left_out or cov.unreadable):
+        return []
+    lines = []
+    if cov.left_out:
+        lines += [
+            f"**{cov.headline()}.** Their numbers are missing from every table below; "
+            "finish them and run `rr report` again:",
+            "",
+            "| state | job | folder | what happened | finish it with |",
+            "| --- | --- | --- | --- | --- |",
+        ]
+        for item in cov.left_out:
+            st = item.state
+            where = f"`{st.path}`" if st.path else (f"none (sweep `{st.sweep}`)" if st.sweep else "-")
+            cells = [
+                st.state,
+                st.job_id,
+                where,
+                st.detail or st.overrides,
+                f"`{item.command}`" if item.command else "",
+            ]
+            lines.append("| " + " | ".join(c.replace("|", "\\|").replace("\n", " ") for c in cells) + " |")
+        lines.append("")
+    lines += [f"- {line}" for line in cov.unreadable] + ([""] if cov.unreadable else [])
+    return lines
+
+
+def _index(
+    scores: pd.DataFrame,
+    ctx: ReportContext,
+    outcomes: list[SectionOutcome],
+    paths: Any,
+    cov: Coverage | None = None,
+) -> str:
     lines = [
         "# rr report",
         "",
@@ -554,7 +591,24 @@ def _index(scores: pd.DataFrame, ctx: ReportContext, outcomes: list[SectionOutco
             "example set (its fingerprint in brackets) ran the same examples; paired comparisons need it.",
             "",
         ]
+    lines += _left_out(cov) if cov is not None else []
     lines += [f"- {note}" for note in ctx.notes] + ([""] if ctx.notes else [])
+    short = [(job, cell) for job in ctx.jobs for cell in job.summary.get("cells_short_of_k") or []]
+    if short:
+        lines += [
+            "Cells that hold fewer documents than their k (the retriever returned fewer for some queries; "
+            "their rows' n_docs_given says how many):",
+            "",
+        ]
+        for job, c in short:
+            perturbed = (
+                "" if c.get("query_perturbation", "none") == "none" else f" ({c['query_perturbation']})"
+            )
+            lines.append(
+                f"- job {job.job_id}: {c['retriever']}, k={c['k']}{perturbed}: {c['queries_short']} of "
+                f"{c['queries']} queries (fewest {c['fewest']})"
+            )
+        lines.append("")
     for o in outcomes:
         lines += [f"## {o.section.title}", ""]
         if o.skipped:
