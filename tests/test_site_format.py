@@ -38,6 +38,7 @@ READS: dict[str, dict[str, tuple[type[fmt.Record], ...]]] = {
         "d": (fmt.Overview,),
         "f": (fmt.FlipCount,),
         "p": (fmt.OverviewPair, fmt.PairApart),
+        "lo": (fmt.LeftOutJob,),
     },
 }
 #: Properties a script adds to a payload itself: (script, variable) -> names.

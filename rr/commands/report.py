@@ -114,8 +114,15 @@ def main(argv: list[str]) -> int:
 
     for line in console_lines(report.outcomes):
         print(line)
+    jobs = report.context.jobs if report.context is not None else []
     for note in report.context.notes if report.context is not None else []:
         print(f"  examples: {note}")
+    short = [c for job in jobs for c in job.summary.get("cells_short_of_k") or []]
+    if short:
+        print(
+            f"  {len(short)} cell(s) hold fewer documents than their k (the retriever returned fewer); "
+            f"{out}/README.md names them"
+        )
     for o in report.outcomes:
         if o.skipped:
             print(f"  skipped {o.section.name}: {o.skipped}")

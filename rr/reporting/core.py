@@ -507,7 +507,7 @@ def build_report(
                 import matplotlib.pyplot as plt
 
                 plt.close(item.figure)
-    cov = coverage(paths)
+    cov = coverage(paths, [job.path for job in ctx.jobs])
     readme = out / "README.md"
     readme.write_text(_index(scores, ctx, outcomes, paths, cov))
     files.append(readme)

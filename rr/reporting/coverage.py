@@ -63,11 +63,13 @@ class Coverage:
         return out
 
 
-def coverage(paths: str | Path | Sequence[str | Path]) -> Coverage:
+def coverage(paths: str | Path | Sequence[str | Path], read: Sequence[Path] = ()) -> Coverage:
     """The jobs below every folder among ``paths`` (files and globs are read as they are) and
-    those of them that are not finished."""
+    those of them that are not finished; the folders of ``read`` (the jobs the report read)
+    count as in the report whatever their state."""
     items = [paths] if isinstance(paths, str | Path) else list(paths)
     out = Coverage()
+    held = {Path(p).resolve() for p in read}
     seen: set[str] = set()
     order = {"partial": 0, "failed": 1, "missing": 2}
     left: list[LeftOut] = []
@@ -79,11 +81,12 @@ def coverage(paths: str | Path | Sequence[str | Path]) -> Coverage:
             f"could not read {p} ({e}): its missing jobs are unknown" for p, e in report.unreadable
         ]
         for s in report.states:
-            if s.job_id in seen:
+            inside = s.path is not None and s.path.resolve() in held
+            if s.job_id in seen and not inside:
                 continue
             seen.add(s.job_id)
             out.jobs += 1
-            if s.state != "done":
+            if s.state != "done" and not inside:
                 left.append(LeftOut(s, finish_command(s)))
     out.left_out = sorted(
         left, key=lambda x: (order.get(x.state.state, 3), str(x.state.path or ""), x.state.job_id)

@@ -147,7 +147,11 @@ class ExampleSystem(Record):
     s = Field("s", "the system's number")
     r = Field("r", "[first, end) of its rows in the shard's ExampleCells")
     q = Field("q", "its question, where it is not the example's (a perturbed query); optional")
-    diff = Field("diff", "[op, text] of q against the example's question (op =, -, +); with q")
+    diff = Field(
+        "diff",
+        "[op, text] of q against the example's question (op =, -, +); with q, unless no job holds "
+        "the example's original question",
+    )
 
 
 class ExampleCells(Record):
@@ -211,6 +215,10 @@ class Overview(Record):
     )
     config_keys = Field("config_keys", "the config keys whose values differ between jobs")
     sweeps = Field("sweeps", "each sweep folder's job states (rr status)")
+    left_out = Field("left_out", "list of LeftOutJob: the jobs below the report's folders it does not hold")
+    left_out_headline = Field(
+        "left_out_headline", "'2 of 3 jobs below ... are not in this report' ('' if none)"
+    )
     sections = Field(
         "sections",
         "each report section: its tables and figures (a figure: its name, title, caption, width and height in pixels)",
@@ -243,6 +251,17 @@ class PairApart(Record):
     reason = Field("reason", "why they are not compared")
 
 
+class LeftOutJob(Record):
+    """A job below the report's folders that is not finished, so not in the report
+    (:class:`rr.reporting.coverage.LeftOut`)."""
+
+    job_id = Field("job_id", "its id")
+    state = Field("state", "partial, failed or missing (as rr status)")
+    folder = Field("folder", "its folder ('' for a missing job)")
+    detail = Field("detail", "what happened (the error, the signal) or, if missing, its overrides")
+    command = Field("command", "the command that finishes it ('' when unknown)")
+
+
 #: Every record, data files first.
 RECORDS: tuple[type[Record], ...] = (
     Index,
@@ -260,4 +279,5 @@ RECORDS: tuple[type[Record], ...] = (
     ExampleCells,
     OverviewPair,
     PairApart,
+    LeftOutJob,
 )

@@ -13,6 +13,11 @@ from rr.reporting.core import ReportContext, system_by, system_label
 from rr.reporting.site.clock import _Clock
 from rr.reporting.site.encoding import _as_list
 from rr.reporting.site.format import System
+from rr.results import example_key
+
+#: An example's question when none of the jobs holds its original query (only perturbed ones): its
+#: systems' queries are shown as they are, diffed against nothing.
+UNKNOWN_ORIGINAL = "(the original question is in none of these jobs; only perturbed queries of it are)"
 
 #: Score characters: exact 0 and 1, else ``a`` + round(20 * score), ``-`` when the cell is missing.
 MISSING = "-"
@@ -131,4 +136,11 @@ class _Model:
             answers = [[str(a) for a in _as_list(v)] for v in df["answers"].to_numpy()[first]]
         else:
             answers = [[] for _ in first]
+        if "example_key" in df.columns and "question" in df.columns:
+            # an example none of whose rows holds its original query: a perturbed question is its
+            # original only if it has the example's fingerprint (rr.results.example_key)
+            keys = df["example_key"].to_numpy()[first]
+            for i in np.flatnonzero(~orig[first]):
+                if example_key(questions[i], answers[i]) != str(keys[i]):
+                    questions[i] = UNKNOWN_ORIGINAL
         return questions, answers

@@ -15,7 +15,7 @@ from rr.jobfolder import CONFIG_FILE
 from rr.reporting.core import JobInfo, Report, ReportContext, ReportTable, environments_note
 from rr.reporting.site.encoding import _num
 from rr.reporting.site.flips import flip_counts
-from rr.reporting.site.format import FORMAT_VERSION, Overview, OverviewPair, PairApart
+from rr.reporting.site.format import FORMAT_VERSION, LeftOutJob, Overview, OverviewPair, PairApart
 from rr.reporting.site.index import _Model
 from rr.reporting.site.papers import link_paper_values
 
@@ -133,6 +133,8 @@ def _overview(report: Report, ctx: ReportContext, model: _Model) -> dict[str, An
         Overview.jobs: jobs,
         Overview.config_keys: differ,
         Overview.sweeps: _sweeps(ctx),
+        Overview.left_out: _left_out(report),
+        Overview.left_out_headline: report.coverage.headline() if report.coverage is not None else "",
         Overview.sections: sections,
         Overview.flip_counts: flip_counts(model),
         Overview.pairs: [
@@ -193,6 +195,22 @@ def _flat_config(job: JobInfo) -> dict[str, Any]:
 
     walk(cfg, "")
     return flat
+
+
+def _left_out(report: Report) -> list[dict[str, Any]]:
+    """The overview's :class:`~rr.reporting.site.format.LeftOutJob` list (from the report's coverage)."""
+    if report.coverage is None:
+        return []
+    return [
+        {
+            LeftOutJob.job_id: item.state.job_id,
+            LeftOutJob.state: item.state.state,
+            LeftOutJob.folder: str(item.state.path or ""),
+            LeftOutJob.detail: item.state.detail or item.state.overrides,
+            LeftOutJob.command: item.command,
+        }
+        for item in report.coverage.left_out
+    ]
 
 
 def _sweeps(ctx: ReportContext) -> list[dict[str, Any]]:

@@ -34,7 +34,7 @@ from rr.reporting.site.format import ExampleSystem as S
 from rr.reporting.site.format import Index as I
 from rr.reporting.site.format import PromptShard as PR
 from rr.reporting.site.format import RowsChunk as R
-from rr.reporting.site.index import _Model
+from rr.reporting.site.index import UNKNOWN_ORIGINAL, _Model
 from rr.reporting.site.passages import _Passages
 
 #: Byte budgets of the data files.
@@ -145,7 +145,8 @@ def write_examples(model: _Model, folder: Path, documents: _Documents) -> None:
                 q = questions[run]
                 if q != model.questions[e]:
                     sysd[S.q] = q
-                    sysd[S.diff] = _char_diff(model.questions[e], q)
+                    if model.questions[e] != UNKNOWN_ORIGINAL:  # only against its own original
+                        sysd[S.diff] = _char_diff(model.questions[e], q)
                 systems.append(sysd)
                 run += 1
             item = {

@@ -240,7 +240,9 @@
     h += '<div class="systems">';
     systems.forEach(function (sysd) {
       h += '<section class="system" id="sys-' + sysd.s + '"><h2>' + esc(idx.systems[sysd.s].label) + "</h2>";
-      if (sysd.q !== undefined) {
+      if (sysd.q !== undefined && sysd.diff === undefined) {
+        h += '<p class="qdiff">Query: ' + esc(sysd.q) + "</p>";
+      } else if (sysd.q !== undefined) {
         h += '<p class="qdiff">Query: <span class="diff">' + diffHtml(sysd.diff) + '</span></p><p class="muted small">perturbed: ' + esc(sysd.q) + "</p>";
       }
       h += gridHtml(sysd) + "</section>";

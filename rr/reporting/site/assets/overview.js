@@ -75,6 +75,18 @@
     h += '<p class="note">Environment: the lock the job\'s packages came from (<code>*</code>: the installed set differed from it; <code>?</code>: no record).</p>';
     if (d.environment_note) h += '<p class="note bad" id="environment-note">Note: ' + esc(d.environment_note) + ".</p>";
     if (d.config_keys.length) h += '<p class="note">Config columns: the settings in which the jobs\' config.yaml files differ.</p>';
+    if (d.left_out.length) {
+      h += '<div id="left-out"><h3>Not in this report</h3><p class="bad">' + esc(d.left_out_headline) +
+        ". Their numbers are missing from every table; finish them and run <code>rr report</code> again.</p>";
+      h += '<div class="scroll"><table class="report"><thead><tr><th scope="col">state</th><th scope="col">job</th>' +
+        '<th scope="col">what happened</th><th scope="col">finish it with</th><th scope="col">folder</th></tr></thead><tbody>';
+      d.left_out.forEach(function (lo) {
+        h += '<tr><td class="state-' + esc(lo.state) + '">' + esc(lo.state) + "</td><td><code>" + esc(lo.job_id) +
+          "</code></td><td>" + esc(lo.detail) + "</td><td>" + (lo.command ? "<code>" + esc(lo.command) + "</code>" : "") +
+          '</td><td class="path">' + esc(lo.folder) + "</td></tr>";
+      });
+      h += "</tbody></table></div></div>";
+    }
     d.sweeps.forEach(function (s) {
       var counts = {};
       s.jobs.forEach(function (j) { counts[j.state] = (counts[j.state] || 0) + 1; });
