@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pandas as pd
 
 from rr.answers import has_answer_in
@@ -227,7 +228,7 @@ def identify_examples(df: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     notes: list[str] = []
     if "example_id" not in df.columns or df.empty:
         return df, notes
-    missing = df["example_key"].isna() if "example_key" in df.columns else pd.Series(True, index=df.index)
+    missing = df["example_key"].isna().to_numpy() if "example_key" in df.columns else np.ones(len(df), bool)
     if missing.any():
         df = df.copy()
         if "example_key" not in df.columns:
@@ -236,21 +237,20 @@ def identify_examples(df: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
         jobs = sorted(old["job_id"].astype(str).unique()) if "job_id" in old.columns else []
         whose = f" of job(s) {_listed(jobs)}" if jobs else ""
         if "question" in old.columns:
-            unit = [c for c in ("job_id", "example_id") if c in old.columns]
-            first = old
-            if "query_perturbation" in old.columns:  # the original's question first
-                first = old.assign(_p=(old["query_perturbation"].astype(str) != "none")).sort_values(
-                    "_p", kind="stable"
-                )
-            first = first.drop_duplicates(unit)
-            answers = first["answers"] if "answers" in first.columns else pd.Series([[]] * len(first))
-            keys = {
-                tuple(u): example_key(str(q), [] if a is None else list(a))
-                for u, q, a in zip(
-                    first[unit].itertuples(index=False), first["question"], answers, strict=True
-                )
-            }
-            df.loc[missing, "example_key"] = [keys[tuple(u)] for u in old[unit].itertuples(index=False)]
+            unit = _codes(old, [c for c in ("job_id", "example_id") if c in old.columns])
+            perturbed = (
+                (old["query_perturbation"].astype(str) != "none").to_numpy()
+                if "query_perturbation" in old.columns
+                else np.zeros(len(old), bool)
+            )
+            order = np.lexsort((perturbed, unit))  # per (job, id): the original query's row first
+            first = order[np.r_[True, unit[order][1:] != unit[order][:-1]]]
+            answers = old["answers"].to_numpy() if "answers" in old.columns else np.full(len(old), None)
+            questions = old["question"].to_numpy()
+            keys = np.empty(unit.max() + 1, dtype=object)
+            for i in first:
+                keys[unit[i]] = example_key(str(questions[i]), [] if answers[i] is None else list(answers[i]))
+            df.loc[missing, "example_key"] = keys[unit]
             notes.append(
                 f"{int(missing.sum())} rows{whose} have no example_key (written before rr recorded it): "
                 "derived from each example's question and gold answers"
@@ -261,22 +261,38 @@ def identify_examples(df: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
                 f"{int(missing.sum())} rows{whose} have neither an example_key nor a question: their "
                 "examples are matched by id alone"
             )
-    ids = df["example_id"].astype(str)
-    per_id = df.groupby(ids, sort=False)["example_key"].nunique()
-    split = per_id[per_id > 1]
-    if len(split):
+    id_codes, id_names = pd.factorize(df["example_id"])
+    key_codes, key_names = pd.factorize(df["example_key"])
+    width = len(key_names) + 1
+    pairs, row_pair = np.unique(id_codes.astype(np.int64) * width + key_codes, return_inverse=True)
+    per_id = np.bincount(pairs // width, minlength=len(id_names))
+    if (per_id > 1).any():
         df = df.copy()
-        rows = ids.isin(split.index)
-        df.loc[rows, "example_id"] = [
-            SPLIT_ID.format(id=i, key=str(k)[:8])
-            for i, k in zip(ids[rows], df.loc[rows, "example_key"], strict=True)
-        ]
-        names = sorted(split.index, key=natural_key)
+        split = per_id[pairs // width] > 1
+        named = np.array(
+            [
+                SPLIT_ID.format(id=id_names[p // width], key=str(key_names[p % width])[:8]) if s else ""
+                for p, s in zip(pairs.tolist(), split.tolist(), strict=True)
+            ],
+            dtype=object,
+        )
+        rows = split[row_pair]
+        df["example_id"] = np.where(rows, named[row_pair], df["example_id"].to_numpy(dtype=object))
+        names = sorted(map(str, id_names[per_id > 1]), key=natural_key)
         notes.append(
             f"{len(names)} example id(s) ({_listed(names)}) hold different questions or answers in different "
             "jobs: kept apart as <id>~<fingerprint>, never pooled or paired"
         )
     return df, notes
+
+
+def _codes(df: pd.DataFrame, columns: list[str]) -> np.ndarray:
+    """One integer per row, equal for rows equal in ``columns`` (0 .. number of distinct - 1)."""
+    combined = np.zeros(len(df), dtype=np.int64)
+    for c in columns:
+        codes, names = pd.factorize(df[c])
+        combined = combined * (len(names) + 1) + codes
+    return pd.factorize(combined)[0]
 
 
 def given_id(example_id: str, key: str) -> str:
