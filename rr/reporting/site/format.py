@@ -14,7 +14,7 @@ Every data file is a script ``RR.load(kind, key, payload);`` (:func:`~rr.reporti
 from __future__ import annotations
 
 #: The data format's version (``format_version`` of ``index.js`` and ``overview.js``).
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3  # 3: example keys (identity) and the jobs a report left out (issue 36)
 
 
 class Field(str):
