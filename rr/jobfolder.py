@@ -4,11 +4,15 @@ A job's folder (``run_job``'s ``output_dir``) holds:
 
 - :data:`CONFIG_FILE` (``config.yaml``): the resolved config, written first;
 - :data:`SCORES_FILE` (``scores.parquet``): the score table (:mod:`rr.results`);
+- :data:`PROMPTS_FILE` (``prompts.parquet``): each score row's prompt as sent, keyed on the row's
+  key columns (:data:`rr.results.PROMPT_KEYS`), zstd-compressed; read only by who asks
+  (:func:`rr.results.load_prompts`, the site's prompt view), never by ``rr.results.load``;
 - :data:`RETRIEVAL_FILE` (``retrieval.csv``): answer recall per retriever, query variant and k;
 - :data:`RUNS_DIR` (``runs/<retriever>.trec``) and :data:`QRELS_FILE` (``qrels.trec``): TREC runs and qrels;
 - :data:`SUMMARY_FILE` (``summary.json``): counts, timings and metrics (:class:`JobSummary`), written
   last: a job is done when it exists;
-- :data:`HISTORY_DIR` (``history/<n>.summary.json``, ``history/<n>.scores.parquet``): the earlier runs
+- :data:`HISTORY_DIR` (``history/<n>.summary.json``, ``history/<n>.scores.parquet``,
+  ``history/<n>.prompts.parquet``): the earlier runs
   of a job that ``force=true`` ran again (:func:`archive_run`, :func:`earlier_runs`), under names no
   reader of job folders takes for a job of its own.
 
@@ -31,6 +35,7 @@ from rr.atomic import atomic_write
 CONFIG_FILE = "config.yaml"
 SUMMARY_FILE = "summary.json"
 SCORES_FILE = "scores.parquet"
+PROMPTS_FILE = "prompts.parquet"
 RETRIEVAL_FILE = "retrieval.csv"
 QRELS_FILE = "qrels.trec"
 RUNS_DIR = "runs"
@@ -181,8 +186,9 @@ def _read_summary_file(path: Path) -> JobSummary | None:
 
 
 def archive_run(job_dir: str | Path) -> int:
-    """Keep a finished run's record before ``force=true`` runs the job again: its ``summary.json`` and
-    ``scores.parquet`` move to :data:`HISTORY_DIR` as the next numbered entry (renames, no copies).
+    """Keep a finished run's record before ``force=true`` runs the job again: its ``summary.json``,
+    ``scores.parquet`` and ``prompts.parquet`` (where it has one) move to :data:`HISTORY_DIR` as the
+    next numbered entry (renames, no copies).
 
     Returns:
         The entry's number (1 for the first run kept).
@@ -192,6 +198,8 @@ def archive_run(job_dir: str | Path) -> int:
     history.mkdir(exist_ok=True)
     n = len(earlier_runs(folder)) + 1
     (folder / SCORES_FILE).replace(history / f"{n}.{SCORES_FILE}")
+    if (folder / PROMPTS_FILE).is_file():
+        (folder / PROMPTS_FILE).replace(history / f"{n}.{PROMPTS_FILE}")
     (folder / SUMMARY_FILE).replace(history / f"{n}.{SUMMARY_FILE}")  # last: it makes the entry count
     return n
 

@@ -1,6 +1,9 @@
 """The score table: one row per (job, example, cell); written as parquet, read back as pandas.
 
-Columns (docs/design.md contract, plus extras): see :data:`COLUMNS`.
+Columns (docs/design.md contract, plus extras): see :data:`COLUMNS`. A row's ``prompt`` (the
+prompt as sent, ~30 kB a row at k = 100) is not in ``scores.parquet``: :func:`write_scores` puts it
+in the job's ``prompts.parquet`` with the row's :data:`PROMPT_KEYS`, which :func:`load` never reads
+and :func:`load_prompts` does.
 """
 
 from __future__ import annotations
@@ -14,12 +17,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
+import pyarrow.parquet as pq
 
 from rr.answers import has_answer_in
 from rr.atomic import atomic_write
 from rr.errors import UserError
 from rr.hashing import content_hash
-from rr.jobfolder import SCORES_FILE
+from rr.jobfolder import PROMPTS_FILE, SCORES_FILE
 from rr.perturbations.base import perturbation_columns
 from rr.records import MetaKey
 
@@ -64,7 +68,8 @@ COLUMNS: dict[str, str] = {
     "it was not sent (empty output, prediction '', no model call); strict_window=true fails the job instead",
     "marker_found": "whether the 'Answer:' marker was found (False = fallback extraction)",
     "prompt": "the final step's prompt exactly as rendered for the model (chat template applied, documents "
-    "after window fitting); the one sent, or, with over_window, the one that was not",
+    "after window fitting); the one sent, or, with over_window, the one that was not. Stored in the job's "
+    "prompts.parquet, not scores.parquet (rr.results.load_prompts)",
     "em": "SQuAD exact match (max over gold answers)",
     "f1": "SQuAD token F1 (max over gold answers)",
 }
@@ -95,6 +100,22 @@ ROW_COLUMNS = (
         "over_window",
     ),
     "prompt",
+)
+
+#: The score-table column kept out of ``scores.parquet`` (in ``prompts.parquet``).
+PROMPT = "prompt"
+
+#: The columns that tell a job's rows apart, with which ``prompts.parquet`` keys each prompt
+#: (those the table has): the job, the system, the example, the perturbations and the cell.
+PROMPT_KEYS = (
+    "job_id",
+    "dataset",
+    "generator",
+    "strategy",
+    "example_id",
+    "query_perturbation",
+    "doc_perturbation",
+    *CELL_KEYS,
 )
 
 
@@ -307,11 +328,23 @@ def natural_key(text: str) -> tuple:
 
 
 def write_scores(df: pd.DataFrame, output_dir: str | Path) -> Path:
-    """Write ``scores.parquet`` into ``output_dir`` atomically and return its path."""
+    """Write ``scores.parquet`` into ``output_dir`` atomically and return its path.
+
+    A ``prompt`` column goes to ``prompts.parquet`` instead (with the table's :data:`PROMPT_KEYS`,
+    zstd), written first; a table without one removes a ``prompts.parquet`` left there.
+    """
     missing = [c for c in REQUIRED if c not in df.columns]
     if missing:
         raise ValueError(f"score table lacks required columns {missing}")
-    path = Path(output_dir) / SCORES_FILE
+    out = Path(output_dir)
+    if PROMPT in df.columns:
+        keys = [c for c in PROMPT_KEYS if c in df.columns]
+        with atomic_write(out / PROMPTS_FILE, mode=None) as tmp:
+            df[[*keys, PROMPT]].to_parquet(tmp, index=False, compression="zstd")
+        df = df.drop(columns=PROMPT)
+    else:
+        (out / PROMPTS_FILE).unlink(missing_ok=True)
+    path = out / SCORES_FILE
     with atomic_write(path, mode=None) as tmp:
         df.to_parquet(tmp, index=False)
     return path
@@ -371,10 +404,40 @@ def load(path_or_glob: str | Path | list[str | Path]) -> pd.DataFrame:
         NoScoresError: nothing matched (a :class:`FileNotFoundError` and a user error).
     """
     files = find_score_files(path_or_glob)
-    df, notes = identify_examples(pd.concat([pd.read_parquet(f) for f in files], ignore_index=True))
+    df, notes = identify_examples(pd.concat([_read_scores(f) for f in files], ignore_index=True))
     for note in notes:
         log.warning("%s", note)
     return df
+
+
+def _read_scores(path: Path) -> pd.DataFrame:
+    """One ``scores.parquet`` without a ``prompt`` column (a table written before ``prompts.parquet`` has one)."""
+    names = pq.read_schema(path).names
+    if PROMPT not in names:
+        return pd.read_parquet(path)
+    return pd.read_parquet(path, columns=[c for c in names if c != PROMPT])
+
+
+def load_prompts(path_or_glob: str | Path | list[str | Path]) -> pd.DataFrame:
+    """The prompts as sent of the jobs under ``path_or_glob`` (as :func:`load` finds them): the
+    :data:`PROMPT_KEYS` each job's table has, and ``prompt``.
+
+    Read from each job's ``prompts.parquet``; a table written before it (a ``prompt`` column in
+    ``scores.parquet``) gives that column; a job with neither gives no rows. Join on the keys both
+    frames have: ``load(p).merge(load_prompts(p), how="left")``.
+    """
+    frames = []
+    for f in find_score_files(path_or_glob):
+        side = f.parent / PROMPTS_FILE
+        if side.is_file():
+            frames.append(pd.read_parquet(side))
+            continue
+        names = pq.read_schema(f).names
+        if PROMPT in names:
+            frames.append(pd.read_parquet(f, columns=[*(c for c in PROMPT_KEYS if c in names), PROMPT]))
+    if not frames:
+        return pd.DataFrame({PROMPT: pd.Series([], dtype=object)})
+    return pd.concat(frames, ignore_index=True)
 
 
 def varying(df: pd.DataFrame, columns: Sequence[str]) -> list[str]:

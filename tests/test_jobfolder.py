@@ -79,7 +79,7 @@ def test_a_job_writes_a_versioned_summary_that_reads_back_byte_for_byte(tmp_path
 
 
 #: The job folder's names, each spelled only in rr/jobfolder.py.
-NAMES = ("config.yaml", "summary.json", "scores.parquet")
+NAMES = ("config.yaml", "summary.json", "scores.parquet", "prompts.parquet")
 
 
 def test_the_job_folder_names_are_spelled_in_one_module() -> None:

@@ -2,7 +2,9 @@
 
 A simulated-reader job records the prompts its generator is handed; every row's ``prompt`` must
 be one of them (the final step's: for OwnKnow, the answer step that holds the closed-book draft),
-and a re-run served from the generation cache must store the same prompts.
+and a re-run served from the generation cache must store the same prompts. The prompts live in the
+job's ``prompts.parquet`` (keyed like the score rows), not in ``scores.parquet``: ``rr.results.load``
+never reads them.
 """
 
 from __future__ import annotations
@@ -13,7 +15,9 @@ import pandas as pd
 import pytest
 
 from rr.generation.simulated import SimulatedGenerator
+from rr.jobfolder import PROMPTS_FILE, SCORES_FILE, archive_run
 from rr.pipeline import run_job
+from rr.results import PROMPT_KEYS, load, load_prompts, write_scores
 from tests.conftest import compose_config
 
 SIM = [
@@ -42,9 +46,18 @@ def test_every_rows_prompt_is_the_one_the_generator_received(
     monkeypatch.setattr(SimulatedGenerator, "generate", spy)
     cfg = compose_config(SIM, tmp_path)
     run_job(cfg, tmp_path / "job")
-    rows = pd.read_parquet(tmp_path / "job" / "scores.parquet")
-    assert len(rows) == 4 * 2 * (1 + 2 * 2)  # examples x strategies x (closed book + k x orders)
+    table = load(tmp_path / "job")
+    prompts = load_prompts(tmp_path / "job")
+    assert len(table) == 4 * 2 * (1 + 2 * 2)  # examples x strategies x (closed book + k x orders)
+    # the score table holds no prompt text; prompts.parquet holds one prompt per score row, keyed
+    assert "prompt" not in table.columns
+    assert "prompt" not in pd.read_parquet(tmp_path / "job" / SCORES_FILE).columns
+    assert list(prompts.columns) == [*PROMPT_KEYS, "prompt"]
+    assert not prompts.duplicated(list(PROMPT_KEYS)).any()
+    rows = table.merge(prompts, on=list(PROMPT_KEYS), how="left", validate="one_to_one")
+    assert rows["prompt"].notna().all()
     sent = set(received)
+    assert set(prompts["prompt"]) == sent  # the prompts sent, no more and no fewer
     assert rows["prompt"].map(lambda p: p in sent).all()
     # the final step's prompt: the documents in prompt order, the question; OwnKnow's holds its draft
     for _, r in rows[rows["k"] > 0].iterrows():
@@ -62,6 +75,49 @@ def test_every_rows_prompt_is_the_one_the_generator_received(
     # a re-run from the cache sends nothing and stores the same prompts
     received.clear()
     run_job(cfg, tmp_path / "again")
-    again = pd.read_parquet(tmp_path / "again" / "scores.parquet")
     assert received == []
-    assert again["prompt"].tolist() == rows["prompt"].tolist()
+    assert load_prompts(tmp_path / "again")["prompt"].tolist() == prompts["prompt"].tolist()
+
+
+def test_prompts_file_beside_the_scores_and_kept_with_a_forced_runs_history(tmp_path: Path) -> None:
+    """write_scores splits ``prompt`` off; a table without one leaves no stale prompts file; a table
+    written before prompts.parquet (the column inside scores.parquet) loads without it and still
+    gives its prompts; archive_run keeps the prompts with the scores."""
+    df = pd.DataFrame(
+        {
+            "example_id": ["a", "a"],
+            "dataset": "d",
+            "generator": "g",
+            "strategy": "vanilla",
+            "retriever": ["none", "bm25"],
+            "k": [0, 1],
+            "order": ["none", "original"],
+            "query_perturbation": "none",
+            "doc_perturbation": "none",
+            "n_docs_used": [0, 1],
+            "prediction": "x",
+            "raw_output": "x",
+            "score": [0.0, 1.0],
+            "judge": "match",
+            "refused": False,
+            "job_id": "j1",
+            "prompt": ["Q?", "Doc.\nQ?"],
+        }
+    )
+    job = tmp_path / "job"
+    job.mkdir()
+    write_scores(df, job)
+    assert "prompt" not in pd.read_parquet(job / SCORES_FILE).columns
+    side = pd.read_parquet(job / PROMPTS_FILE)
+    assert side["prompt"].tolist() == ["Q?", "Doc.\nQ?"] and side["k"].tolist() == [0, 1]
+    (job / "summary.json").write_text("{}")
+    assert archive_run(job) == 1
+    assert (job / "history" / f"1.{PROMPTS_FILE}").is_file() and not (job / PROMPTS_FILE).exists()
+    write_scores(df, job)
+    write_scores(df.drop(columns="prompt"), job)
+    assert not (job / PROMPTS_FILE).exists() and load_prompts(job).empty
+    old = tmp_path / "old"
+    old.mkdir()
+    df.to_parquet(old / SCORES_FILE, index=False)  # as write_scores wrote it before prompts.parquet
+    assert "prompt" not in load(old).columns
+    assert load_prompts(old)["prompt"].tolist() == ["Q?", "Doc.\nQ?"]

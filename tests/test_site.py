@@ -26,7 +26,7 @@ from rr.metrics.flips import doc_perturbation_flips, robustness_flips
 from rr.metrics.robustness import ndr, ror, rsr
 from rr.metrics.spurious import robustness_rates
 from rr.pipeline import run_job
-from rr.results import write_scores
+from rr.results import PROMPT_KEYS, load, load_prompts, write_scores
 from tests import browser
 from tests.conftest import compose_config
 from tests.synthetic import job_rows, write_job
@@ -65,7 +65,8 @@ def sweep(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     folder = root / "sweep"
     job = folder / "sim"
     run_job(compose_config(SIM, root), job)
-    base = pd.read_parquet(job / "scores.parquet")
+    # the score table and, joined on its keys, its prompts (prompts.parquet: the site reads them there)
+    base = load(job).merge(load_prompts(job), on=list(PROMPT_KEYS), how="left", validate="one_to_one")
     typo = base[base["strategy"] == "vanilla"].copy()
     typo["query_perturbation"] = TYPO
     typo["question"] = typo["question"].map(_typo)

@@ -184,7 +184,7 @@ class PromptShard(Record):
     pr = Field(
         "pr",
         "per row of the example shard's cells: its final step's prompt exactly as rendered for the model "
-        "(score column prompt; '': not recorded)",
+        "(the row's prompt in its job's prompts.parquet; '': not recorded)",
     )
 
 

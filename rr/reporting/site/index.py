@@ -44,6 +44,7 @@ class _Model:
 
     def __init__(self, df: pd.DataFrame, ctx: ReportContext, clock: _Clock) -> None:
         self.notes: list[str] = []
+        self.jobs = ctx.jobs  # the jobs' folders: their prompts.parquet (rows.write_examples)
         if "job_id" not in df.columns:
             df = df.assign(job_id="job")
         self.df = df

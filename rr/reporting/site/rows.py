@@ -7,9 +7,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from rr.jobfolder import SCORES_FILE
 from rr.reporting.site.documents import _Documents
 from rr.reporting.site.encoding import (
     _arrow_strings,
@@ -36,6 +38,7 @@ from rr.reporting.site.format import PromptShard as PR
 from rr.reporting.site.format import RowsChunk as R
 from rr.reporting.site.index import UNKNOWN_ORIGINAL, _Model
 from rr.reporting.site.passages import _Passages
+from rr.results import PROMPT, PROMPT_KEYS, load_prompts
 
 #: Byte budgets of the data files.
 ROWS_PER_CHUNK = 4000
@@ -130,7 +133,7 @@ def write_examples(model: _Model, folder: Path, documents: _Documents) -> None:
     firsts.append(n_ex)
     row_bounds = [int(ex_first[e]) if e < n_ex else n for e in firsts]
     joined = {k: _runs_json(v, row_bounds) for k, v in literals.items()}
-    prompts = _runs_json(_json_strings(_arrow_strings(df, "prompt", order)), row_bounds)
+    prompts = _runs_json(_json_strings(_prompt_strings(model, order)), row_bounds)
     (folder.parent / "pr").mkdir(exist_ok=True)
     model.ex_shards = firsts[:-1]  # first example of each shard
     run = 0  # the (example, system) run at hand
@@ -166,6 +169,30 @@ def write_examples(model: _Model, folder: Path, documents: _Documents) -> None:
         (folder / f"e-{shard:04d}.js").write_bytes(text.encode("utf-8"))
         text = f'RR.load("{PR.kind}",{shard},{{"{PR.first}":{first},"{PR.pr}":{next(prompts)}}});\n'
         (folder.parent / "pr" / f"pr-{shard:04d}.js").write_bytes(text.encode("utf-8"))
+
+
+def _prompt_strings(model: _Model, order: np.ndarray) -> pa.Array:
+    """The prompt as sent of the rows at ``order`` ('' where not recorded): the table's ``prompt``
+    column where it has one, else read from the jobs' ``prompts.parquet`` (the score table does not
+    hold it) and joined on :data:`rr.results.PROMPT_KEYS`."""
+    df = model.df
+    if PROMPT in df.columns:
+        return _arrow_strings(df, PROMPT, order)
+    frames = []
+    for job in model.jobs:
+        p = load_prompts(job.path / SCORES_FILE) if (job.path / SCORES_FILE).is_file() else None
+        if p is not None and len(p):
+            frames.append(p if "job_id" in p.columns else p.assign(job_id=job.job_id))
+    if not frames:
+        return _arrow_strings(df, PROMPT, order)  # '' for every row
+    prompts = pd.concat(frames, ignore_index=True)
+    keys = [c for c in PROMPT_KEYS if c in df.columns and c in prompts.columns]
+    left = df[keys].iloc[order].reset_index(drop=True)
+    for c in keys:
+        if left[c].dtype != prompts[c].dtype:
+            left[c], prompts[c] = left[c].astype(str), prompts[c].astype(str)
+    merged = left.merge(prompts.drop_duplicates(keys), on=keys, how="left", sort=False)
+    return pc.fill_null(pa.Array.from_pandas(merged[PROMPT], type=pa.large_string()), "")
 
 
 def index(model: _Model, passages: _Passages) -> dict[str, Any]:

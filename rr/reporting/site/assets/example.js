@@ -160,8 +160,8 @@
     return h + "</ol>";
   }
 
-  /* The final step's prompt as the model received it (stored by the job: the score table's
-     prompt column), and what window fitting cut. The text is in data/pr/pr-NNNN.js (the
+  /* The final step's prompt as the model received it (stored by the job in its
+     prompts.parquet), and what window fitting cut. The text is in data/pr/pr-NNNN.js (the
      example shard's number), loaded when the box is opened (loadPrompt). */
   function promptHtml(c, used) {
     var given = c[CELL.given];
