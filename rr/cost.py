@@ -49,8 +49,8 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from rr.generation.base import Generator
 from rr.generation.cache import GenerationCache
-from rr.generation.client import LLM, PROBE_TOKENS, PreparedStep
-from rr.generation.throughput import Throughput, ThroughputStore, TimesBatches, step_seconds, timed_generate
+from rr.generation.client import LLM, PreparedStep
+from rr.generation.throughput import BatchTiming, Throughput, ThroughputStore, TimesBatches, step_seconds
 from rr.hashing import content_hash
 from rr.records import Generation, Request
 from rr.retrieval.base import CorpusEncoder
@@ -194,6 +194,10 @@ class PlanStep:
         return (self.prompt_tokens / prompt_tps + self.new_tokens / generated_tps) / 3600
 
 
+#: New tokens of each calibration probe (enough decode steps to time a step's fixed and per-row cost).
+CALIBRATION_TOKENS = 8
+
+
 @dataclass
 class StepTiming:
     """How ``rr plan`` predicts each step's wall time on this machine, shared by the planners of
@@ -201,14 +205,20 @@ class StepTiming:
 
     For a backend that times its batches (:class:`~rr.generation.throughput.TimesBatches`: the HF
     backend, on CPU or GPU), while this plan has spent less than ``budget_s`` timing: the model is
-    loaded (timed) and warmed up on a few tokens; the step's median-length prompt is run alone for a
-    few tokens (prefill and decode speed); then, if one batch of the backend's ``batch_size``
-    prompts around the median length, with the step's own decoding parameters, is predicted to fit
-    in what is left of the budget, that batch is generated and timed (how early its rows stop
-    included). Nothing generated here is cached. The figures are recorded in ``paths.cache_dir``
-    (:class:`~rr.generation.throughput.ThroughputStore`) for the job's own check. A step not timed
-    (budget spent) uses the backend's last timing in this plan, else (``--no-timing``) the
-    throughput recorded by an earlier plan or job. A step's wall time is then
+    loaded (timed) and warmed up (a first call pays one-off costs that no later batch does); then,
+    per step, its shortest and its longest prompt alone and one batch of the backend's ``batch_size``
+    prompts around the median length are generated for :data:`CALIBRATION_TOKENS` tokens. Every
+    batch timed for the backend (all steps so far) is pooled and
+    :meth:`~rr.generation.throughput.Throughput.from_timings` fits prefill as a fixed cost per batch
+    plus one per padded token and a decode step as a fixed cost plus one per row, so a step of
+    short prompts (closed-book: no documents) is predicted from its own token counts, and a batch
+    of 8 rows is not taken to cost 8 single prompts. If one batch of the step's own prompts with
+    its own decoding parameters is predicted to fit in what is left of the budget, it is generated
+    too and times how early the step's batches stop; else decode is taken to run to
+    ``max_new_tokens`` (an upper bound). Nothing generated here is cached. The fit is recorded in
+    ``paths.cache_dir`` (:class:`~rr.generation.throughput.ThroughputStore`) for the job's own
+    check. A step not timed (budget spent) uses the backend's fit so far, else (``--no-timing``)
+    the throughput recorded by an earlier plan or job. A step's wall time is then
     :func:`~rr.generation.throughput.step_seconds` of its prompts' tokens as the job will batch them.
 
     Attributes:
@@ -220,6 +230,7 @@ class StepTiming:
         latest: Backend key -> its last measured throughput and what it rests on.
         load_s: Backend key -> seconds loading its model took.
         seconds: Seconds spent timing (model loads included).
+        pool: Backend key -> every batch timed for it by this plan (warm-up excluded).
     """
 
     budget_s: float | None = 60.0
@@ -229,6 +240,7 @@ class StepTiming:
     latest: dict[str, tuple[Throughput, str]] = field(default_factory=dict)
     load_s: dict[str, float] = field(default_factory=dict)
     seconds: float = 0.0
+    pool: dict[str, list[BatchTiming]] = field(default_factory=dict)
 
     def predict(
         self, llm: LLM, step: str, prepared: PreparedStep, tokens: dict[str, int]
@@ -246,7 +258,8 @@ class StepTiming:
             found = self.measure(gen, backend, step, prepared, tokens, self.budget_s - self.seconds)
             self.seconds += time.perf_counter() - t0
             if found is not None:
-                self.measured[mkey] = self.latest[backend] = found
+                self.measured[mkey] = found
+                self.latest[backend] = (replace(found[0], steps_share=1.0), found[1])
                 if self.store is not None:
                     self.store.put(key, found[0], f"rr plan: {step}: {found[1]}")
         recorded = self.store.get(key) if self.store is not None else None
@@ -254,7 +267,7 @@ class StepTiming:
         if mkey in self.measured:
             tp, basis = self.measured[mkey]
         elif backend in self.latest:
-            tp, basis = self.latest[backend][0], "the budget spent: as timed on an earlier step"
+            tp, basis = self.latest[backend][0], "the budget spent: as fitted on earlier steps"
         elif recorded is not None:
             tp, basis = recorded, "recorded by an earlier plan or job here"
         else:
@@ -273,8 +286,9 @@ class StepTiming:
         tokens: dict[str, int],
         budget: float,
     ) -> tuple[Throughput, str] | None:
-        """Time the step's median prompt alone for a few tokens, then one batch around it with the
-        step's own parameters if it should fit in ``budget`` seconds."""
+        """Time the step's shortest and longest prompt alone and a batch around its median length
+        for a few tokens, then one batch with the step's own parameters if it should fit in
+        ``budget`` seconds; fit the backend's throughput on every batch timed for it so far."""
         from tqdm.auto import tqdm
 
         by_length = sorted(tokens, key=lambda k: tokens[k])
@@ -282,35 +296,66 @@ class StepTiming:
         m = min(gen.batch_size, len(by_length))
         window = by_length[max(0, min(mid - m // 2, len(by_length) - m)) :][:m]
         params = prepared.request(by_length[mid]).params
-        probe = replace(params, max_new_tokens=min(params.max_new_tokens, PROBE_TOKENS))
+        probe = replace(params, max_new_tokens=min(params.max_new_tokens, CALIBRATION_TOKENS))
+        singles = [by_length[0]] + ([by_length[-1]] if tokens[by_length[-1]] != tokens[by_length[0]] else [])
+        probes = [[k] for k in singles] + ([window] if m >= 2 else [])
         bar = tqdm(
-            total=1,  # the batch joins when it fits the budget
+            total=sum(len(p) for p in probes),  # the step's own batch joins when it fits the budget
             desc=f"rr plan: timing {step} on this machine",
             unit="prompt",
             disable=not self.progress,
         )
+        pool = self.pool.setdefault(backend, [])
+        t_start = time.perf_counter()
         try:
             if backend not in self.load_s:
                 t0 = time.perf_counter()
                 gen.load()
                 self.load_s[backend] = time.perf_counter() - t0
-                gen.generate([prepared.prompt(by_length[0])], replace(params, max_new_tokens=2))  # warm-up
-            _, one = timed_generate(gen, [prepared.prompt(by_length[mid])], probe)
-            bar.update(1)
-            if one is None:
+                warm = replace(params, max_new_tokens=2)  # one-off costs of the first calls
+                gen.generate([prepared.prompt(by_length[0])], warm)
+                if m >= 2:
+                    gen.generate([prepared.prompt(k) for k in window[:2]], warm)
+            for keys in probes:
+                timings = self._timed(gen, [prepared.prompt(k) for k in keys], probe)
+                pool.extend(timings)
+                bar.update(len(keys))
+            fitted = Throughput.from_timings(pool)
+            if fitted is None:
                 return None
             steps = max(params.max_new_tokens - 1, 0)
-            if m >= 2 and one.batch_seconds(m, tokens[window[-1]], steps) <= budget:
+
+            def what() -> str:
+                return f"{len(pool)} batches ({sum(t.rows for t in pool)} prompts) timed here"
+
+            left = budget - (time.perf_counter() - t_start)
+            if (
+                m >= 2
+                and params.max_new_tokens > probe.max_new_tokens
+                and fitted.batch_seconds(m, tokens[window[-1]], steps) <= left
+            ):
                 bar.total += len(window)
                 bar.refresh()
-                _, batch = timed_generate(gen, [prepared.prompt(k) for k in window], params)
+                own = self._timed(gen, [prepared.prompt(k) for k in window], params)
                 bar.update(len(window))
-                if batch is not None:
-                    return batch, f"{m} prompts of this step"
-            # one prompt: decode taken to run to max_new_tokens in every batch (an upper bound)
-            return replace(one, steps_share=1.0), "1 prompt of this step (decode: upper bound)"
+                pool.extend(own)
+                share = Throughput.from_timings(own)
+                refit = Throughput.from_timings(pool)
+                if share is not None and refit is not None:
+                    return replace(
+                        refit, steps_share=share.steps_share
+                    ), what() + ", this step's own included"
+            # decode taken to run to max_new_tokens in every batch (an upper bound)
+            return replace(fitted, steps_share=1.0), what() + " (decode: upper bound)"
         finally:
             bar.close()
+
+    @staticmethod
+    def _timed(gen: Any, prompts: list[str], params: Any) -> list[BatchTiming]:
+        """The batch timings of ``gen.generate(prompts, params)`` (its outputs are dropped)."""
+        before = len(gen.batch_timings)
+        gen.generate(prompts, params)
+        return list(gen.batch_timings[before:])
 
 
 class PlanningLLM(LLM):

@@ -17,6 +17,7 @@ from rr.generation.throughput import (
     Throughput,
     ThroughputStore,
     TimesBatches,
+    affine_fit,
     format_seconds,
     step_seconds,
 )
@@ -165,3 +166,103 @@ def test_hf_times_its_own_batches_only() -> None:
     # data-parallel batches run in worker processes: neither timed nor checked before a step
     assert isinstance(HFGenerator(device="cpu"), TimesBatches) and HFGenerator(device="cpu").runs_on_cpu()
     assert not HFGenerator(device="cpu", data_parallel=2).runs_on_cpu()
+
+
+def _affine_seconds(rows: int, longest: int, steps: int) -> tuple[float, float]:
+    """The fake CPU's true cost of a batch (issue 36): prefill 0.5 s + 1 s per 100 padded tokens;
+    a decode step 0.2 s + 0.05 s per row. Returns (prefill, decode) seconds."""
+    return 0.5 + rows * longest / 100, steps * (0.2 + 0.05 * rows)
+
+
+def test_fixed_and_per_token_costs_are_fitted_apart() -> None:
+    # hand-worked: batches of 1 x 10, 1 x 100 and 4 x 100 tokens, 7 decode steps each
+    timings = [
+        BatchTiming(r, r * n, *_affine_seconds(r, n, 7)[:1], 7, _affine_seconds(r, n, 7)[1], 8)
+        for r, n in ((1, 10), (1, 100), (4, 100))
+    ]
+    tp = Throughput.from_timings(timings)
+    assert tp is not None
+    assert (tp.prefill_s0, tp.prefill_tps) == (pytest.approx(0.5), pytest.approx(100.0))
+    assert (tp.step_s0, tp.step_s_per_row) == (pytest.approx(0.2), pytest.approx(0.05))
+    # a batch of 8 x 50 tokens, 23 steps: 0.5 + 4 + 23 * (0.2 + 0.4); a single prompt scaled by rows
+    # (the model before issue 36) would say 8 * (0.5 + 0.5) + 23 * 8 * 0.25 = 54 s, not 18.3 s
+    assert tp.batch_seconds(8, 50, 23) == pytest.approx(0.5 + 4.0 + 23 * 0.6)
+    assert affine_fit([]) == (0.0, 0.0)
+    assert affine_fit([(2, 4.0, 1.0)]) == (0.0, 2.0)  # one point: the line through the origin
+    assert affine_fit([(1, 3.0, 1.0), (2, 2.0, 1.0)]) == (
+        0.0,
+        pytest.approx(5.0 / 3),
+    )  # slope < 0: (3 + 2) / (1 + 2)
+
+
+class _AffineCPU(_Tokenizer):
+    """A CPU backend whose batches cost :func:`_affine_seconds` (no sleeping: it reports the timings),
+    plus 10 s of one-off cost in its first call; every row runs to ``max_new_tokens``."""
+
+    name = "affine"
+    context_window = 10_000
+    batch_size = 4
+
+    def __init__(self) -> None:
+        self.batch_timings: list[BatchTiming] = []
+        self.calls: list[tuple[int, int]] = []
+
+    def runs_on_cpu(self) -> bool:
+        return True
+
+    def throughput_key(self) -> dict:
+        return {"model": self.identity()}
+
+    def load(self) -> Any:
+        return None
+
+    def generate(
+        self, prompts: list[str], params: GenerationParams, progress: Any = None
+    ) -> list[Completion]:
+        lengths = sorted((len(p.split()) for p in prompts), reverse=True)
+        for b in range(0, len(lengths), self.batch_size):
+            batch = lengths[b : b + self.batch_size]
+            steps = params.max_new_tokens - 1
+            prefill, decode = _affine_seconds(len(batch), batch[0], steps)
+            cold = 10.0 if not self.calls else 0.0
+            self.batch_timings.append(
+                BatchTiming(
+                    len(batch), len(batch) * batch[0], prefill + cold, steps, decode, params.max_new_tokens
+                )
+            )
+            self.calls.append((len(batch), params.max_new_tokens))
+        return [Completion("Answer: x", len(p.split()), params.max_new_tokens) for p in prompts]
+
+
+def test_plan_predicts_each_step_from_its_own_tokens_warm_and_batched(tmp_path: Path) -> None:
+    from rr.cost import PlanningLLM, StepTiming
+
+    gen = _AffineCPU()
+    store = ThroughputStore(tmp_path / "tp")
+    timing = StepTiming(budget_s=1e9, store=store)
+    llm = PlanningLLM(gen, GenerationCache(tmp_path, gen.identity(), writer="t"), timing=timing)
+
+    def prompts(lengths: range) -> list[Request]:
+        return [
+            Request.user(" ".join([f"q{n}"] + ["w"] * (n - 1)), GenerationParams(max_new_tokens=11))
+            for n in lengths
+        ]
+
+    # closed-book: short prompts (no documents), 10-14 tokens; batches of 4 longest first: [14..11], [10]
+    llm.generate(prompts(range(10, 15)), step="closed_book")
+    # with documents: 100-105 tokens: [105..102], [101, 100]
+    llm.generate(prompts(range(100, 106)), step="vanilla:answer")
+    closed, rag = llm.steps
+    assert (closed.prompt_tokens, rag.prompt_tokens) == (60, 615)
+
+    def truth(*batches: tuple[int, int]) -> float:
+        return sum(sum(_affine_seconds(rows, longest, 10)) for rows, longest in batches)
+
+    # hand-worked: (0.5 + 0.56 + 10 * 0.4) + (0.5 + 0.1 + 10 * 0.25) = 8.16 s
+    assert truth((4, 14), (1, 10)) == pytest.approx(8.16)
+    assert closed.seconds == pytest.approx(8.16)
+    # (0.5 + 4.2 + 10 * 0.4) + (0.5 + 2.02 + 10 * 0.3) = 14.22 s
+    assert rag.seconds == pytest.approx(truth((4, 105), (2, 101))) and rag.seconds == pytest.approx(14.22)
+    assert "timed here" in closed.timed_on and "this step's own included" in rag.timed_on
+    recorded = store.get(gen.throughput_key())
+    assert recorded is not None and recorded.step_s0 == pytest.approx(0.2)

@@ -79,13 +79,27 @@ class TimesBatches(Protocol):
 class Throughput:
     """A backend's speed on this machine, fitted from batch timings.
 
+    The cost of one batch of ``rows`` prompts padded to ``longest`` tokens, decoding ``steps``
+    tokens after the first (:meth:`batch_seconds`)::
+
+        prefill_s0 + rows * longest / prefill_tps  +  steps * (step_s0 + rows * step_s_per_row)
+
+    A fixed part per batch (prefill) and per decode step, and a part per token and per row: on a
+    CPU a decode step of 8 rows of a small model costs little more than one of 1 row, and a short
+    prompt's prefill is mostly fixed cost, so a single timed prompt scaled by rows and tokens
+    over-estimates a batched step several-fold (issue 36: the demo predicted at 2.3 h took 20 min).
+    :meth:`from_timings` fits both lines by least squares when the timings differ in padded
+    tokens (prefill) and in rows (decode); with one size only, the fixed parts are 0 (the ratio).
+
     Attributes:
-        prefill_tps: Padded prompt tokens per second of prefill.
-        step_s_per_row: Seconds of one decode step per batch row.
+        prefill_tps: Padded prompt tokens per second of prefill (beyond the fixed part).
+        step_s_per_row: Seconds of one decode step per batch row (beyond the fixed part).
         steps_share: Decode steps per batch / its ``max_new_tokens - 1`` (how early batches end);
             1.0 = every batch runs to its budget.
         rows: Rows of the timed batches (how much was measured).
         source: ``"measured"`` (timed just now) or ``"recorded"`` (read from the cache).
+        prefill_s0: Fixed seconds of a batch's prefill.
+        step_s0: Fixed seconds of a decode step.
     """
 
     prefill_tps: float
@@ -93,6 +107,8 @@ class Throughput:
     steps_share: float
     rows: int
     source: str = "measured"
+    prefill_s0: float = 0.0
+    step_s0: float = 0.0
 
     @classmethod
     def from_timings(cls, timings: Sequence[BatchTiming], source: str = "measured") -> Throughput | None:
@@ -101,20 +117,50 @@ class Throughput:
         tokens = sum(t.padded_tokens for t in timings)
         if not timings or prefill_s <= 0 or tokens <= 0:
             return None
-        row_steps = sum(t.steps * t.rows for t in timings)
-        decode_s = sum(t.decode_s for t in timings)
+        s0, per_token = affine_fit([(t.padded_tokens, t.prefill_s, 1.0) for t in timings])
+        decoded = [t for t in timings if t.steps > 0]
+        c0, per_row = affine_fit([(t.rows, t.decode_s / t.steps, float(t.steps)) for t in decoded])
         budget = sum(max(t.max_new_tokens - 1, 0) for t in timings)
         return cls(
-            prefill_tps=tokens / prefill_s,
-            step_s_per_row=decode_s / row_steps if row_steps else 0.0,
+            prefill_tps=1 / per_token,
+            step_s_per_row=per_row,
             steps_share=sum(t.steps for t in timings) / budget if budget else 1.0,
             rows=sum(t.rows for t in timings),
             source=source,
+            prefill_s0=s0,
+            step_s0=c0,
         )
 
     def batch_seconds(self, rows: int, longest: int, steps: float) -> float:
         """Predicted seconds of one batch of ``rows`` prompts padded to ``longest`` tokens."""
-        return rows * longest / self.prefill_tps + steps * rows * self.step_s_per_row
+        return (
+            self.prefill_s0
+            + rows * longest / self.prefill_tps
+            + steps * (self.step_s0 + rows * self.step_s_per_row)
+        )
+
+
+def affine_fit(points: Sequence[tuple[float, float, float]]) -> tuple[float, float]:
+    """``(a, b)`` of ``y = a + b * x`` fitted to ``(x, y, weight)`` points by weighted least squares.
+
+    With fewer than two distinct ``x``, or a fit with a negative ``a`` or a non-positive ``b`` (noise),
+    the line through the origin: ``a = 0``, ``b = sum(w * y) / sum(w * x)`` (the ratio of the totals).
+    ``(0, 0)`` for no points.
+    """
+    sw = sum(w for _, _, w in points)
+    swx = sum(w * x for x, _, w in points)
+    if not points or sw <= 0 or swx <= 0:
+        return 0.0, 0.0
+    ratio = sum(w * y for _, y, w in points) / swx
+    mx, my = swx / sw, sum(w * y for _, y, w in points) / sw
+    sxx = sum(w * (x - mx) ** 2 for x, _, w in points)
+    if sxx <= 1e-12 * max(mx * mx, 1.0):
+        return 0.0, ratio
+    b = sum(w * (x - mx) * (y - my) for x, y, w in points) / sxx
+    a = my - b * mx
+    if a < 0 or b <= 0:
+        return 0.0, ratio
+    return a, b
 
 
 def step_seconds(
@@ -180,12 +226,3 @@ class ThroughputStore:
                 f.write(json.dumps({"key": key, "what": what, "throughput": asdict(throughput)}, indent=1))
         except OSError as e:
             log.debug("throughput not recorded in %s: %s", self.dir, e)
-
-
-def timed_generate(generator: Any, prompts: list[str], params: Any) -> tuple[list[Any], Throughput | None]:
-    """``generator.generate(prompts, params)`` and the throughput of its batches (a
-    :class:`TimesBatches` backend; ``None`` for others)."""
-    timings = generator.batch_timings if isinstance(generator, TimesBatches) else None
-    before = len(timings) if timings is not None else 0
-    out = generator.generate(prompts, params)
-    return out, Throughput.from_timings(timings[before:]) if timings is not None else None
