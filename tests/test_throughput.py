@@ -266,3 +266,33 @@ def test_plan_predicts_each_step_from_its_own_tokens_warm_and_batched(tmp_path: 
     assert "timed here" in closed.timed_on and "this step's own included" in rag.timed_on
     recorded = store.get(gen.throughput_key())
     assert recorded is not None and recorded.step_s0 == pytest.approx(0.2)
+
+
+def test_a_prefix_caching_backend_is_predicted_per_call_on_its_unshared_tokens() -> None:
+    from types import SimpleNamespace
+
+    from rr.cost import shared_prefix_tokens
+    from rr.generation.vllm import call_timing
+
+    # sorted prompts: "D1 D2 Q" shares "D1 " (3 of 7 characters) with "D1 Q", "E2 Q" shares nothing
+    prompts = ["D1 D2 Q", "D1 Q", "E2 Q"]
+    assert shared_prefix_tokens(prompts, [70, 40, 40], block=1) == [0, int(40 * 3 / 4), 0]
+    assert shared_prefix_tokens(prompts, [70, 40, 40], block=16) == [0, 16, 0]  # whole blocks: 30 -> 16
+    tp = Throughput(
+        prefill_tps=100.0, step_s_per_row=0.05, steps_share=1.0, rows=8, prefill_s0=0.5, step_s0=0.2
+    )
+    # chunks of 2: (70 + 40 - 16 computed tokens, 2 rows), (40, 1 row); 10 decode steps each
+    expected = (0.5 + 94 / 100 + 10 * (0.2 + 2 * 0.05)) + (0.5 + 40 / 100 + 10 * (0.2 + 0.05))
+    assert step_seconds([70, 40, 40], tp, 8, 2, 11, shared=[0, 16, 0]) == pytest.approx(expected)
+
+    def out(prompt: int, cached: int, new: int, sched: float, first: float, last: float) -> Any:
+        m = SimpleNamespace(scheduled_ts=sched, first_token_ts=first, last_token_ts=last)
+        ids = SimpleNamespace(token_ids=list(range(new)))
+        return SimpleNamespace(
+            prompt_token_ids=[0] * prompt, num_cached_tokens=cached, outputs=[ids], metrics=m
+        )
+
+    # two requests scheduled at 10.0 and 10.1, first tokens at 11.0 and 11.5, last at 12.0 and 13.5
+    t = call_timing([out(100, 0, 8, 10.0, 11.0, 12.0), out(120, 64, 6, 10.1, 11.5, 13.5)], 8)
+    assert t == BatchTiming(rows=2, padded_tokens=156, prefill_s=1.5, steps=7, decode_s=2.0, max_new_tokens=8)
+    assert call_timing([SimpleNamespace(metrics=None)], 8) is None

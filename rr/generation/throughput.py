@@ -133,9 +133,13 @@ class Throughput:
 
     def batch_seconds(self, rows: int, longest: int, steps: float) -> float:
         """Predicted seconds of one batch of ``rows`` prompts padded to ``longest`` tokens."""
+        return self.seconds(rows, rows * longest, steps)
+
+    def seconds(self, rows: int, prefill_tokens: float, steps: float) -> float:
+        """Predicted seconds of one batch of ``rows`` rows computing ``prefill_tokens`` prompt tokens."""
         return (
             self.prefill_s0
-            + rows * longest / self.prefill_tps
+            + prefill_tokens / self.prefill_tps
             + steps * (self.step_s0 + rows * self.step_s_per_row)
         )
 
@@ -170,6 +174,7 @@ def step_seconds(
     flush_every: int,
     max_new_tokens: int,
     steps_share: float | None = None,
+    shared: Sequence[int] | None = None,
 ) -> float:
     """Predicted wall seconds of generating prompts of ``lengths`` tokens, given in the order the
     client sends them (chunks of ``flush_every``; the backend sorts each chunk longest first and
@@ -177,10 +182,21 @@ def step_seconds(
 
     ``steps_share``: decode steps per batch as a share of ``max_new_tokens - 1`` (default: the
     throughput's own, measured on the same kind of prompts or recorded).
+    ``shared``: for a backend that schedules each call whole and reuses prefixes (vLLM), the tokens
+    each prompt shares with one computed before it: each chunk is one batch computing
+    ``sum(lengths - shared)`` prompt tokens (no padding).
     """
     share = throughput.steps_share if steps_share is None else steps_share
     steps = max(max_new_tokens - 1, 0) * min(max(share, 0.0), 1.0)
     total = 0.0
+    if shared is not None:
+        for c in range(0, len(lengths), max(flush_every, 1)):
+            new = sum(
+                n - min(s, n)
+                for n, s in zip(lengths[c : c + flush_every], shared[c : c + flush_every], strict=True)
+            )
+            total += throughput.seconds(len(lengths[c : c + flush_every]), new, steps)
+        return total
     for c in range(0, len(lengths), max(flush_every, 1)):
         chunk = sorted(lengths[c : c + flush_every], reverse=True)
         for b in range(0, len(chunk), max(batch_size, 1)):

@@ -23,6 +23,7 @@ from typing import Any
 
 from rr.generation.base import Completion
 from rr.generation.hf import HFGenerator
+from rr.generation.throughput import BatchTiming
 from rr.records import GenerationParams
 from rr.registry import component
 
@@ -88,6 +89,28 @@ def parse_outputs(outputs: Sequence[Any], pad_token_id: int | None = None) -> li
             Completion(text=first.text, prompt_tokens=len(o.prompt_token_ids or []), completion_tokens=n)
         )
     return out
+
+
+def call_timing(outputs: Sequence[Any], max_new_tokens: int) -> BatchTiming | None:
+    """One generate call's :class:`~rr.generation.throughput.BatchTiming` from vLLM's per-request
+    metrics (engine-core monotonic timestamps): its rows, the prompt tokens it computed (those not
+    found in the prefix cache), prefill = first scheduled to the last first token, decode = from then
+    to the last token. ``None`` when vLLM gave no metrics."""
+    stats = [getattr(o, "metrics", None) for o in outputs]
+    if not outputs or any(m is None or not getattr(m, "first_token_ts", 0.0) for m in stats):
+        return None
+    start = min(m.scheduled_ts for m in stats)
+    first = max(m.first_token_ts for m in stats)
+    last = max(m.last_token_ts for m in stats)
+    computed = sum(len(o.prompt_token_ids or []) - (o.num_cached_tokens or 0) for o in outputs)
+    return BatchTiming(
+        rows=len(outputs),
+        padded_tokens=max(computed, 1),
+        prefill_s=max(first - start, 1e-6),
+        steps=max(len(o.outputs[0].token_ids) for o in outputs) - 1,
+        decode_s=max(last - first, 0.0),
+        max_new_tokens=max_new_tokens,
+    )
 
 
 def continuation_logprob(output: Any, n_prompt_tokens: int) -> float:
@@ -173,6 +196,10 @@ class VLLMGenerator(HFGenerator):
             (vLLM places and shards the model itself), the decoding block included (see
             :class:`~rr.generation.base.ConfiguredDecoding`).
     """
+
+    #: vLLM schedules every prompt of a call together (continuous batching, no padding) and reuses
+    #: shared prefixes: ``rr plan`` predicts a call as one batch of its prompts' unshared tokens.
+    batches_whole_call = True
 
     def __init__(
         self,
@@ -324,9 +351,10 @@ class VLLMGenerator(HFGenerator):
             return []
         from vllm import SamplingParams
 
-        out = parse_outputs(
-            self._run(prompts, SamplingParams(**sampling_kwargs(params))), self.tokenizer.pad_token_id
-        )
+        outputs = self._run(prompts, SamplingParams(**sampling_kwargs(params)))
+        if (timing := call_timing(outputs, params.max_new_tokens)) is not None:
+            self.batch_timings.append(timing)  # rr plan's model of this machine: one batch per call
+        out = parse_outputs(outputs, self.tokenizer.pad_token_id)
         if progress is not None:
             progress.update(len(prompts))
         return out
