@@ -222,8 +222,8 @@ class StepTiming:
     every model and job of a plan.
 
     For a backend that times its batches (:class:`~rr.generation.throughput.TimesBatches`: the HF
-    backend, on CPU or GPU), while this plan has spent less than ``budget_s`` timing: the model is
-    loaded (timed) and warmed up (a first call pays one-off costs that no later batch does); then,
+    backend, on CPU or GPU, and vLLM), unless ``budget_s`` is ``None``: the model is loaded (timed)
+    and warmed up (a first call pays one-off costs that no later batch does); then,
     per step, its shortest and its longest prompt alone and one batch of the backend's ``batch_size``
     prompts around the median length are generated for :data:`CALIBRATION_TOKENS` tokens. Every
     batch timed for the backend (all steps so far) is pooled and
@@ -235,13 +235,12 @@ class StepTiming:
     too and times how early the step's batches stop; else decode is taken to run to
     ``max_new_tokens`` (an upper bound). Nothing generated here is cached. The fit is recorded in
     ``paths.cache_dir`` (:class:`~rr.generation.throughput.ThroughputStore`) for the job's own
-    check. A step not timed (budget spent) uses the backend's fit so far, else (``--no-timing``)
-    the throughput recorded by an earlier plan or job. A step's wall time is then
+    check. ``--no-timing`` uses the throughput recorded by an earlier plan or job. A step's wall time is then
     :func:`~rr.generation.throughput.step_seconds` of its prompts' tokens as the job will batch them.
 
     Attributes:
-        budget_s: Seconds this plan may spend timing, model loads included (``None``: time nothing,
-            use what is recorded).
+        budget_s: Seconds this plan may spend timing, model loads included: every step's probes run,
+            its own full batch only while the budget lasts (``None``: time nothing, use what is recorded).
         store: Recorded throughputs (``None``: none read or written).
         progress: Show a bar while timing.
         measured: (backend key, step) -> throughput measured by this plan and what it rests on.
@@ -271,7 +270,7 @@ class StepTiming:
         key = gen.throughput_key()
         backend = content_hash(key, 16)
         mkey = (backend, step)
-        if self.budget_s is not None and mkey not in self.measured and self.seconds < self.budget_s:
+        if self.budget_s is not None and mkey not in self.measured:  # every step: its own probes
             t0 = time.perf_counter()
             found = self.measure(gen, backend, step, prepared, tokens, self.budget_s - self.seconds)
             self.seconds += time.perf_counter() - t0

@@ -296,3 +296,21 @@ def test_a_prefix_caching_backend_is_predicted_per_call_on_its_unshared_tokens()
     t = call_timing([out(100, 0, 8, 10.0, 11.0, 12.0), out(120, 64, 6, 10.1, 11.5, 13.5)], 8)
     assert t == BatchTiming(rows=2, padded_tokens=156, prefill_s=1.5, steps=7, decode_s=2.0, max_new_tokens=8)
     assert call_timing([SimpleNamespace(metrics=None)], 8) is None
+
+
+def test_a_decode_step_costs_more_over_longer_prompts() -> None:
+    from rr.generation.throughput import decode_fit
+
+    # hand-worked: a step costs 0.1 s + 0.02 s per row + 0.0001 s per padded prompt token
+    def t(rows: int, padded: int) -> BatchTiming:
+        return BatchTiming(rows, padded, 1.0, 5, 5 * (0.1 + 0.02 * rows + 0.0001 * padded), 6)
+
+    timings = [t(1, 100), t(1, 500), t(8, 800), t(8, 4000)]
+    assert decode_fit(timings) == pytest.approx((0.1, 0.02, 0.0001))
+    tp = Throughput.from_timings(timings)
+    assert tp is not None and tp.step_s_per_token == pytest.approx(0.0001)
+    # 8 rows of 500 tokens, 23 steps: 23 * (0.1 + 0.16 + 0.4) of decode
+    prefill = tp.prefill_s0 + 4000 / tp.prefill_tps
+    assert tp.batch_seconds(8, 500, 23) == pytest.approx(prefill + 23 * 0.66)
+    # two batches alike: the per-token term cannot be told apart, so rows alone (the ratio)
+    assert decode_fit([t(2, 200), t(2, 200)])[2] == 0.0

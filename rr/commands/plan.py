@@ -111,8 +111,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         type=float,
         default=60.0,
         metavar="S",
-        help="seconds this plan may spend timing steps on this machine (default %(default)g): per step "
-        "its median prompt alone, then one batch of its prompts if that fits; nothing generated is cached",
+        help="seconds this plan may spend timing steps on this machine (default %(default)g): per step its "
+        "shortest and longest prompt and a batch for a few tokens, then one batch with the step's own "
+        "decoding parameters if that fits; nothing generated is cached",
     )
     ap.add_argument(
         "--no-timing",

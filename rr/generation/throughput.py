@@ -82,7 +82,8 @@ class Throughput:
     The cost of one batch of ``rows`` prompts padded to ``longest`` tokens, decoding ``steps``
     tokens after the first (:meth:`batch_seconds`)::
 
-        prefill_s0 + rows * longest / prefill_tps  +  steps * (step_s0 + rows * step_s_per_row)
+        prefill_s0 + rows * longest / prefill_tps
+          + steps * (step_s0 + rows * step_s_per_row + rows * longest * step_s_per_token)
 
     A fixed part per batch (prefill) and per decode step, and a part per token and per row: on a
     CPU a decode step of 8 rows of a small model costs little more than one of 1 row, and a short
@@ -100,6 +101,8 @@ class Throughput:
         source: ``"measured"`` (timed just now) or ``"recorded"`` (read from the cache).
         prefill_s0: Fixed seconds of a batch's prefill.
         step_s0: Fixed seconds of a decode step.
+        step_s_per_token: Seconds of a decode step per prompt token in the batch (attention over the
+            KV cache: a step of 8 rows of 500-token prompts costs more than one of 8 short ones).
     """
 
     prefill_tps: float
@@ -109,6 +112,7 @@ class Throughput:
     source: str = "measured"
     prefill_s0: float = 0.0
     step_s0: float = 0.0
+    step_s_per_token: float = 0.0
 
     @classmethod
     def from_timings(cls, timings: Sequence[BatchTiming], source: str = "measured") -> Throughput | None:
@@ -119,7 +123,7 @@ class Throughput:
             return None
         s0, per_token = affine_fit([(t.padded_tokens, t.prefill_s, 1.0) for t in timings])
         decoded = [t for t in timings if t.steps > 0]
-        c0, per_row = affine_fit([(t.rows, t.decode_s / t.steps, float(t.steps)) for t in decoded])
+        c0, per_row, per_kv = decode_fit(decoded)
         budget = sum(max(t.max_new_tokens - 1, 0) for t in timings)
         return cls(
             prefill_tps=1 / per_token,
@@ -129,6 +133,7 @@ class Throughput:
             source=source,
             prefill_s0=s0,
             step_s0=c0,
+            step_s_per_token=per_kv,
         )
 
     def batch_seconds(self, rows: int, longest: int, steps: float) -> float:
@@ -140,8 +145,33 @@ class Throughput:
         return (
             self.prefill_s0
             + prefill_tokens / self.prefill_tps
-            + steps * (self.step_s0 + rows * self.step_s_per_row)
+            + steps * (self.step_s0 + rows * self.step_s_per_row + prefill_tokens * self.step_s_per_token)
         )
+
+
+def decode_fit(timings: Sequence[BatchTiming]) -> tuple[float, float, float]:
+    """``(fixed, per row, per padded token)`` seconds of a decode step, fitted to ``timings`` (each with
+    ``steps > 0``) by least squares weighted by steps; a coefficient that comes out negative (noise,
+    or too few distinct batches to tell the terms apart) is dropped and the rest refitted, down to
+    :func:`affine_fit` on rows."""
+    import numpy as np
+
+    if not timings:
+        return 0.0, 0.0, 0.0
+    x = np.array([[1.0, t.rows, t.padded_tokens] for t in timings])
+    y = np.array([t.decode_s / t.steps for t in timings])
+    w = np.sqrt(np.array([float(t.steps) for t in timings]))
+    keep = [0, 1, 2]
+    while len(keep) > 2:
+        coef, *_ = np.linalg.lstsq(x[:, keep] * w[:, None], y * w, rcond=None)
+        if np.linalg.matrix_rank(x[:, keep]) == len(keep) and (coef >= 0).all():
+            out = [0.0, 0.0, 0.0]
+            for i, c in zip(keep, coef, strict=True):
+                out[i] = float(c)
+            return out[0], out[1], out[2]
+        keep.remove(2)
+    c0, per_row = affine_fit([(t.rows, t.decode_s / t.steps, float(t.steps)) for t in timings])
+    return c0, per_row, 0.0
 
 
 def affine_fit(points: Sequence[tuple[float, float, float]]) -> tuple[float, float]:
