@@ -352,7 +352,11 @@ class VLLMGenerator(HFGenerator):
         from vllm import SamplingParams
 
         outputs = self._run(prompts, SamplingParams(**sampling_kwargs(params)))
-        if (timing := call_timing(outputs, params.max_new_tokens)) is not None:
+        try:
+            timing = call_timing(outputs, params.max_new_tokens)
+        except (AttributeError, TypeError, ValueError):  # a vLLM whose metrics lack a field: no timing
+            timing = None
+        if timing is not None:
             self.batch_timings.append(timing)  # rr plan's model of this machine: one batch per call
         out = parse_outputs(outputs, self.tokenizer.pad_token_id)
         if progress is not None:
