@@ -58,6 +58,8 @@ def installed_versions(path: list[str] | None = None) -> dict[str, str]:
     under 1 ms). An ``.egg-info`` (a legacy install) is read through its metadata."""
     out: dict[str, str] = {}
     for entry in sys.path if path is None else path:
+        if _inside_installation(entry):
+            continue
         try:
             names = sorted(os.listdir(entry or "."))
         except OSError:
@@ -105,6 +107,14 @@ def differences(pins: dict[str, str], installed: dict[str, str]) -> list[str]:
         else:
             out.append(f"{name}: installed {have}, locked {want}")
     return out
+
+
+def _inside_installation(entry: str) -> bool:
+    """Whether a ``sys.path`` entry is a folder *inside* a site-packages folder (e.g. setuptools'
+    ``_vendor``, which ``pkg_resources`` puts on ``sys.path`` when something imports it): what lies
+    there is vendored, not installed, so the record does not depend on what was imported first."""
+    parts = Path(entry or ".").parts
+    return any(part in ("site-packages", "dist-packages") for part in parts[:-1])
 
 
 def record(root: Path = ROOT, path: list[str] | None = None) -> dict[str, Any]:

@@ -158,3 +158,16 @@ def test_rr_report_shows_and_flags_environments(
         main()
     assert stop.value.code == 0
     assert "  note: the jobs ran in different environments (lock aaaaaaaaaaaa:" in capsys.readouterr().out
+
+
+def test_a_vendored_folder_on_sys_path_is_not_the_installed_set() -> None:
+    # pkg_resources puts setuptools/_vendor on sys.path when something imports it: its jaraco/
+    # inflect/... dist-infos are vendored copies, not installs; the record must not depend on it
+    # (it did: 11 "installed, not locked" differences once a test had imported pkg_resources).
+    import site
+
+    vendored = [str(Path(p) / "setuptools" / "_vendor") for p in site.getsitepackages()]
+    vendored = [p for p in vendored if Path(p).is_dir()]
+    if not vendored:
+        pytest.skip("this setuptools vendors nothing into a _vendor folder")
+    assert record(path=[*sys.path, *vendored]) == record(path=[p for p in sys.path if p not in vendored])
