@@ -7,6 +7,7 @@ tiled ``x10`` and ``x100`` (example ids made distinct) and written with the ``pr
 without it (what ``scores.parquet`` holds once the prompts live in ``prompts.parquet``)::
 
     python benchmarks/prompt_column.py --n 20 --work /tmp/prompt-column
+    python benchmarks/prompt_column.py --quick      # 2 questions, x1 and x2: the same figures
 """
 
 from __future__ import annotations
@@ -15,10 +16,22 @@ import argparse
 import json
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import pandas as pd
+from _startup import start
+
+REPO = start()
+
+#: What ``--quick`` prints (tests/test_benchmarks.py checks each regex matches a line).
+QUICK_FIGURES = [
+    r"^job: \d+ questions, \d+ rows, [\d.]+ s; prompt chars: mean \d+, max \d+$",
+    r'^\{"scale": \d+, "table": "with prompt", "mib": [\d.]+, "rows": \d+, "load_s": [\d.]+, "peak_rss_mib": [\d.]+\}$',
+    r'^\{"scale": \d+, "table": "without prompt", "mib": [\d.]+, "rows": \d+, "load_s": [\d.]+, "peak_rss_mib": [\d.]+\}$',
+    r'^\{"scale": \d+, "prompts.parquet \(zstd\) mib": [\d.]+\}$',
+]
 
 #: ``rr.results.load`` of one job as main had it (``pd.read_parquet`` of ``scores.parquet``), in a
 #: fresh process: seconds, and the peak RSS it adds to the process after its imports.
@@ -44,8 +57,16 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--n", type=int, default=20, help="questions of the simulated job")
     p.add_argument("--passages", type=int, default=20000, help="synthetic corpus size")
-    p.add_argument("--work", type=Path, default=Path("/tmp/prompt-column"))
+    p.add_argument(
+        "--work", type=Path, default=None, help="default /tmp/prompt-column (--quick: a new temp folder)"
+    )
+    p.add_argument("--quick", action="store_true", help="2 questions, 200 passages, tiled x1 and x2")
     a = p.parse_args(argv)
+    scales = (1, 2) if a.quick else (10, 100)
+    if a.quick:
+        a.n, a.passages = 2, 200
+    if a.work is None:
+        a.work = Path(tempfile.mkdtemp(prefix="prompt-column-")) if a.quick else Path("/tmp/prompt-column")
     from rr.config import compose, register_configs
     from rr.pipeline import run_job
 
@@ -79,7 +100,7 @@ def main(argv: list[str] | None = None) -> None:
         f"prompt chars: mean {full['prompt'].str.len().mean():.0f}, max {full['prompt'].str.len().max()}"
     )
     results = []
-    for scale in (10, 100):
+    for scale in scales:
         tiled = pd.concat(
             [full.assign(example_id=full["example_id"].astype(str) + f"-{i}") for i in range(scale)],
             ignore_index=True,

@@ -74,6 +74,7 @@ def test_rr_report_command_writes_every_table_and_figure(
     # the sweep has no query variants, TREC runs, RGB judge columns or RARE documents
     skipped = {"query_level_retrieval", "query_level_match", "query_level_correlations"}
     skipped |= {"rgb_rejection", "rgb_counterfactual", "rare_robustness"}
+    skipped |= {"paper_beside"}  # the simulated reader is no paper's model: no value or claim to lay beside
     assert set(re.findall(r"\*Skipped \((\w+)\):\*", index)) == skipped
 
     # the robustness CSV holds robustness_table's numbers, with intervals around them
