@@ -96,7 +96,7 @@ def call_timing(outputs: Sequence[Any], max_new_tokens: int) -> BatchTiming | No
     metrics (engine-core monotonic timestamps): its rows, the prompt tokens it computed (those not
     found in the prefix cache), prefill = first scheduled to the last first token, decode = from then
     to the last token. ``None`` when vLLM gave no metrics."""
-    stats = [getattr(o, "metrics", None) for o in outputs]
+    stats: list[Any] = [getattr(o, "metrics", None) for o in outputs]
     if not outputs or any(m is None or not getattr(m, "first_token_ts", 0.0) for m in stats):
         return None
     start = min(m.scheduled_ts for m in stats)
