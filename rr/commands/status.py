@@ -46,7 +46,9 @@ def job_record(
         "outcome": outcome,
         "job_id": job_id,
         "folder": str(folder),
-        "wall_s": round(wall if isinstance(wall, int | float) else wall_s, 2),
+        # the summary's number as it is (rounding it here, then again for display, could show
+        # 0.1 where rr status shows 0.2); the command's own clock to the centisecond
+        "wall_s": wall if isinstance(wall, int | float) else round(wall_s, 2),
         "model_calls": summary.get("model_calls"),
         "accuracy": summary.get("accuracy"),
         "closed_book_accuracy": summary.get("closed_book_accuracy"),
