@@ -10,7 +10,8 @@ into ``--out``, runs ``rr report`` on them, and writes ``--out/manifest.json``:
 
 ``--compare BASELINE.json`` then prints every difference and exits 1 if there is one:
 
-    python tools/behaviour_snapshot.py --out /tmp/me-snap --compare /work/notes/baseline-snapshot.json
+    python tools/behaviour_snapshot.py --out /tmp/base-snap            # on the commit before a refactor
+    python tools/behaviour_snapshot.py --out /tmp/me-snap --compare /tmp/base-snap/manifest.json
 
 About 1-2 minutes on 2 cores (the result browser is built too, so its code runs; ``--no-site`` skips it).
 """
