@@ -69,6 +69,8 @@ NON_SEMANTIC_LEAVES = (
     "show_progress",
     "data_parallel",
     "dp_timeout_s",
+    # hf / llamacpp: a shared prefix computed once; the same tokens up to float rounding, as batch_size
+    "prefix_cache",
     "block_size",  # dense: exact search over blocks ranks as one in-memory index does
     "gpu_search",
     "download_timeout_s",

@@ -40,7 +40,6 @@ not sent by the job (``over_window`` rows): the plan reports them and counts non
 from __future__ import annotations
 
 import json
-import os
 import tempfile
 import time
 from dataclasses import dataclass, field, replace
@@ -51,7 +50,16 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from rr.generation.base import Generator
 from rr.generation.cache import GenerationCache
 from rr.generation.client import LLM, PreparedStep
-from rr.generation.throughput import BatchTiming, Throughput, ThroughputStore, TimesBatches, step_seconds
+from rr.generation.throughput import (  # noqa: F401  (PREFIX_BLOCK, shared_prefix_tokens: re-exported)
+    PREFIX_BLOCK,
+    BatchTiming,
+    Throughput,
+    ThroughputStore,
+    TimesBatches,
+    prefix_sharing,
+    shared_prefix_tokens,
+    step_seconds,
+)
 from rr.hashing import content_hash
 from rr.records import Generation, Request
 from rr.retrieval.base import CorpusEncoder
@@ -195,23 +203,6 @@ class PlanStep:
         return (self.prompt_tokens / prompt_tps + self.new_tokens / generated_tps) / 3600
 
 
-#: Tokens per KV-cache block assumed for prefix reuse (vLLM reuses whole blocks).
-PREFIX_BLOCK = 16
-
-
-def shared_prefix_tokens(prompts: list[str], tokens: list[int], block: int = PREFIX_BLOCK) -> list[int]:
-    """Tokens of each prompt (sorted order, as a prefix-caching backend sends them) that it shares with
-    the prompt before it, the longest shared prefix with any earlier one: its characters in common
-    as a share of the prompt's characters times its tokens, rounded down to a multiple of ``block``. The
-    first prompt shares nothing. (Cao et al.'s grid: the k = 1 original-order prompt is the start of
-    the k = 2 one, a reversed order shares only the template.)"""
-    out = [0] * len(prompts)
-    for i in range(1, len(prompts)):
-        j = len(os.path.commonprefix([prompts[i - 1], prompts[i]]))
-        out[i] = int(tokens[i] * j / max(len(prompts[i]), 1)) // block * block
-    return out
-
-
 #: New tokens of each calibration probe (enough decode steps to time a step's fixed and per-row cost).
 CALIBRATION_TOKENS = 8
 
@@ -292,12 +283,10 @@ class StepTiming:
         order = sorted(tokens, key=prepared.prompt)  # the order the job sends them in
         max_new = max(prepared.request(k).params.max_new_tokens for k in tokens)
         lengths = [tokens[k] for k in order]
-        shared = (
-            shared_prefix_tokens([prepared.prompt(k) for k in order], lengths)
-            if getattr(gen, "batches_whole_call", False)
-            else None
+        shared, batched = prefix_sharing(gen, [prepared.prompt(k) for k in order], lengths)
+        seconds = step_seconds(
+            lengths, tp, gen.batch_size, llm.flush_every, max_new, shared=shared, batched_prefixes=batched
         )
-        seconds = step_seconds(lengths, tp, gen.batch_size, llm.flush_every, max_new, shared=shared)
         return seconds, basis
 
     def measure(

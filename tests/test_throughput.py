@@ -314,3 +314,31 @@ def test_a_decode_step_costs_more_over_longer_prompts() -> None:
     assert tp.batch_seconds(8, 500, 23) == pytest.approx(prefill + 23 * 0.66)
     # two batches alike: the per-token term cannot be told apart, so rows alone (the ratio)
     assert decode_fit([t(2, 200), t(2, 200)])[2] == 0.0
+
+
+def test_hf_prefix_reuse_is_predicted_per_batch_on_its_unshared_tokens() -> None:
+    from types import SimpleNamespace
+
+    from rr.generation.throughput import prefix_sharing
+
+    tp = Throughput(
+        prefill_tps=100.0, step_s_per_row=0.05, steps_share=1.0, rows=8, prefill_s0=0.5, step_s0=0.2
+    )
+    # prompts in the order sent, batches of 2 within chunks of 64: (100 + 120 - 80) and (130 - 100)
+    # computed tokens; 10 decode steps each
+    expected = (0.5 + 140 / 100 + 10 * (0.2 + 2 * 0.05)) + (0.5 + 30 / 100 + 10 * (0.2 + 0.05))
+    got = step_seconds([100, 120, 130], tp, 2, 64, 11, shared=[0, 80, 100], batched_prefixes=True)
+    assert got == pytest.approx(expected)
+    # which backends reuse what: vLLM whole blocks of one call, hf (prefix_cache) per token in its
+    # batches, any other backend nothing
+    prompts, tokens = ["D1 D2 Q", "D1 Q", "E2 Q"], [70, 40, 40]
+    vllm = SimpleNamespace(batches_whole_call=True)
+    hf = SimpleNamespace(reuses_prefixes=True)
+    assert prefix_sharing(vllm, prompts, tokens) == ([0, 16, 0], False)
+    assert prefix_sharing(hf, prompts, tokens) == ([0, 30, 0], True)
+    assert prefix_sharing(SimpleNamespace(), prompts, tokens) == (None, False)
+    from rr.generation.hf import HFGenerator
+
+    assert (
+        HFGenerator(prefix_cache=True).reuses_prefixes and not HFGenerator(prefix_cache=False).reuses_prefixes
+    )

@@ -17,6 +17,7 @@ from rr.generation.throughput import (
     ThroughputStore,
     TimesBatches,
     format_seconds,
+    prefix_sharing,
     step_seconds,
 )
 from rr.hashing import content_hash
@@ -303,9 +304,20 @@ class LLM:
             del gen.batch_timings[before:]  # not the step's own work
             if tp is None:
                 return
-        lengths = self.count_tokens_cached([prepared.prompt(k) for k in misses])
+        prompts = [prepared.prompt(k) for k in sorted(misses, key=prepared.prompt)]  # as sent
+        lengths = self.count_tokens_cached(prompts)
         max_new = max(prepared.request(k).params.max_new_tokens for k in misses)
-        seconds = step_seconds(lengths, tp, gen.batch_size, self.flush_every, max_new, share)
+        shared, batched = prefix_sharing(gen, prompts, lengths)
+        seconds = step_seconds(
+            lengths,
+            tp,
+            gen.batch_size,
+            self.flush_every,
+            max_new,
+            share,
+            shared=shared,
+            batched_prefixes=batched,
+        )
         if seconds > self.warn_after_s:
             basis = "recorded on this machine" if tp.source == "recorded" else "timed on 1 prompt"
             log.warning(

@@ -11,6 +11,7 @@ from typing import Any
 from rr.errors import UserError, require_positive
 from rr.generation import packaged
 from rr.generation.base import Completion, ConfiguredDecoding, check_local_model
+from rr.generation.hf_prefix import PrefixPrefill, generate_batch, prefix_order, use_cpu_gqa_attention
 from rr.generation.parallel import FabricPool
 from rr.generation.throughput import BatchTiming
 from rr.records import GenerationParams, Request
@@ -59,6 +60,12 @@ class HFGenerator(ConfiguredDecoding):
         model_cache_dir: Where packaged models are converted to safetensors (set by the job
             from ``paths.model_cache_dir``).
         name: Name in the score table's ``generator`` column (default: derived from ``model``).
+        prefix_cache: Compute a prefix that neighbouring prompts share once (prompts sorted by
+            token ids; :mod:`rr.generation.hf_prefix`): the demo prefills half its prompt tokens.
+            The predictions equal plain batched ``generate``'s up to float rounding, as another
+            ``batch_size`` would (``tests/test_hf_prefix.py``); ``false`` prefills every prompt
+            from scratch, longest first. Models whose cache is not the plain growing one
+            (sliding-window, hybrid) always do.
         data_parallel: Model replicas, one per device (GPUs of this node, or CPU processes),
             each generating a share of every batch (Lightning Fabric DDP, see
             :mod:`rr.generation.parallel`); 1 = one process. Completions are the same either way.
@@ -81,6 +88,7 @@ class HFGenerator(ConfiguredDecoding):
         name: str | None = None,
         data_parallel: int = 1,
         dp_timeout_s: float = 1800.0,
+        prefix_cache: bool = True,
         **kwargs: Any,
     ) -> None:
         # Every argument, to build the same generator in each data-parallel worker.
@@ -109,6 +117,10 @@ class HFGenerator(ConfiguredDecoding):
         self._path: str | None = None
         self.data_parallel = data_parallel
         self.dp_timeout_s = dp_timeout_s
+        self.prefix_cache = prefix_cache
+        self._prefix_ok: bool | None = None
+        #: Prompt tokens of the prompts generated with prefix reuse, and of those the tokens computed.
+        self.prefix_counts = {"prompt_tokens": 0, "computed": 0}
         self._pool: Any = None
         #: One :class:`~rr.generation.throughput.BatchTiming` per batch generated in this process.
         self.batch_timings: list[BatchTiming] = []
@@ -253,6 +265,12 @@ class HFGenerator(ConfiguredDecoding):
                 trust_remote_code=self.trust_remote_code,
             )
             self._model = model.to(device).eval()  # type: ignore[arg-type]
+            if self.prefix_cache:
+                self._prefix_ok = PrefixPrefill.supported(self._model)
+                if not self._prefix_ok:
+                    log.info("%s: no prefix reuse (its cache is not a plain growing one)", self.name)
+                elif use_cpu_gqa_attention(self._model):
+                    log.debug("%s: grouped-query attention without copying the kv heads", self.name)
         return self._model
 
     def tokenize_pairs(
@@ -356,7 +374,8 @@ class HFGenerator(ConfiguredDecoding):
     def generate_local(
         self, prompts: list[str], params: GenerationParams, progress: Any = None
     ) -> list[Completion]:
-        """Generate in this process only, in batches of ``batch_size``, longest prompts first."""
+        """Generate in this process only, in batches of ``batch_size``: in prefix order with prefix
+        reuse (``prefix_cache``, :mod:`rr.generation.hf_prefix`), else longest prompts first."""
         import torch
 
         if not prompts:
@@ -376,6 +395,9 @@ class HFGenerator(ConfiguredDecoding):
             gen_kwargs.update(do_sample=True, temperature=params.temperature, top_p=params.top_p)
         if params.stop:
             gen_kwargs.update(stop_strings=list(params.stop), tokenizer=tok)
+        if self.prefix_cache and self._prefix_ok:
+            self._generate_reusing_prefixes(prompts, lengths, gen_kwargs, params, progress, out)
+            return [c for c in out if c is not None]
         for start in range(0, len(order), self.batch_size):
             idx = order[start : start + self.batch_size]
             batch = tok(
@@ -405,6 +427,65 @@ class HFGenerator(ConfiguredDecoding):
                     completion_tokens=n_new,
                 )
         return [c for c in out if c is not None]
+
+    def _generate_reusing_prefixes(
+        self,
+        prompts: list[str],
+        lengths: list[int],
+        gen_kwargs: dict[str, Any],
+        params: GenerationParams,
+        progress: Any,
+        out: list[Completion | None],
+    ) -> None:
+        """:meth:`generate_local` with :class:`~rr.generation.hf_prefix.PrefixPrefill`: batches of
+        ``batch_size`` prompts in prefix order, each prefilled from where it parts from the one before."""
+        import torch
+
+        model, tok = self.load(), self.tokenizer
+        ids = tok(list(prompts), add_special_tokens=False)["input_ids"]
+        prefill = PrefixPrefill(model)
+        pad = tok.pad_token_id if tok.pad_token_id is not None else 0
+        order = prefix_order(ids)
+        for start in range(0, len(order), self.batch_size):
+            idx = order[start : start + self.batch_size]
+            if not params.greedy and params.seed is not None:
+                torch.manual_seed(params.seed)
+            watch = BatchWatch(progress, len(idx), {tok.pad_token_id, *_eos_ids(model, tok)})
+
+            def shown(j: int, n: int, watch: BatchWatch = watch) -> None:
+                watch.prefilled(j, n, prefill)
+
+            output, timing = generate_batch(
+                model, pad, prefill, [ids[i] for i in idx], gen_kwargs, watch, on_row=shown
+            )
+            self.batch_timings.append(timing)
+            new_tokens = output[:, max(len(ids[i]) for i in idx) :]
+            for row, i in enumerate(idx):
+                row_ids = new_tokens[row]
+                n_new = (
+                    int((row_ids != tok.pad_token_id).sum()) if tok.pad_token_id is not None else len(row_ids)
+                )
+                out[i] = Completion(
+                    text=tok.decode(row_ids, skip_special_tokens=True),
+                    prompt_tokens=lengths[i],
+                    completion_tokens=n_new,
+                )
+        self.prefix_counts["prompt_tokens"] += prefill.prompt_tokens
+        self.prefix_counts["computed"] += prefill.computed_tokens
+
+    @property
+    def reuses_prefixes(self) -> bool:
+        """Whether :meth:`generate_local` reuses shared prefixes (``prefix_cache``, and a model whose
+        cache allows it: assumed until the model is loaded); ``rr plan`` predicts batches that way."""
+        return self.prefix_cache and self._prefix_ok is not False and self.data_parallel == 1
+
+    def prefix_cache_stats(self) -> dict[str, int] | None:
+        """Prompt tokens generated for with prefix reuse (``queries``) and of those the ones not
+        computed again (``hits``), as vLLM reports its prefix cache; ``None`` when none were."""
+        if not self.prefix_counts["prompt_tokens"]:
+            return None
+        n = self.prefix_counts["prompt_tokens"]
+        return {"queries": n, "hits": n - self.prefix_counts["computed"]}
 
 
 def _eos_ids(model: Any, tok: Any) -> set[int]:
@@ -447,6 +528,18 @@ class BatchWatch:
         if now - self._shown >= 1.0 and hasattr(self.progress, "set_postfix_str"):
             self._shown = now
             self.progress.set_postfix_str(f"prefill: layer {self._layers}/{self.n_layers}", refresh=True)
+
+    def prefilled(self, done: int, rows: int, prefill: Any) -> None:
+        """Prefix reuse (:mod:`rr.generation.hf_prefix`) prefilled ``done`` of the batch's ``rows``."""
+        now = time.perf_counter()
+        due = done == rows or now - self._shown >= 1.0
+        if due and self.progress is not None and hasattr(self.progress, "set_postfix_str"):
+            self._shown = now
+            reused = prefill.prompt_tokens - prefill.computed_tokens
+            self.progress.set_postfix_str(
+                f"prefill {done}/{rows}, {reused:,} of {prefill.prompt_tokens:,} prompt tokens reused",
+                refresh=True,
+            )
 
     def put(self, value: Any) -> None:
         now = time.perf_counter()

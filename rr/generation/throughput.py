@@ -197,6 +197,35 @@ def affine_fit(points: Sequence[tuple[float, float, float]]) -> tuple[float, flo
     return a, b
 
 
+#: Tokens per KV-cache block assumed for prefix reuse (vLLM reuses whole blocks).
+PREFIX_BLOCK = 16
+
+
+def shared_prefix_tokens(prompts: list[str], tokens: list[int], block: int = PREFIX_BLOCK) -> list[int]:
+    """Tokens of each prompt (sorted order, as a prefix-caching backend sends them) that it shares with
+    the prompt before it, the longest shared prefix with any earlier one: its characters in common
+    as a share of the prompt's characters times its tokens, rounded down to a multiple of ``block``. The
+    first prompt shares nothing. (Cao et al.'s grid: the k = 1 original-order prompt is the start of
+    the k = 2 one, a reversed order shares only the template.)"""
+    out = [0] * len(prompts)
+    for i in range(1, len(prompts)):
+        j = len(os.path.commonprefix([prompts[i - 1], prompts[i]]))
+        out[i] = int(tokens[i] * j / max(len(prompts[i]), 1)) // block * block
+    return out
+
+
+def prefix_sharing(gen: Any, prompts: list[str], tokens: list[int]) -> tuple[list[int] | None, bool]:
+    """How ``gen`` reuses the prefixes of ``prompts`` (in the order it is sent them), for
+    :func:`step_seconds`: ``(shared, batched_prefixes)``. vLLM (``batches_whole_call``) reuses whole
+    blocks of any earlier prompt; the HF backend with ``prefix_cache`` (``reuses_prefixes``) the
+    previous prompt's tokens; other backends nothing (``None``)."""
+    if getattr(gen, "batches_whole_call", False):
+        return shared_prefix_tokens(prompts, tokens), False
+    if getattr(gen, "reuses_prefixes", False):
+        return shared_prefix_tokens(prompts, tokens, block=1), True
+    return None, False
+
+
 def step_seconds(
     lengths: Sequence[int],
     throughput: Throughput,
@@ -205,6 +234,7 @@ def step_seconds(
     max_new_tokens: int,
     steps_share: float | None = None,
     shared: Sequence[int] | None = None,
+    batched_prefixes: bool = False,
 ) -> float:
     """Predicted wall seconds of generating prompts of ``lengths`` tokens, given in the order the
     client sends them (chunks of ``flush_every``; the backend sorts each chunk longest first and
@@ -214,11 +244,21 @@ def step_seconds(
     throughput's own, measured on the same kind of prompts or recorded).
     ``shared``: for a backend that schedules each call whole and reuses prefixes (vLLM), the tokens
     each prompt shares with one computed before it: each chunk is one batch computing
-    ``sum(lengths - shared)`` prompt tokens (no padding).
+    ``sum(lengths - shared)`` prompt tokens (no padding). With ``batched_prefixes`` (the HF backend's
+    prefix reuse, :mod:`rr.generation.hf_prefix`) each chunk is cut in the order given into batches
+    of ``batch_size``, each computing its rows' ``lengths - shared``.
     """
     share = throughput.steps_share if steps_share is None else steps_share
     steps = max(max_new_tokens - 1, 0) * min(max(share, 0.0), 1.0)
     total = 0.0
+    if shared is not None and batched_prefixes:
+        for c in range(0, len(lengths), max(flush_every, 1)):
+            end = min(c + max(flush_every, 1), len(lengths))
+            for b in range(c, end, max(batch_size, 1)):
+                rows = range(b, min(b + max(batch_size, 1), end))
+                new = sum(lengths[i] - min(shared[i], lengths[i]) for i in rows)
+                total += throughput.seconds(len(rows), new, steps)
+        return total
     if shared is not None:
         for c in range(0, len(lengths), max(flush_every, 1)):
             new = sum(
