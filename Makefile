@@ -18,9 +18,11 @@ UV := $(UV_DIR)/bin/uv
 TORCH_WHEELS ?= $(or $(PIP_FIND_LINKS),$(wildcard /opt/wheels))
 UV_FIND := $(if $(TORCH_WHEELS),--find-links $(TORCH_WHEELS))
 export UV_PYTHON_DOWNLOADS := never
-# pytest-xdist workers for `make test` (auto: one per core); --dist loadscope keeps each module on
-# one worker and the slowest start first (tests/conftest.py). TEST_WORKERS=0 runs the suite in one process.
-TEST_WORKERS ?= auto
+# pytest-xdist workers for `make test`: one more than the cores (many tests wait on a subprocess, a
+# SLURM daemon or a browser; on the 2-core VM 3 workers took 9 min 29 s where 2 took ~11 min); each
+# worker's torch threads = cores / workers, at least 1 (tests/conftest.py). --dist loadscope keeps
+# each module on one worker and the slowest start first. TEST_WORKERS=0 runs the suite in one process.
+TEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
 export HF_HUB_OFFLINE ?= 1
 export HF_DATASETS_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false

@@ -175,7 +175,7 @@ def test_a_20_question_file_runs_20_examples(tmp_path: Path, monkeypatch, capsys
     first = [line.split(" - ", 1)[-1] for line in out.splitlines()[:6]]
     assert f"examples: {N} of {N} (all)" in first
     # what the default experiment still sets for this job (grid.k and grid.orders were given)
-    assert "experiment=cao2025_mini sets generator.max_new_tokens=24, generator.batch_size=8 " in " ".join(
+    assert "experiment=cao2025_mini sets generator.max_new_tokens=24, generator.batch_size=16 " in " ".join(
         first
     )
     (job,) = (tmp_path / "out" / "runs" / "cao2025_mini").iterdir()

@@ -121,6 +121,8 @@ class _Bar:
 
 def test_the_bar_advances_as_each_prompt_ends_not_once_per_batch() -> None:
     # issue 30: on CPU a batch of 8 long prompts took minutes with the bar standing still
+    # batches prefilled whole (prefix reuse shows its own progress: tests/test_hf_prefix.py)
+    smol = HFGenerator(batch_size=4, prefix_cache=False)
     prompts = [
         smol.render(Request.user(q))
         for q in (
@@ -131,8 +133,6 @@ def test_the_bar_advances_as_each_prompt_ends_not_once_per_batch() -> None:
         )
     ]
     bar = _Bar()
-    # batches prefilled whole (prefix reuse shows its own progress: tests/test_hf_prefix.py)
-    smol = HFGenerator(batch_size=4, prefix_cache=False)
     before = len(smol.batch_timings)
     smol.generate(prompts, GenerationParams(max_new_tokens=16), progress=bar)
     updates = [n for kind, n in bar.events if kind == "update"]
