@@ -25,8 +25,9 @@ export UV_PYTHON_DOWNLOADS := never
 TEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
 # Python keeps the modules it compiles (__pycache__), even where the environment says not to
 # (PYTHONDONTWRITEBYTECODE=1): uv installs no bytecode, so without this every process of the demo
-# and of the suite compiles torch, transformers, vllm... from source again (importing rr's pipeline:
-# 15.5 s instead of 8.0 s; `make test` on a fresh clone took 16 min instead of 9.5).
+# and of the suite compiles torch, transformers, vllm... from source again (`make test` on a fresh
+# clone of the 2-core VM: 16 min without, 9 min 15 s with; importing rr's pipeline 15.5 s vs 8.0 s
+# on a loaded machine).
 unexport PYTHONDONTWRITEBYTECODE
 export HF_HUB_OFFLINE ?= 1
 export HF_DATASETS_OFFLINE ?= 1
