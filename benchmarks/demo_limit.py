@@ -30,6 +30,8 @@ from _startup import start
 
 REPO = start()
 
+from rr.generation.hf_prefix import distinct_prefix_tokens  # noqa: E402  (after start(): this checkout)
+
 #: What ``--quick`` prints (tests/test_benchmarks.py checks each regex matches a line).
 QUICK_FIGURES = [
     r"^\d+ distinct prompts: \d+ prompt tokens, \d+ unique \(token trie\), share [\d.]+$",
@@ -38,19 +40,9 @@ QUICK_FIGURES = [
 ]
 
 
-def trie_nodes(token_ids: list[list[int]]) -> int:
-    """Nodes of the token trie of ``token_ids``: the tokens a perfect prefix cache computes."""
-    root: dict[int, Any] = {}
-    nodes = 0
-    for ids in token_ids:
-        node = root
-        for t in ids:
-            nxt = node.get(t)
-            if nxt is None:
-                nxt = node[t] = {}
-                nodes += 1
-            node = nxt
-    return nodes
+#: Nodes of the token trie of the prompts' ids: the tokens a perfect prefix cache computes (the HF
+#: backend's prefix reuse computes exactly these: rr.generation.hf_prefix).
+trie_nodes = distinct_prefix_tokens
 
 
 def prefill_rate(

@@ -382,8 +382,6 @@ class HFGenerator(ConfiguredDecoding):
             return []
         model = self.load()
         tok = self.tokenizer
-        lengths = self.count_tokens(prompts)
-        order = sorted(range(len(prompts)), key=lambda i: -lengths[i])  # longest first: OOM shows early
         out: list[Completion | None] = [None] * len(prompts)
         gen_kwargs: dict[str, Any] = {
             "max_new_tokens": params.max_new_tokens,
@@ -396,8 +394,10 @@ class HFGenerator(ConfiguredDecoding):
         if params.stop:
             gen_kwargs.update(stop_strings=list(params.stop), tokenizer=tok)
         if self.prefix_cache and self._prefix_ok:
-            self._generate_reusing_prefixes(prompts, lengths, gen_kwargs, params, progress, out)
+            self._generate_reusing_prefixes(prompts, gen_kwargs, params, progress, out)
             return [c for c in out if c is not None]
+        lengths = self.count_tokens(prompts)
+        order = sorted(range(len(prompts)), key=lambda i: -lengths[i])  # longest first: OOM shows early
         for start in range(0, len(order), self.batch_size):
             idx = order[start : start + self.batch_size]
             batch = tok(
@@ -431,7 +431,6 @@ class HFGenerator(ConfiguredDecoding):
     def _generate_reusing_prefixes(
         self,
         prompts: list[str],
-        lengths: list[int],
         gen_kwargs: dict[str, Any],
         params: GenerationParams,
         progress: Any,
@@ -467,7 +466,7 @@ class HFGenerator(ConfiguredDecoding):
                 )
                 out[i] = Completion(
                     text=tok.decode(row_ids, skip_special_tokens=True),
-                    prompt_tokens=lengths[i],
+                    prompt_tokens=len(ids[i]),
                     completion_tokens=n_new,
                 )
         self.prefix_counts["prompt_tokens"] += prefill.prompt_tokens

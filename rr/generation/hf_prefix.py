@@ -22,21 +22,19 @@ hybrid or recurrent caches fall back to plain batched ``generate``.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from rr.generation.throughput import BatchTiming
 
 
-def common_prefix_length(a: Sequence[int], b: Sequence[int]) -> int:
-    """Tokens at the start of ``a`` and ``b`` that are equal."""
-    n = min(len(a), len(b))
-    i = 0
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
+def common_prefix_length(a: list[int], b: list[int]) -> int:
+    """Tokens at the start of ``a`` and ``b`` that are equal (as ``shared_prefix_tokens`` counts
+    characters: ``os.path.commonprefix``, which compares any sequences)."""
+    return len(os.path.commonprefix([a, b]))
 
 
 def prefix_order(ids: Sequence[Sequence[int]]) -> list[int]:
@@ -44,7 +42,7 @@ def prefix_order(ids: Sequence[Sequence[int]]) -> list[int]:
     return sorted(range(len(ids)), key=lambda i: list(ids[i]))
 
 
-def distinct_prefix_tokens(ids: Sequence[Sequence[int]]) -> int:
+def distinct_prefix_tokens(ids: Sequence[list[int]]) -> int:
     """Prompt tokens computed with reuse: each prompt in :func:`prefix_order` less what it shares
     with the one before it (the number of nodes of the prompts' prefix tree)."""
     order = prefix_order(ids)
@@ -192,15 +190,7 @@ def generate_batch(
             streamer=streamer,
         )
     timing = streamer.timing(prefill.computed_tokens - before, gen_kwargs["max_new_tokens"])
-    timing = BatchTiming(
-        rows=timing.rows,
-        padded_tokens=timing.padded_tokens,
-        prefill_s=prefill_s + timing.prefill_s,
-        steps=timing.steps,
-        decode_s=timing.decode_s,
-        max_new_tokens=timing.max_new_tokens,
-    )
-    return output, timing
+    return output, replace(timing, prefill_s=prefill_s + timing.prefill_s)
 
 
 #: The attention :func:`use_cpu_gqa_attention` registers: ``sdpa`` without copying the key/value heads.
