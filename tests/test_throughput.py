@@ -195,26 +195,12 @@ def test_fixed_and_per_token_costs_are_fitted_apart() -> None:
     )  # slope < 0: (3 + 2) / (1 + 2)
 
 
-class _AffineCPU(_Tokenizer):
+class _AffineCPU(_SlowCPU):
     """A CPU backend whose batches cost :func:`_affine_seconds` (no sleeping: it reports the timings),
     plus 10 s of one-off cost in its first call; every row runs to ``max_new_tokens``."""
 
     name = "affine"
-    context_window = 10_000
     batch_size = 4
-
-    def __init__(self) -> None:
-        self.batch_timings: list[BatchTiming] = []
-        self.calls: list[tuple[int, int]] = []
-
-    def runs_on_cpu(self) -> bool:
-        return True
-
-    def throughput_key(self) -> dict:
-        return {"model": self.identity()}
-
-    def load(self) -> Any:
-        return None
 
     def generate(
         self, prompts: list[str], params: GenerationParams, progress: Any = None
