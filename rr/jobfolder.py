@@ -43,8 +43,8 @@ HISTORY_DIR = "history"
 
 #: The format of ``summary.json``: 1 = the fields of :class:`JobSummary` (0: a summary without
 #: ``summary_version``, written before it; same fields, some possibly absent); 2 adds
-#: ``environment`` (:mod:`rr.environment`; absent from older summaries).
-SUMMARY_VERSION = 2
+#: ``environment`` (:mod:`rr.environment`; absent from older summaries); 3 adds ``public_model``.
+SUMMARY_VERSION = 3
 
 #: Fields written only when the job has them (absent otherwise, as before versions).
 _OPTIONAL = ("approximate_indexes", "planted", "examples_available", "data_scope")
@@ -60,6 +60,9 @@ class JobSummary(Mapping[str, Any]):
     Attributes:
         summary_version: :data:`SUMMARY_VERSION` when written; 0 for a summary without one.
         job_id, name, model: The job's id, its ``name`` setting, the model under test's identity.
+        public_model: Which public model it is, apart from where it was loaded from
+            (:func:`rr.generation.base.public_model`: ``generator.model_name``, the API's reported
+            model, a local folder's hub id, else ``model.model_id``); ``None`` in older summaries.
         examples, rows, cells: Examples run, score-table rows, distinct (strategy, cell) pairs.
         example_set: Which examples it ran: ``{"examples": n, "fingerprint": ...}`` of their
             :func:`rr.results.example_key` values (:func:`rr.results.example_set`).
@@ -85,6 +88,7 @@ class JobSummary(Mapping[str, Any]):
     job_id: str = ""
     name: str | None = None
     model: Any = None
+    public_model: str | None = None
     examples: int | None = None
     example_set: dict[str, Any] | None = None
     rows: int | None = None

@@ -54,7 +54,7 @@ def test_the_version_is_written_first_and_the_summary_round_trips(tmp_path: Path
     s = JobSummary(job_id="abc", rows=3).with_fields(planted={"reps": 2})
     write_summary(tmp_path, s)
     data = json.loads((tmp_path / SUMMARY_FILE).read_text())
-    assert next(iter(data)) == "summary_version" and data["summary_version"] == SUMMARY_VERSION == 2
+    assert next(iter(data)) == "summary_version" and data["summary_version"] == SUMMARY_VERSION == 3
     assert "approximate_indexes" not in data and data["planted"] == {"reps": 2}
     back = read_summary(tmp_path)
     assert back is not None and back.to_dict() == data
