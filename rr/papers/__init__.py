@@ -31,9 +31,10 @@ value          the printed value as a fraction (``0.9633``; a percentage divided
 relation       ``=`` the value; ``~`` approximately the value (as printed); ``>`` / ``<``:
                the paper states only a bound
 note           what the paper says about it, or where rr's column differs in name
-run            the overrides, after ``experiment=<paper>``, its dataset and model, of the run(s)
-               that reach the value (Hydra syntax; ``a,b``: a sweep of both, e.g. SURE's
-               unperturbed and perturbed jobs): :func:`run_overrides`
+run            the overrides, after ``experiment=<paper>``, its dataset (``dataset=<rr_datasets>``
+               unless ``run`` sets it: ``dataset.name=nq``) and model, of the run(s) that reach the
+               value (Hydra syntax; ``a,b``: a sweep of both, e.g. SURE's unperturbed and perturbed
+               jobs): :func:`run_overrides`
 out_of_reach   empty, or why no run of rr reaches the value (e.g. no loader for its dataset);
                the report prints it
 =============  ===============================================================================
@@ -117,14 +118,11 @@ def model_overrides(model_id: str) -> list[str]:
     return (["generator=openai"] if "/" not in model_id else []) + [f"generator.model={model_id}"]
 
 
-def dataset_override(dataset: str) -> str:
-    """The override that gives a run the score-table dataset name ``dataset``: ``dataset=<it>`` where
-    ``conf/dataset/<it>.yaml`` exists (``rgb_zh``, ``nq_open``), else ``dataset.name=<it>`` (the
-    query-level study's BEIR sets through ``dataset=jsonl``: ``nq``, ``hotpotqa``, ``bioasq``)."""
-    from rr.config import config_dir
-
-    known = (Path(config_dir()) / "dataset" / f"{dataset}.yaml").exists()
-    return f"dataset={dataset}" if known else f"dataset.name={dataset}"
+def dataset_overrides(dataset: str, run: str) -> list[str]:
+    """The override that gives a run the score-table dataset name ``dataset``: ``dataset=<it>`` (a
+    ``conf/dataset`` option: ``rgb_zh``, ``nq_open``), unless the value's ``run`` sets the dataset itself
+    (the query-level study's BEIR sets: ``dataset.name=nq`` through the experiment's ``dataset=jsonl``)."""
+    return [] if any(o.startswith(("dataset=", "dataset.")) for o in run.split()) else [f"dataset={dataset}"]
 
 
 def run_overrides(value: Any) -> list[list[str]]:
@@ -133,7 +131,12 @@ def run_overrides(value: Any) -> list[list[str]]:
     (:func:`model_overrides` of its first id) and its ``run`` column (a sweep where it has ``a,b``)."""
     model = str(value.model_ids).split(";")[0]
     return [
-        [f"experiment={value.paper}", dataset_override(d), *model_overrides(model), *str(value.run).split()]
+        [
+            f"experiment={value.paper}",
+            *dataset_overrides(d, str(value.run)),
+            *model_overrides(model),
+            *str(value.run).split(),
+        ]
         for d in str(value.rr_datasets).split("+")
     ]
 
