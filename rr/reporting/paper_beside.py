@@ -195,20 +195,32 @@ def _rate(spec: MetricSpec) -> Estimator:
     return fn
 
 
+def _robustness_of(rows: pd.DataFrame, ctx: ReportContext) -> tuple[pd.Series, pd.DataFrame] | None:
+    """The robustness table's row (NDR, RSR, ROR, their geometric mean, intervals) and the per-example
+    values of ``rows``, computed once per rows (NDR, RSR and ROR of one setting share them)."""
+    from rr.reporting.robustness import per_example_robustness, robustness_ci
+
+    key = f"paper_beside.robustness@{id(rows)}"
+    held = ctx.memo.get(key)
+    if held is not None and held[0] is rows:  # the frame is held with its result, so its id is its own
+        return held[1]  # type: ignore[no-any-return]
+    try:
+        t = robustness_ci(rows, by=[], n_resamples=ctx.n_resamples, confidence=ctx.confidence, seed=ctx.seed)
+        result: tuple[pd.Series, pd.DataFrame] | None = (t.iloc[0], per_example_robustness(rows))
+    except ValueError:
+        result = None  # not a table the robustness metrics are defined on (one k, no closed book, ...)
+    ctx.memo[key] = (rows, result)
+    return result
+
+
 def _robustness(metric: str) -> Estimator:
     def fn(rows: pd.DataFrame, ctx: ReportContext, job_rows: pd.DataFrame | None = None) -> Estimate | None:
-        from rr.reporting.robustness import per_example_robustness, robustness_ci
-
-        try:
-            t = robustness_ci(
-                rows, by=[], n_resamples=ctx.n_resamples, confidence=ctx.confidence, seed=ctx.seed
-            )
-        except ValueError:
-            return None  # not a table the robustness metrics are defined on (one k, no closed book, ...)
-        row = t.iloc[0]
+        got = _robustness_of(rows, ctx)
+        if got is None:
+            return None
+        row, per = got
         if math.isnan(float(row[metric])):
             return None
-        per = per_example_robustness(rows)
         return Estimate(
             float(row[metric]), float(row[metric + CI_LOW]), float(row[metric + CI_HIGH]), len(per), per
         )
@@ -468,6 +480,30 @@ def describe_differences(diffs: list[tuple[str, str, str]]) -> str:
     )
 
 
+#: Score-table columns that hold few distinct strings: the index keeps them categorical, which the
+#: metrics' groupbys and comparisons over ~10^5 rows run on 2-3x faster than on strings.
+CATEGORICAL = (
+    "example_id",
+    "example_key",
+    "dataset",
+    "generator",
+    "strategy",
+    "retriever",
+    "order",
+    "query_perturbation",
+    "doc_perturbation",
+    "job_id",
+    "judge",
+)
+
+
+def _categorical(scores: pd.DataFrame) -> pd.DataFrame:
+    cols = [
+        c for c in CATEGORICAL if c in scores.columns and not isinstance(scores[c].dtype, pd.CategoricalDtype)
+    ]
+    return scores.astype(dict.fromkeys(cols, "category")) if cols else scores
+
+
 class RunIndex:
     """A run's score rows indexed for matching paper values fast: each row's *cell* (its distinct
     combination of job, dataset and the columns the values' settings read), the cells as a small table,
@@ -481,7 +517,7 @@ class RunIndex:
             if column in scores.columns and column not in columns:
                 columns.append(column)
         known = scores["job_id"].astype(str).isin(list(models)) if len(scores) else pd.Series(dtype=bool)
-        self.scores = scores[known] if len(scores) and not known.all() else scores
+        self.scores = _categorical(scores[known] if len(scores) and not known.all() else scores)
         if self.scores.empty:
             self.codes = np.zeros(0, dtype=np.int64)
             self.cells = pd.DataFrame(columns=[*columns, "_cell"])
@@ -503,6 +539,7 @@ class RunIndex:
             self.profiles[job] = JobProfile(
                 job, model, loaded, frozenset(cells["dataset"].astype(str)), values
             )
+        self._cells_of = dict(tuple(self.cells.groupby(self.cells["job_id"].astype(str), sort=False)))
         self._rows: dict[tuple[int, ...], pd.DataFrame] = {}
 
     def rows_of(self, cells: pd.DataFrame) -> pd.DataFrame:
@@ -520,13 +557,16 @@ class RunIndex:
         document perturbation its metric is of. A value marked out of reach is matched all the same where
         a run has its setting (a RARE-Set loaded through ``dataset=jsonl dataset.name=rare_set``)."""
         ids = _ids(v.model_ids)
-        jobs = [j for j, (m, loaded) in self.models.items() if ids == {"*"} or {m, loaded} & ids]
         datasets = str(v.rr_datasets).split("+")
-        cells = self.cells[
-            self.cells["job_id"].astype(str).isin(jobs) & self.cells["dataset"].astype(str).isin(datasets)
+        jobs = [
+            j
+            for j, p in self.profiles.items()
+            if (ids == {"*"} or {p.model, p.loaded} & ids) and p.datasets & set(datasets)
         ]
-        if cells.empty:
-            return cells
+        if not jobs:  # most values: another model or dataset, decided without touching a table
+            return self.cells.iloc[0:0]
+        cells = pd.concat([self._cells_of[j] for j in jobs])
+        cells = cells[cells["dataset"].astype(str).isin(datasets)]
         conditions, params = split_setting(parse_setting(v.setting))
         cells = select(cells, conditions)
         if cells.empty or set(cells["dataset"].astype(str)) != set(datasets):
@@ -870,7 +910,7 @@ def paper_beside(df: pd.DataFrame, ctx: ReportContext) -> Iterator[Item]:
     all_values = paper_values()
     index = RunIndex(df, job_models(ctx), _setting_keys(all_values))
     values = compare_values(df, ctx, all_values, index)
-    claims = evaluate_claims(df, ctx)
+    claims = evaluate_claims(index.scores, ctx)  # the known jobs' rows, categorical (faster)
     matched = set(values.loc[~values["verdict"].isin([NO_MATCH, OUT_OF_REACH]), "paper"]) | {
         c.split(".", 1)[0] for c in claims.loc[claims["verdict"] != NO_MATCH, "claim"]
     }
