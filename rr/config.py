@@ -21,6 +21,7 @@ from omegaconf import MISSING, DictConfig, OmegaConf
 
 from rr.errors import ConfigError, UserError
 from rr.hashing import content_hash
+from rr.model_identity import HUB_TARGETS, model_identity
 from rr.registry import COMPONENT_MODULES, COMPONENTS, schema_for
 
 #: The configs shipped with rr (``config.yaml``, ``encode.yaml``, one folder per group). In a checkout
@@ -358,7 +359,27 @@ def semantic_config(cfg: DictConfig) -> dict[str, Any]:
         container["experiment"] = None
     if _scores_the_strategies_answer(container):
         container.pop("scoring", None)  # what every job scored before scoring.text existed: ids kept
-    return strip({k: v for k, v in container.items() if k not in NON_SEMANTIC_KEYS})
+    return with_model_identities(strip({k: v for k, v in container.items() if k not in NON_SEMANTIC_KEYS}))
+
+
+def with_model_identities(node: Any) -> Any:
+    """``node`` with ``model_identity`` beside the ``model`` of every component that has one and whose
+    model is not pinned by its name alone (see :func:`rr.model_identity.model_identity`): a local
+    folder's content digest, a hub id's commit. A changed weight file is a new job."""
+    if isinstance(node, list):
+        return [with_model_identities(v) for v in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: with_model_identities(v) for k, v in node.items()}
+    model, target = out.get("model"), out.get("_target_")
+    if isinstance(model, str) and isinstance(target, str):
+        revision = out.get("revision")
+        ident = model_identity(
+            model, revision if isinstance(revision, str) else None, hub=target in HUB_TARGETS
+        )
+        if ident is not None:
+            out["model_identity"] = ident
+    return out
 
 
 #: The strategy whose answer is its whole stripped response (it asks for no ``Answer:`` marker).
