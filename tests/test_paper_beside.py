@@ -25,9 +25,9 @@ from rr.reporting.paper_beside import (
     OUTSIDE,
     UNDECIDED,
     compare_values,
-    evaluate_claims,
     select,
 )
+from rr.reporting.paper_claims import evaluate_claims
 from tests.conftest import compose_config
 from tests.test_site import chromium, page  # noqa: F401 (the browser fixtures)
 
