@@ -54,6 +54,8 @@ def run(args: list[str], env: dict[str, str]) -> float:
 
 
 def main() -> None:
+    from rr.jobfolder import SUMMARY_FILE, read_summary
+
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", type=int, nargs="+", default=[4, 8], help="questions per job")
     ap.add_argument("--k", default="1,2,3", help="grid.k")
@@ -93,17 +95,18 @@ def main() -> None:
             predicted = plan["wall_seconds"][0]
             job_s = run(overrides, env)
             load1 = os.getloadavg()[0]
-            (summary,) = Path(tmp, "runs").glob("*/*/summary.json")
-            s = json.loads(summary.read_text())
+            (path,) = Path(tmp, "runs").glob(f"*/*/{SUMMARY_FILE}")
+            summary = read_summary(path.parent)
+            assert summary is not None, path
             rows.append(
                 {
-                    "questions": s["examples"] if a.demo else n,
-                    "prompts": s["model_calls"],
+                    "questions": summary.examples if a.demo else n,
+                    "prompts": summary.model_calls,
                     "plan_s": round(plan_s, 1),
                     "timed_on": sorted({st["timed_on"] for st in job["steps"] if st["timed_on"]}),
                     "predicted_s": round(predicted, 1),
                     "job_s": round(job_s, 1),
-                    "job_wall_s (summary)": round(s["wall_s"], 1),
+                    "job_wall_s (summary)": round(summary.wall_s or 0.0, 1),
                     "ratio": round(predicted / job_s, 2),
                     "load": f"{load0:.1f}-{load1:.1f}",
                     "generator": a.generator,

@@ -80,12 +80,12 @@ def _overview(report: Report, ctx: ReportContext, model: _Model) -> dict[str, An
                 "job_id": job.job_id,
                 "rows": job.rows,
                 "folder": str(job.path),
-                "model_calls": s.get("model_calls"),
-                "cache_hits": s.get("cache_hits"),
-                "wall_s": _num(s.get("wall_s")),
-                "environment": describe(s.get("environment")),
-                "accuracy": _num(s.get("accuracy")),
-                "closed_book_accuracy": _num(s.get("closed_book_accuracy")),
+                "model_calls": s.model_calls,
+                "cache_hits": s.cache_hits,
+                "wall_s": _num(s.wall_s),
+                "environment": describe(s.environment),
+                "accuracy": _num(s.accuracy),
+                "closed_book_accuracy": _num(s.closed_book_accuracy),
             }
         )
     keys = sorted({k for c in configs.values() for k in c})
