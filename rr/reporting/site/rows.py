@@ -42,7 +42,7 @@ from rr.reporting.site.format import RowsChunk as R
 from rr.reporting.site.index import UNKNOWN_ORIGINAL, ScoreIndex
 from rr.reporting.site.pairs import Pairs
 from rr.reporting.site.passages import PassageFiles
-from rr.results import PROMPT, PROMPT_KEYS, load_prompts
+from rr.results import PROMPT, PROMPT_KEYS, follow_split_ids, load_prompts
 
 #: Byte budgets of the data files.
 ROWS_PER_CHUNK = 4000
@@ -192,7 +192,8 @@ def _prompt_strings(df: pd.DataFrame, jobs: Sequence[JobInfo], order: np.ndarray
             frames.append(p if "job_id" in p.columns else p.assign(job_id=job.job_id))
     if not frames:
         return arrow_strings(df, PROMPT, order)  # '' for every row
-    prompts = pd.concat(frames, ignore_index=True)
+    # a prompt is stored under the id its dataset gave; the table may have split that id
+    prompts = follow_split_ids(pd.concat(frames, ignore_index=True), df)
     keys = [c for c in PROMPT_KEYS if c in df.columns and c in prompts.columns]
     left = df[keys].iloc[order].reset_index(drop=True)
     for c in keys:
