@@ -100,7 +100,7 @@ def print_summary(
     counts = (
         f"requests {s.requests}, unique {s.unique_requests}, model calls {s.model_calls}, "
         f"cache hits {s.cache_hits}; answer-extraction fallbacks {s.answer_extraction_fallbacks} "
-        "(outputs without an 'Answer:' marker: their first non-empty line is taken as the answer); "
+        "(outputs without an 'Answer:' marker: with scoring.text=extracted their first non-empty line is scored); "
         f"rows truncated to fit the window {s.rows_truncated_to_fit_window}; "
         f"rows over the window (not sent) {s.rows_over_window or 0}; wall {s.wall_s:.1f}s"
     )
