@@ -149,3 +149,14 @@ def test_ror_with_one_order_and_robustness_from_all_zero_accuracy_are_degenerate
     assert "ror" not in metric_notes(
         robustness_table(_table("j1", "vanilla", [1, 3]), by=["strategy"]).iloc[0]
     )
+
+
+def test_ror_of_one_order_is_not_compared_and_says_why() -> None:
+    both = pd.concat([_table("j1", "vanilla", [1, 3]), _table("j1", "ownknow", [1, 3], seed=1)])
+    one = both[both["order"] != "reversed"]
+    assert set(paired_comparisons(one)["metric"]) == {"accuracy", "ndr", "rsr"}  # before: ROR 1 vs 1 "tested"
+    (row,) = not_comparable_pairs(one).to_dict("records")
+    assert (
+        row["metric"] == "ror"
+        and row["reason"] == f"ownknow: {NOTE_ROR_ONE_ORDER}; vanilla: {NOTE_ROR_ONE_ORDER}"
+    )
