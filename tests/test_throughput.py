@@ -227,6 +227,14 @@ class _AffineCPU(_SlowCPU):
         return [Completion("Answer: x", len(p.split()), params.max_new_tokens) for p in prompts]
 
 
+def prompts(lengths: range) -> list[Request]:
+    """One request per length: a prompt of ``n`` words (distinct per length), 11 new tokens."""
+    return [
+        Request.user(" ".join([f"q{n}"] + ["w"] * (n - 1)), GenerationParams(max_new_tokens=11))
+        for n in lengths
+    ]
+
+
 def test_plan_predicts_each_step_from_its_own_tokens_warm_and_batched(tmp_path: Path) -> None:
     from rr.cost import PlanningLLM, StepTiming
 
@@ -234,12 +242,6 @@ def test_plan_predicts_each_step_from_its_own_tokens_warm_and_batched(tmp_path: 
     store = ThroughputStore(tmp_path / "tp")
     timing = StepTiming(budget_s=1e9, store=store)
     llm = PlanningLLM(gen, GenerationCache(tmp_path, gen.identity(), writer="t"), timing=timing)
-
-    def prompts(lengths: range) -> list[Request]:
-        return [
-            Request.user(" ".join([f"q{n}"] + ["w"] * (n - 1)), GenerationParams(max_new_tokens=11))
-            for n in lengths
-        ]
 
     # closed-book: short prompts (no documents), 10-14 tokens; batches of 4 longest first: [14..11], [10]
     llm.generate(prompts(range(10, 15)), step="closed_book")
@@ -362,12 +364,6 @@ def test_the_timing_budget_is_respected(tmp_path: Path) -> None:
     gen = _AffineCPU()
     timing = StepTiming(budget_s=0.0, store=ThroughputStore(tmp_path / "tp"))
     llm = PlanningLLM(gen, GenerationCache(tmp_path, gen.identity(), writer="t"), timing=timing)
-
-    def prompts(lengths: range) -> list[Request]:
-        return [
-            Request.user(" ".join([f"q{n}"] + ["w"] * (n - 1)), GenerationParams(max_new_tokens=11))
-            for n in lengths
-        ]
 
     llm.generate(prompts(range(10, 15)), step="closed_book")
     calls = len(gen.calls)
