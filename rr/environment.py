@@ -1,10 +1,13 @@
-"""The Python environment a job ran in (issue 38): which lock, and whether it is what is installed.
+"""The Python environment a job ran in (issues 38, 45): which lock, and whether it is what is installed.
 
 ``make install`` installs exactly the hashed pins of ``locks/rr.txt`` and ``locks/rr-data.txt``
-(tools/lock.py writes them). A job's ``summary.json`` records :func:`environment`:
+(tools/lock.py writes them); ``make install GPU=1``, on a GPU node, those of ``locks/rr-gpu.txt``
+and ``locks/rr-data.txt`` (:data:`LOCK_SETS`). A job's ``summary.json`` records :func:`environment`,
+against the set the installed distributions differ least from (the CPU one on a tie):
 
-* ``lock``: the first 12 hex digits of the sha256 of those two files' bytes (``None`` where rr is
+* ``lock``: the first 12 hex digits of the sha256 of that set's files' bytes (``None`` where rr is
   not run from its source tree, so that no lock lies beside it);
+* ``lock_files``: that set's files (``locks/rr-gpu.txt`` first on a GPU node installed from it);
 * ``matches_lock``: whether every installed distribution (rr itself aside) is a locked one at its
   locked version, and every locked one is installed (``None`` without a lock);
 * ``differences``: the first few that are not (``name: installed X, locked Y``), sorted, and each
@@ -30,8 +33,12 @@ from typing import Any
 
 #: The source tree rr runs from (an editable install: ``make install``).
 ROOT = Path(__file__).resolve().parent.parent
-#: The lock files of ``.venv``, in the order they are hashed.
+#: The lock files of ``.venv``, in the order they are hashed: ``make install``'s (CPU).
 LOCK_FILES = ("locks/rr.txt", "locks/rr-data.txt")
+#: The lock files of ``.venv`` on a GPU node (``make install GPU=1``).
+GPU_LOCK_FILES = ("locks/rr-gpu.txt", "locks/rr-data.txt")
+#: Every set a ``.venv`` may be installed from, in order of preference on a tie.
+LOCK_SETS = (LOCK_FILES, GPU_LOCK_FILES)
 #: Installed distributions that are not in a lock by design: rr itself (``pip install -e .``).
 UNLOCKED = frozenset({"rr"})
 #: How many differences a record lists (the count is complete).
@@ -198,23 +205,40 @@ def _inside_installation(entry: str) -> bool:
 
 def record(root: Path = ROOT, path: list[str] | None = None) -> dict[str, Any]:
     """The environment record of the distributions on ``path`` (default ``sys.path``: the
-    interpreter running now) against the locks under ``root``."""
-    locks = [root / name for name in LOCK_FILES]
-    if not all(lock.is_file() for lock in locks):
-        return {"lock": None, "matches_lock": None, "differences": [], "n_differences": None}
-    digest = hashlib.sha256()
-    pins: dict[str, str] = {}
-    for lock in locks:
-        data = lock.read_bytes()
-        digest.update(data)
-        pins.update(locked_pins(data.decode("utf-8")))
-    diffs = sorted(differences(pins, installed_versions(path)) + shadows(pins, path, root))
-    return {
-        "lock": digest.hexdigest()[:12],
-        "matches_lock": not diffs,
-        "differences": diffs[:MAX_LISTED],
-        "n_differences": len(diffs),
-    }
+    interpreter running now) against the lock set under ``root`` (:data:`LOCK_SETS`, those whose
+    files all exist) that they differ least from."""
+    installed: dict[str, str] | None = None
+    best: dict[str, Any] | None = None
+    for names in LOCK_SETS:
+        locks = [root / name for name in names]
+        if not all(lock.is_file() for lock in locks):
+            continue
+        digest = hashlib.sha256()
+        pins: dict[str, str] = {}
+        for lock in locks:
+            data = lock.read_bytes()
+            digest.update(data)
+            pins.update(locked_pins(data.decode("utf-8")))
+        if installed is None:
+            installed = installed_versions(path)
+        diffs = sorted(differences(pins, installed) + shadows(pins, path, root))
+        if best is None or len(diffs) < best["n_differences"]:
+            best = {
+                "lock": digest.hexdigest()[:12],
+                "lock_files": list(names),
+                "matches_lock": not diffs,
+                "differences": diffs[:MAX_LISTED],
+                "n_differences": len(diffs),
+            }
+    if best is None:
+        return {
+            "lock": None,
+            "lock_files": [],
+            "matches_lock": None,
+            "differences": [],
+            "n_differences": None,
+        }
+    return best
 
 
 @functools.cache

@@ -85,6 +85,7 @@ def test_record_matches_and_differs(tmp_path: Path) -> None:
     got = record(root, [str(_site(tmp_path / "same", same))])
     assert got == {
         "lock": digest.hexdigest()[:12],
+        "lock_files": ["locks/rr.txt", "locks/rr-data.txt"],
         "matches_lock": True,
         "differences": [],
         "n_differences": 0,
@@ -97,10 +98,62 @@ def test_record_matches_and_differs(tmp_path: Path) -> None:
     assert record(tmp_path / "nowhere")["lock"] is None
 
 
+GPU_LOCK = """\
+# rr-lock-inputs-sha256: 01
+accelerate==1.15.0 \\
+    --hash=sha256:aa
+Foo_Bar==2.0 \\
+    --hash=sha256:bb
+nvidia-cublas==13.1.1.3 \\
+    --hash=sha256:ee
+torch==2.13.0 \\
+    --hash=sha256:ff
+vllm==0.32.0 \\
+    --hash=sha256:99
+"""
+
+
+def test_a_gpu_node_installed_from_the_gpu_lock_records_that_lock(tmp_path: Path) -> None:
+    """Issue 45: a .venv installed with ``make install GPU=1`` (locks/rr-gpu.txt + locks/rr-data.txt)
+    records the GPU lock and matches it, not "differs from locks/rr.txt"; a CPU install still records
+    the CPU lock; a GPU install that drifted is recorded against the GPU lock with its one difference."""
+    root = _locks(tmp_path)
+    (root / "locks" / "rr-gpu.txt").write_text(GPU_LOCK)
+    gpu_digest = hashlib.sha256(
+        (root / "locks/rr-gpu.txt").read_bytes() + (root / "locks/rr-data.txt").read_bytes()
+    ).hexdigest()[:12]
+    cpu_digest = hashlib.sha256(
+        (root / "locks/rr.txt").read_bytes() + (root / "locks/rr-data.txt").read_bytes()
+    ).hexdigest()[:12]
+    gpu = {"accelerate": "1.15.0", "foo_bar": "2.0", "nvidia_cublas": "13.1.1.3", "torch": "2.13.0"}
+    gpu |= {"vllm": "0.32.0", "fanoutqa": "1.1.1", "rr": "0.1.0"}
+    got = record(root, [str(_site(tmp_path / "gpu", gpu))])
+    assert got == {
+        "lock": gpu_digest,
+        "lock_files": ["locks/rr-gpu.txt", "locks/rr-data.txt"],
+        "matches_lock": True,
+        "differences": [],
+        "n_differences": 0,
+    }
+    got = record(root, [str(_site(tmp_path / "drift", {**gpu, "vllm": "0.33.0"}))])
+    assert got["lock"] == gpu_digest and got["matches_lock"] is False
+    assert got["differences"] == ["vllm: installed 0.33.0, locked 0.32.0"]
+    cpu = {"accelerate": "1.15.0", "foo_bar": "2.0", "torch": "2.13.0+cpu", "fanoutqa": "1.1.1"}
+    got = record(root, [str(_site(tmp_path / "cpu", cpu))])
+    assert (got["lock"], got["lock_files"], got["matches_lock"]) == (
+        cpu_digest,
+        ["locks/rr.txt", "locks/rr-data.txt"],
+        True,
+    )
+    # a tie (as far from both): the CPU lock, make install's
+    got = record(root, [str(_site(tmp_path / "none", {"rich": "13.0"}))])
+    assert got["lock"] == cpu_digest
+
+
 def test_environment_is_cached_per_process() -> None:
     first = environment()
     assert environment() is first
-    assert set(first) == {"lock", "matches_lock", "differences", "n_differences"}
+    assert set(first) == {"lock", "lock_files", "matches_lock", "differences", "n_differences"}
     assert first == record(path=sys.path)
 
 

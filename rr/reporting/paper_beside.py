@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from rr.metrics.rgb import correct, noise_ratio_of
-from rr.papers import paper_claims, paper_values, parse_setting
+from rr.papers import APPROX_TOLERANCE, paper_claims, paper_values, parse_setting
 from rr.perturbations.base import PerturbationTag
 from rr.reporting.core import CI_HIGH, CI_LOW, Item, ReportContext, ReportTable, SectionSkipped, section
 from rr.stats import bootstrap_mean
@@ -307,7 +307,8 @@ def _verdict(value: float, relation: str, est: Estimate) -> str:
         return INSIDE if hi > value else OUTSIDE
     if relation == "<":
         return INSIDE if lo < value else OUTSIDE
-    return INSIDE if lo - 1e-12 <= value <= hi + 1e-12 else OUTSIDE
+    tol = APPROX_TOLERANCE if relation == "~" else 1e-12  # "approximately 14%": within the stated tolerance
+    return INSIDE if lo - tol <= value <= hi + tol else OUTSIDE
 
 
 def _model_rows(scores: pd.DataFrame, models: Mapping[str, str], ids: str) -> pd.DataFrame:
@@ -394,12 +395,13 @@ def _papers_of_run(ctx: ReportContext, matched: set[str]) -> set[str]:
 )
 def paper_beside(df: pd.DataFrame, ctx: ReportContext) -> Iterator[Item]:
     """The papers' values with rr's beside them, and each claim's verdict."""
-    from rr.reporting.paper_claims import evaluate_claims  # it imports this module's metrics
+    from rr.reporting.paper_claims import claims_caption, evaluate_claims  # it imports this module's metrics
 
     values = compare_values(df, ctx)
     claims = evaluate_claims(df, ctx)
     matched = set(values.loc[values["verdict"] != NO_MATCH, "paper"]) | {
-        c.split(".", 1)[0] for c in claims.loc[claims["verdict"] != NO_MATCH, "claim"]
+        c.split(".", 1)[0]
+        for c in claims.loc[claims["dataset"].fillna("") != "", "claim"]  # tested on the run
     }
     papers = _papers_of_run(ctx, matched)
     if not papers:
@@ -419,7 +421,7 @@ def paper_beside(df: pd.DataFrame, ctx: ReportContext) -> Iterator[Item]:
             "recorded: the job's model id (summary.json), the dataset and every condition of the setting; "
             f"rr = the metric on the matched rows with its {ctx.confidence:.0%} small-sample interval; verdict: "
             f"{INSIDE!r} / {OUTSIDE!r} (relation > or <: the paper states a bound, and the verdict says whether the "
-            f"interval reaches its side) / {NO_MATCH!r}. Here: "
+            f"interval reaches its side; ~: the paper says approximately, within {APPROX_TOLERANCE:g}) / {NO_MATCH!r}. Here: "
             + ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
             + "."
         ),
@@ -428,12 +430,7 @@ def paper_beside(df: pd.DataFrame, ctx: ReportContext) -> Iterator[Item]:
         "paper_claims",
         "Each paper claim tested on this run",
         claims,
-        caption=(
-            "rr/papers/claims, per model and dataset of the run: direction claims (a above b) by a paired test "
-            f"over the examples both sides answered (two-sided, alpha {ALPHA}: permutation test of per-example "
-            "values, or a paired example bootstrap of the difference for NDR/RSR/ROR and their geometric mean); "
-            f"bounds by the metric's interval. Verdicts {HOLDS!r}, {CONTRADICTED!r}, {UNDECIDED!r}, {NO_MATCH!r}."
-        ),
+        caption=claims_caption(),
     )
 
 
