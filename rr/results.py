@@ -45,7 +45,7 @@ COLUMNS: dict[str, str] = {
     "query_perturbation": "'none' or the perturbation with its parameters",
     "doc_perturbation": "'none' or the perturbation with its parameters",
     "n_docs_used": "documents actually in the prompt after fitting the context window",
-    "prediction": "the extracted answer",
+    "prediction": "the text judged: the extracted answer, or the whole or first line of the output (scoring.text)",
     "raw_output": "the model's full output",
     "score": "correctness in [0, 1]",
     "judge": "which judge produced score",

@@ -13,7 +13,14 @@ import pandas as pd
 from rich.console import Console
 
 from rr.analysis.intervals import robustness_ci
-from rr.metrics.robustness import NOTE_NDR_TRIVIAL, NOTE_RSR_ONE_K, metric_notes, robustness_table
+from rr.metrics.robustness import (
+    NOTE_ALL_ZERO,
+    NOTE_NDR_TRIVIAL,
+    NOTE_ROR_ONE_ORDER,
+    NOTE_RSR_ONE_K,
+    metric_notes,
+    robustness_table,
+)
 from rr.reporting.comparisons import not_comparable_pairs, paired_comparisons
 from rr.reporting.robustness import without_degenerate
 
@@ -121,3 +128,38 @@ def test_the_console_names_a_judge_string_match_fallback() -> None:
             "judge llm: 3 distinct verdicts unreadable after its retries, scored by string match instead "
             "(judge_fallback=true in scores.parquet)"
         ) in out.getvalue()
+
+
+def test_ror_with_one_order_and_robustness_from_all_zero_accuracy_are_degenerate() -> None:
+    """Issue 42: ROR with one document order is 1 with no spread to measure, and a system whose every k > 0
+    cell scores 0 gets RSR = ROR = 1 (and, closed-book 0, NDR = 1): robustness 1 from nothing."""
+    one = _table("j1", "vanilla", [1, 3])
+    one = one[one["order"] != "reversed"]
+    (row,) = robustness_table(one, by=["strategy"]).to_dict("records")
+    assert row["n_orders"] == 1 and row["ror"] == 1.0
+    assert metric_notes(row)["ror"] == NOTE_ROR_ONE_ORDER and "rsr" not in metric_notes(row)
+    zero = _table("j1", "vanilla", [1, 3], closed=0.0).assign(score=0.0)
+    (row,) = robustness_table(zero, by=["strategy"]).to_dict("records")
+    assert (row["ndr"], row["rsr"], row["ror"], row["robustness"]) == (1.0, 1.0, 1.0, 1.0)
+    notes = metric_notes(row)
+    assert notes["ndr"] == NOTE_NDR_TRIVIAL and notes["rsr"] == notes["ror"] == NOTE_ALL_ZERO
+    shown = without_degenerate(robustness_ci(zero, ["strategy"], n_resamples=100))
+    assert shown[["ndr", "rsr", "ror", "robustness"]].isna().all(axis=None)
+    # two orders and some correct answers: nothing to note on ROR
+    assert "ror" not in metric_notes(
+        robustness_table(_table("j1", "vanilla", [1, 3]), by=["strategy"]).iloc[0]
+    )
+
+
+def test_the_results_hint_is_one_line_that_pastes() -> None:
+    """Issue 43: ``rr.results.load('…')`` was wrapped at a space of the path, so it could not be pasted."""
+    import ast
+
+    from rr.reporting.job import print_summary
+
+    folder = "/tmp/my results/runs/cao2025_mini/2cf0aa69361f"
+    out = io.StringIO()
+    print_summary(_console_summary(metrics=[], rows=1), folder, Console(file=out, width=60))
+    line = next(ln for ln in out.getvalue().splitlines() if ln.startswith("results:"))
+    call = line.split("(rr.results.load(", 1)[1].removesuffix("))")
+    assert ast.literal_eval(call) == folder

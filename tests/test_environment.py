@@ -169,6 +169,17 @@ def test_environments_note() -> None:
     )
     note = environments_note({"j1": {**env_a, "matches_lock": False}})
     assert note is not None and "lock aaaaaaaaaaaa, installed set differs: 1 job(s) (j1)" in note
+    assert note.endswith("; j1 differs: not listed in its summary.json")
+    shadowed = {
+        **env_a,
+        "matches_lock": False,
+        "differences": ["tqdm: imports /x/tqdm (no metadata there), locked 4.70.1"],
+        "n_differences": 3,
+    }
+    note = environments_note({"j1": env_a, "j2": shadowed})
+    assert note is not None and note.endswith(
+        "; j2 differs: tqdm: imports /x/tqdm (no metadata there), locked 4.70.1 and 2 more"
+    )
     note = environments_note({"j1": env_a, "j2": None})
     assert note is not None and "no record: 1 job(s) (j2)" in note
 
@@ -224,3 +235,47 @@ def test_a_vendored_folder_on_sys_path_is_not_the_installed_set() -> None:
     if not vendored:
         pytest.skip("this setuptools vendors nothing into a _vendor folder")
     assert record(path=[*sys.path, *vendored]) == record(path=[p for p in sys.path if p not in vendored])
+
+
+@pytest.mark.parametrize("with_metadata", [False, True])
+def test_a_shadow_package_on_pythonpath_is_what_differs(tmp_path: Path, with_metadata: bool) -> None:
+    """A ``tqdm`` folder on ``PYTHONPATH`` is what ``import tqdm`` runs: the record says so, with or
+    without a ``dist-info`` beside it (without one it was recorded ``matches_lock: True``)."""
+    import os
+    import subprocess
+
+    from rr.environment import ROOT
+
+    shadow = tmp_path / "shadow"
+    (shadow / "tqdm").mkdir(parents=True)
+    (shadow / "tqdm" / "__init__.py").write_text("__version__ = '4.66.0'\n")
+    if with_metadata:
+        (shadow / "tqdm-4.66.0.dist-info").mkdir()
+        (shadow / "tqdm-4.66.0.dist-info" / "METADATA").write_text("Name: tqdm\nVersion: 4.66.0\n")
+        (shadow / "tqdm-4.66.0.dist-info" / "top_level.txt").write_text("tqdm\n")
+    code = "import json; from rr.environment import record; print(json.dumps(record()))"
+    env = {**os.environ, "PYTHONPATH": str(shadow)}
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True, check=True
+    ).stdout
+    got = json.loads(out)
+    if environment()["matches_lock"] is None:
+        pytest.skip("rr runs outside its source tree: no lock to compare with")
+    assert got["matches_lock"] is False
+    locked = locked_pins((ROOT / "locks" / "rr.txt").read_text())["tqdm"]
+    there = "version 4.66.0 there" if with_metadata else "no metadata there"
+    assert f"tqdm: imports {shadow / 'tqdm'} ({there}), locked {locked}" in got["differences"]
+    if with_metadata:
+        assert f"tqdm: installed 4.66.0, locked {locked}" in got["differences"]
+    # and nothing else: the clean interpreter's record, plus the shadow
+    clean = json.loads(
+        subprocess.run(
+            [sys.executable, "-c", code],
+            env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
+    assert got["n_differences"] == clean["n_differences"] + (2 if with_metadata else 1)

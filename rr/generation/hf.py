@@ -14,6 +14,7 @@ from rr.generation.base import Completion, ConfiguredDecoding, check_local_model
 from rr.generation.hf_prefix import PrefixPrefill, generate_batch, prefix_order, use_cpu_gqa_attention
 from rr.generation.parallel import FabricPool
 from rr.generation.throughput import BatchTiming
+from rr.model_identity import local_identity
 from rr.records import GenerationParams, Request
 from rr.registry import component
 
@@ -142,7 +143,8 @@ class HFGenerator(ConfiguredDecoding):
         if self._spec is not None:
             model_id, revision = self._spec.model_id, self._spec.revision
         else:
-            model_id, revision = self.model, self.revision
+            # A local folder is its files' content (rr.model_identity), never its path alone.
+            model_id, revision = self.model, local_identity(self.model) or self.revision
             if revision is None:
                 # The commit the hub cache resolved to, so 'main' moving on changes the key.
                 revision = getattr(self._load_config(), "_commit_hash", None) or "unversioned"

@@ -117,7 +117,11 @@ def print_summary(
         )
     else:
         console.print(escape(counts))
-    console.print(escape(f"results: {output_dir}/scores.parquet  (rr.results.load('{output_dir}'))"))
+    # One line, never wrapped (a path with a space was cut at it), the path quoted so it pastes.
+    console.print(
+        escape(f"results: {output_dir}/scores.parquet  (rr.results.load({str(output_dir)!r}))"),
+        soft_wrap=True,
+    )
 
 
 def judge_fallback_lines(counters: dict[str, int]) -> list[str]:
