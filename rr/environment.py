@@ -29,7 +29,10 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rr.jobfolder import EnvironmentRecord
 
 #: The source tree rr runs from (an editable install: ``make install``).
 ROOT = Path(__file__).resolve().parent.parent
@@ -247,15 +250,15 @@ def environment() -> dict[str, Any]:
     return record()
 
 
-def describe(env: dict[str, Any] | None) -> str:
+def describe(env: EnvironmentRecord | None) -> str:
     """A job's environment in a few characters: ``<lock>`` (matches it), ``<lock>*`` (installed set
     differs from it), ``?`` (no record: an older job, or rr outside its source tree)."""
-    if not env or not env.get("lock"):
+    if env is None or not env.lock:
         return "?"
-    return f"{env['lock']}{'' if env.get('matches_lock') else '*'}"
+    return f"{env.lock}{'' if env.matches_lock else '*'}"
 
 
-def environments_note(envs: dict[str, dict[str, Any] | None]) -> str | None:
+def environments_note(envs: dict[str, EnvironmentRecord | None]) -> str | None:
     """One sentence when the jobs ``{job id: summary's environment record}`` did not all run in one
     locked environment (several locks, an installed set that differs from its lock, or jobs
     without a record beside jobs with one); ``None`` when they did, or when none has a record."""

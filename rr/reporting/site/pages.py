@@ -97,12 +97,12 @@ def overview_data(
                 OverviewJob.job_id: job.job_id,
                 OverviewJob.rows: job.rows,
                 OverviewJob.folder: str(job.path),
-                OverviewJob.model_calls: s.get("model_calls"),
-                OverviewJob.cache_hits: s.get("cache_hits"),
-                OverviewJob.wall_s: json_number(s.get("wall_s")),
-                OverviewJob.environment: describe(s.get("environment")),
-                OverviewJob.accuracy: json_number(s.get("accuracy")),
-                OverviewJob.closed_book_accuracy: json_number(s.get("closed_book_accuracy")),
+                OverviewJob.model_calls: s.model_calls,
+                OverviewJob.cache_hits: s.cache_hits,
+                OverviewJob.wall_s: json_number(s.wall_s),
+                OverviewJob.environment: describe(s.environment),
+                OverviewJob.accuracy: json_number(s.accuracy),
+                OverviewJob.closed_book_accuracy: json_number(s.closed_book_accuracy),
             }
         )
     keys = sorted({k for c in configs.values() for k in c})
