@@ -159,7 +159,7 @@ def test_s2a_no_gain_on_a_degenerate_run_is_degenerate_not_holds():
     assert row["verdict"].startswith(
         f"{OUTSIDE_SCOPE} (k 1, 2, 3 (paper: 5, 10, 25, 50, 75, 100)); on this run: "
     )
-    assert f"{DEGENERATE}: a (strategy=s2a): {NOTE_NDR_TRIVIAL}" in row["verdict"]
+    assert f"{DEGENERATE}: a (strategy=s2a) and b (strategy=vanilla): {NOTE_NDR_TRIVIAL}" in row["verdict"]
     assert HOLDS not in row["verdict"].replace("on this run: degenerate", "")
 
 
