@@ -427,7 +427,7 @@ def make_runtime(
             show_progress=plan.show_progress,
             strict_window=s.strict_window,
             warn_after_s=None if s.cpu_warn_minutes is None else 60.0 * s.cpu_warn_minutes,
-            throughput=ThroughputStore(s.cache_dir),
+            throughput=ThroughputStore(),  # per machine (user cache), not per output folder
             plan_hint=plan_command(),
         )
     rt = Runtime(llm, Path(s.cache_dir), seed=plan.seed, job_id=plan.job_id, show_progress=plan.show_progress)

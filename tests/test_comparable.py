@@ -151,6 +151,20 @@ def test_ror_with_one_order_and_robustness_from_all_zero_accuracy_are_degenerate
     )
 
 
+def test_the_results_hint_is_one_line_that_pastes() -> None:
+    """Issue 43: ``rr.results.load('…')`` was wrapped at a space of the path, so it could not be pasted."""
+    import ast
+
+    from rr.reporting.job import print_summary
+
+    folder = "/tmp/my results/runs/cao2025_mini/2cf0aa69361f"
+    out = io.StringIO()
+    print_summary(_console_summary(metrics=[], rows=1), folder, Console(file=out, width=60))
+    line = next(ln for ln in out.getvalue().splitlines() if ln.startswith("results:"))
+    call = line.split("(rr.results.load(", 1)[1].removesuffix("))")
+    assert ast.literal_eval(call) == folder
+
+
 def test_ror_of_one_order_is_not_compared_and_says_why() -> None:
     both = pd.concat([_table("j1", "vanilla", [1, 3]), _table("j1", "ownknow", [1, 3], seed=1)])
     one = both[both["order"] != "reversed"]

@@ -216,7 +216,7 @@ class LlamaCppGenerator(ConfiguredDecoding):
         **kwargs: Any,
     ) -> None:
         super().__init__(batch_size=batch_size, **kwargs)
-        check_local_model(model)
+        check_local_model(model, gguf=True)
         self.model = model
         self.tokenizer_name = tokenizer
         self.revision = revision
