@@ -153,6 +153,8 @@ class MetricRow:
         accuracy: Mean score of the k > 0 rows (NaN without any).
         closed_book_accuracy: Mean score of the system's k = 0 rows (NaN without any).
         n_examples: Distinct examples behind the row.
+        n_orders: Document orders among its k > 0 rows (ROR with one is degenerate:
+            :func:`rr.metrics.robustness.metric_notes`); ``None`` in a summary written before it was.
 
     ``None``: a row that does not hold the column (the robustness table always writes them all).
     """
@@ -166,12 +168,13 @@ class MetricRow:
     accuracy: float | None = None
     closed_book_accuracy: float | None = None
     n_examples: int | None = None
+    n_orders: int | None = None
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> MetricRow:
-        """A row as the robustness table has it: every column besides ``retriever`` and the
-        metrics (:data:`METRIC_COLUMNS`) names the system."""
-        own = {"retriever", *METRIC_COLUMNS}
+        """A row as the robustness table has it: every column besides ``retriever``, the
+        metrics (:data:`METRIC_COLUMNS`) and ``n_orders`` names the system."""
+        own = {"retriever", *METRIC_COLUMNS, "n_orders"}
         return cls(
             system={k: v for k, v in data.items() if k not in own},
             **{k: v for k, v in data.items() if k in own},
@@ -179,7 +182,13 @@ class MetricRow:
 
     def to_dict(self) -> dict[str, Any]:
         """The row as the robustness table has it: the system columns, ``retriever``, the metrics."""
-        return {**self.system, "retriever": self.retriever, **{c: getattr(self, c) for c in METRIC_COLUMNS}}
+        orders = {} if self.n_orders is None else {"n_orders": self.n_orders}
+        return {
+            **self.system,
+            "retriever": self.retriever,
+            **{c: getattr(self, c) for c in METRIC_COLUMNS},
+            **orders,
+        }
 
 
 # ----------------------------------------------------------------------------- the summary

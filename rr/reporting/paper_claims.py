@@ -316,16 +316,15 @@ def _pair(claim: Claim, scoped: pd.DataFrame, ctx: ReportContext, params: Mappin
         "test": test,
         "verdict": _decide(claim.kind, diff, lo, hi, p),
     }
-    whys = [
-        f"{side} ({', '.join(f'{k}={v}' for k, v in cond.items())}): {why}"
-        for side, cond, rows, metric in (
-            ("a", cond_a, side_a, claim.metric_a or claim.metric),
-            ("b", cond_b, side_b, claim.metric_b or claim.metric),
-        )
-        if (why := degenerate_reason(rows, metric))
-    ]
-    if whys:
-        rec["verdict"] = f"{DEGENERATE}: " + "; ".join(whys)
+    reasons: dict[str, list[str]] = {}  # reason -> the sides it holds on (both sides once, where they agree)
+    for side, cond, rows, metric in (
+        ("a", cond_a, side_a, claim.metric_a or claim.metric),
+        ("b", cond_b, side_b, claim.metric_b or claim.metric),
+    ):
+        if why := degenerate_reason(rows, metric):
+            reasons.setdefault(why, []).append(f"{side} ({', '.join(f'{k}={v}' for k, v in cond.items())})")
+    if reasons:
+        rec["verdict"] = f"{DEGENERATE}: " + "; ".join(f"{' and '.join(s)}: {w}" for w, s in reasons.items())
     return rec
 
 
