@@ -56,6 +56,8 @@ def run(args: list[str], env: dict[str, str]) -> float:
 
 
 def main() -> None:
+    from rr.jobfolder import SUMMARY_FILE, read_summary
+
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", type=int, nargs="+", default=[4, 8], help="questions per job")
     ap.add_argument("--k", default="1,2,3", help="grid.k")
@@ -97,8 +99,9 @@ def main() -> None:
             predicted = plan["wall_seconds"][0]
             job_s = run(overrides, env)
             load1 = os.getloadavg()[0]
-            (summary,) = Path(tmp, "runs").glob("*/*/summary.json")
-            s = json.loads(summary.read_text())
+            (path,) = Path(tmp, "runs").glob(f"*/*/{SUMMARY_FILE}")
+            summary = read_summary(path.parent)
+            assert summary is not None, path
             # warm: `rr plan --no-timing` in a new output folder on the same machine (what the plan and
             # the job recorded), against the same job
             fresh = [o for o in overrides if not o.startswith("paths.output_root=")] + [
@@ -108,13 +111,13 @@ def main() -> None:
             warm = json.loads(Path(tmp, "warm.json").read_text())["wall_seconds"][0]
             rows.append(
                 {
-                    "questions": s["examples"] if a.demo else n,
-                    "prompts": s["model_calls"],
+                    "questions": summary.examples if a.demo else n,
+                    "prompts": summary.model_calls,
                     "plan_s": round(plan_s, 1),
                     "timed_on": sorted({st["timed_on"] for st in job["steps"] if st["timed_on"]}),
                     "predicted_s": round(predicted, 1),
                     "job_s": round(job_s, 1),
-                    "job_wall_s (summary)": round(s["wall_s"], 1),
+                    "job_wall_s (summary)": round(summary.wall_s or 0.0, 1),
                     "ratio": round(predicted / job_s, 2),
                     "warm_predicted_s": None if warm is None else round(warm, 1),
                     "warm_ratio": None if warm is None else round(warm / job_s, 2),

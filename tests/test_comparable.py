@@ -163,3 +163,14 @@ def test_the_results_hint_is_one_line_that_pastes() -> None:
     line = next(ln for ln in out.getvalue().splitlines() if ln.startswith("results:"))
     call = line.split("(rr.results.load(", 1)[1].removesuffix("))")
     assert ast.literal_eval(call) == folder
+
+
+def test_ror_of_one_order_is_not_compared_and_says_why() -> None:
+    both = pd.concat([_table("j1", "vanilla", [1, 3]), _table("j1", "ownknow", [1, 3], seed=1)])
+    one = both[both["order"] != "reversed"]
+    assert set(paired_comparisons(one)["metric"]) == {"accuracy", "ndr", "rsr"}  # before: ROR 1 vs 1 "tested"
+    (row,) = not_comparable_pairs(one).to_dict("records")
+    assert (
+        row["metric"] == "ror"
+        and row["reason"] == f"ownknow: {NOTE_ROR_ONE_ORDER}; vanilla: {NOTE_ROR_ONE_ORDER}"
+    )

@@ -401,6 +401,7 @@ def _rare_job(job_id: str, robust: list[bool]) -> pd.DataFrame:
 def test_a_cross_model_claim_pairs_the_two_recorded_models(qwen_better):
     """RARE Table 8 prints Qwen3-8B above GPT-4.1 (z = -15.3 for GPT-4.1 vs Qwen3-8B): on planted rows where
     Qwen is robust on 14 of 16 questions and GPT on 2 it holds; with the models swapped it is contradicted."""
+    from rr.jobfolder import JobSummary
     from rr.reporting.core import JobInfo
 
     good, bad = [True] * 14 + [False] * 2, [False] * 14 + [True] * 2
@@ -410,8 +411,10 @@ def test_a_cross_model_claim_pairs_the_two_recorded_models(qwen_better):
     )
     ctx = ReportContext(
         jobs=[
-            JobInfo("jq", Path("jq"), 32, {"name": "rare2025", "model": {"model_id": "Qwen/Qwen3-8B"}}, None),
-            JobInfo("jg", Path("jg"), 32, {"name": "rare2025", "model": {"model_id": "gpt-4.1"}}, None),
+            JobInfo(
+                "jq", Path("jq"), 32, JobSummary(name="rare2025", model={"model_id": "Qwen/Qwen3-8B"}), None
+            ),
+            JobInfo("jg", Path("jg"), 32, JobSummary(name="rare2025", model={"model_id": "gpt-4.1"}), None),
         ],
         n_resamples=200,
     )

@@ -58,9 +58,8 @@ def job_models(ctx: ReportContext) -> dict[str, str]:
     """job id -> the model id its ``summary.json`` recorded (``model.model_id``; jobs without one are left out)."""
     out = {}
     for job in ctx.jobs:
-        model = job.summary.get("model") if isinstance(job.summary, dict) else None
-        if isinstance(model, dict) and model.get("model_id"):
-            out[job.job_id] = str(model["model_id"])
+        if model_id := job.summary.model_id:
+            out[job.job_id] = model_id
     return out
 
 
@@ -382,7 +381,7 @@ def compare_values(
 def _papers_of_run(ctx: ReportContext, matched: set[str]) -> set[str]:
     """Papers whose experiment a job ran (its recorded ``name``, ``rgb2024`` or ``rgb2024_mini``) or whose
     values or claims matched some of its rows."""
-    names = {str(j.summary.get("name", "")) for j in ctx.jobs if isinstance(j.summary, dict)}
+    names = {str(j.summary.name) for j in ctx.jobs}
     papers = set(paper_values()["paper"]) | {c.paper for c in paper_claims()}
     return {p for p in papers if p in names or f"{p}_mini" in names} | matched
 

@@ -37,6 +37,7 @@ from rr.reporting.core import (
     system_label,
     varying,
 )
+from rr.results import follow_split_ids
 from rr.stats import bootstrap_mean
 
 ORACLE = "oracle"
@@ -260,6 +261,7 @@ def correlations_section(df: pd.DataFrame, ctx: ReportContext) -> Iterator[Item]
     rows = []
     for key, g in _groups(df):
         ret = metrics[metrics["job_id"].isin(set(g["job_id"]))] if "job_id" in g.columns else metrics
+        ret = follow_split_ids(ret, g)  # a run names a query by the id its dataset gave
         ret = ret.drop_duplicates(["retriever", "example_id", "query_perturbation"])
         for retriever in sorted(set(g.loc[g["k"] == k, "retriever"].astype(str)) - {ORACLE}):
             if not (ret["retriever"] == retriever).any():
