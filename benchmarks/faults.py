@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import random
 import shutil
@@ -252,6 +251,8 @@ def kill_trial(root: Path, phase: str, rng: random.Random) -> dict:
 
 def disk_full_trial(root: Path, free_kib: int, ref) -> dict:
     """The job on a tmpfs with ``free_kib`` KiB left; then space is freed and the job re-run."""
+    from rr.jobfolder import read_summary
+
     root.mkdir(parents=True)
     logs = root.with_name(root.name + "-logs")  # off the full disk: instrumentation must not fail
     mounted = (
@@ -276,7 +277,7 @@ def disk_full_trial(root: Path, free_kib: int, ref) -> dict:
         bad = bad_cache_lines(root)
         (root / "filler").unlink(missing_ok=True)
         rc2 = run_to_end(root, logs / "attempt2.events")
-        summary = json.loads((root / "job" / "summary.json").read_text()) if rc2 == 0 else {}
+        summary = read_summary(root / "job") if rc2 == 0 else None
         return {
             "mode": "tmpfs" if mounted else "RLIMIT_FSIZE",
             "free_kib": free_kib,
@@ -284,7 +285,7 @@ def disk_full_trial(root: Path, free_kib: int, ref) -> dict:
             "error_is_disk_full": rc == 0 or enospc,
             "temporaries": left,
             "torn_cache_lines": bad,
-            "skipped_on_resume": summary.get("cache_torn_lines"),
+            "skipped_on_resume": summary.cache_torn_lines if summary is not None else None,
             "identical": rc2 == 0 and same_table(root, ref),
             "crash": rc2 != 0 or (rc != 0 and not enospc),
         }

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from rr.jobfolder import JobSummary
 from rr.papers import paper_values
 from rr.reporting.core import JobInfo, ReportContext
 from rr.reporting.paper_beside import (
@@ -25,7 +26,7 @@ from rr.reporting.paper_beside import (
     _job_papers,
     _setting_keys,
     compare_values,
-    job_models,
+    job_model_ids,
     nearest_values,
     paper_beside,
 )
@@ -60,7 +61,7 @@ def synthetic(n_examples: int) -> tuple[pd.DataFrame, ReportContext]:
                     n_docs_given=rows["k"],
                 )
             )
-            summary = {"name": "cao2025", "model": {"model_id": model}, "public_model": model}
+            summary = JobSummary(name="cao2025", model={"model_id": model}, public_model=model)
             jobs.append(JobInfo(job, Path(job), len(rows), summary, None))
     return pd.concat(frames, ignore_index=True), ReportContext(jobs=jobs, n_resamples=1000)
 
@@ -75,7 +76,7 @@ def main() -> None:
     def mark() -> None:
         marks.append((time.perf_counter(), time.process_time()))
 
-    index = RunIndex(scores, job_models(ctx), _setting_keys(values))
+    index = RunIndex(scores, job_model_ids(ctx), _setting_keys(values))
     mark()
     got = compare_values(scores, ctx, values, index)
     mark()

@@ -191,14 +191,14 @@ def folder_state(folder: Path) -> JobState:
     summary = finished(folder, jid)
     if summary is not None:
         detail = f"{summary.rows if summary.rows is not None else '?'} rows"
-        labels: tuple[tuple[str, str], ...] = (
-            ("accuracy", "accuracy (k > 0)"),
-            ("closed_book_accuracy", "closed-book (k = 0)"),
+        labels: tuple[tuple[float | None, str], ...] = (
+            (summary.accuracy, "accuracy (k > 0)"),
+            (summary.closed_book_accuracy, "closed-book (k = 0)"),
         )
-        if "closed_book_accuracy" not in summary:  # written before the two were named apart
-            labels = (("accuracy", "mean score of all rows"),)
-        for key, label in labels:
-            if isinstance(value := summary.get(key), float):
+        if summary.accuracy_of_all_rows:  # written before the two were named apart
+            labels = ((summary.accuracy, "mean score of all rows"),)
+        for value, label in labels:
+            if isinstance(value, float):
                 detail += f", {label} {value:.3f}"
         detail += _calls_and_wall(summary)
         if earlier := earlier_runs(folder):  # force=true ran it again: the earlier runs are kept

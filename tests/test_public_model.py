@@ -12,8 +12,9 @@ from rr.config import job_id
 from rr.generation.base import public_model
 from rr.generation.hf import HFGenerator
 from rr.generation.openai import OpenAIGenerator
+from rr.jobfolder import JobSummary
 from rr.reporting.core import JobInfo, ReportContext
-from rr.reporting.paper_beside import NO_MATCH, RunIndex, compare_values, job_models
+from rr.reporting.paper_beside import NO_MATCH, RunIndex, compare_values, job_model_ids
 from tests.conftest import compose_config
 
 
@@ -49,7 +50,7 @@ def test_model_name_is_a_label_not_the_job_id(tmp_path: Path) -> None:
 
 
 def _ctx(public: str, loaded: str) -> ReportContext:
-    summary = {"name": "cao2025", "model": {"model_id": loaded}, "public_model": public}
+    summary = JobSummary(name="cao2025", model={"model_id": loaded}, public_model=public)
     return ReportContext(jobs=[JobInfo("j", Path("j"), 1, summary, None)])
 
 
@@ -69,8 +70,8 @@ def test_paper_values_match_the_public_model_and_its_aliases() -> None:
         ("meta-llama/Llama-3.1-8B-Instruct", "/models/llama", llama),
     ]:
         ctx = _ctx(public, loaded)
-        assert job_models(ctx) == {"j": (public, loaded)}
-        index = RunIndex(rows, job_models(ctx), {"strategy"})
+        assert job_model_ids(ctx) == {"j": (public, loaded)}
+        index = RunIndex(rows, job_model_ids(ctx), {"strategy"})
         assert not any(d[0] == "model" for d in index.profiles["j"].differences(next(value.itertuples())))
     # another model: no match, and the row says which key differs
     got = compare_values(rows, _ctx("Qwen/Qwen2.5-7B-Instruct", "Qwen/Qwen2.5-7B-Instruct"), gpt4o)

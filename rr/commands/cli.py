@@ -11,6 +11,7 @@ import time
 import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -87,7 +88,7 @@ def _app(cfg: DictConfig) -> dict[str, Any]:
     settings = job_settings(cfg)
     if done is not None and not settings.force:
         print_summary(done, output_dir, already_done=True)  # its tables again, from summary.json
-        return job_record("skipped", jid, output_dir, {**done, "model_calls": 0}, 0.0)
+        return job_record("skipped", jid, output_dir, replace(done, model_calls=0), 0.0)
     prepare_job(settings.progress)
     outcome = "resumed" if is_started(output_dir) and done is None else "done"
     if (

@@ -11,12 +11,7 @@ its interval (the small-sample intervals ``rr report`` prints everywhere: :func:
 and :func:`rr.reporting.robustness.robustness_ci`) and a verdict: *inside the interval* or *outside*
 (for a bound the paper states, ``> 0.8``: whether the interval reaches the bound's side).
 
-*Claims.* Each claim (:class:`rr.papers.Claim`) is tested per model and dataset of the run, on the rows
-of its ``scope``: a ``direction`` claim (a above b) by a paired test over the examples both sides
-answered (:func:`rr.stats.paired_permutation_test` of per-example values; for NDR, RSR, ROR and their
-geometric mean a paired example bootstrap of the difference, :func:`rr.stats.bootstrap_cluster_means`),
-a ``bound`` by the metric's interval. Verdicts: *holds*, *contradicted*, *not decided at this n*, or
-*no matching setting in this run*.
+*Claims.* Their verdicts are :mod:`rr.reporting.paper_claims`'s; this section lays both tables out.
 """
 
 from __future__ import annotations
@@ -31,10 +26,10 @@ import pandas as pd
 
 from rr.metrics import MetricSpec, get_spec
 from rr.metrics.rgb import noise_ratio_of, skipped_rows
-from rr.papers import Claim, paper_claims, paper_values, parse_setting
+from rr.papers import APPROX_TOLERANCE, paper_claims, paper_values, parse_setting
 from rr.perturbations.base import PerturbationTag
 from rr.reporting.core import CI_HIGH, CI_LOW, Item, ReportContext, ReportTable, SectionSkipped, section
-from rr.stats import bootstrap_cluster_means, bootstrap_mean, paired_permutation_test
+from rr.stats import bootstrap_mean
 
 INSIDE, OUTSIDE, NO_MATCH = "inside the interval", "outside", "no matching setting in this run"
 NOT_MEASURED = "not measured in this run"
@@ -47,7 +42,7 @@ ALPHA = 0.05
 RAG_KEYS = frozenset(
     {"noise_ratio", "counterfactual", "doc_perturbation", "n_docs_given", "retriever", "order", "k"}
 )
-_ROBUSTNESS = ("ndr", "rsr", "ror", "robustness")
+ROBUSTNESS = ("ndr", "rsr", "ror", "robustness")
 #: Setting keys that are the metric's parameters, not conditions on rows (SURE's perturbation and
 #: subset: its rates pair each perturbed row with the unperturbed one).
 METRIC_PARAMS = frozenset({"perturbation", "subset", "module", "query_kind"})
@@ -86,7 +81,7 @@ DERIVED: dict[str, tuple[str, Callable[[str], object]]] = {
 }
 
 
-def _values_of(rows: pd.DataFrame, key: str) -> dict[object, object] | None:
+def values_of(rows: pd.DataFrame, key: str) -> dict[object, object] | None:
     """Each distinct value of the column behind ``key`` -> the key's value for it (None: no such column).
     Score tables have millions of rows and few distinct values, so settings are matched on these."""
     column, fn = DERIVED.get(key, (key, lambda v: v))
@@ -97,7 +92,7 @@ def _values_of(rows: pd.DataFrame, key: str) -> dict[object, object] | None:
 
 def _hit(rows: pd.DataFrame, key: str, options: list[str]) -> pd.Series | None:
     """Whether each row's value of ``key`` is one of ``options`` (None: the rows lack its column)."""
-    values = _values_of(rows, key)
+    values = values_of(rows, key)
     if values is None:
         return None
     column = DERIVED[key][0] if key in DERIVED else key
@@ -137,7 +132,7 @@ def select(rows: pd.DataFrame, setting: Mapping[str, str]) -> pd.DataFrame:
         return out.iloc[0:0]
     out = out[out_rag | out["job_id"].isin(out.loc[out_rag, "job_id"].unique())]
     for key, options in exact.items():
-        values = _values_of(out[out["k"].astype(int) > 0] if key in RAG_KEYS else out, key)
+        values = values_of(out[out["k"].astype(int) > 0] if key in RAG_KEYS else out, key)
         assert values is not None
         if not all(any(_same(p, w) for p in values.values()) for w in options):
             return out.iloc[0:0]
@@ -158,7 +153,7 @@ class Estimate:
     per_example: pd.Series | pd.DataFrame | None = None
 
 
-def _mean_of(rows: pd.DataFrame, values: pd.Series, ctx: ReportContext) -> Estimate:
+def mean_of(rows: pd.DataFrame, values: pd.Series, ctx: ReportContext) -> Estimate:
     frame = rows.assign(_v=values.astype(float))
     r = bootstrap_mean(
         frame, "_v", n_resamples=ctx.n_resamples, confidence=ctx.confidence, seed=ctx.seed, small_sample=True
@@ -190,7 +185,7 @@ def _rate(spec: MetricSpec) -> Estimator:
         keep = values.notna()
         if not keep.any():
             return None
-        return _mean_of(part[keep], values[keep], ctx)
+        return mean_of(part[keep], values[keep], ctx)
 
     return fn
 
@@ -254,7 +249,7 @@ def _sure(rate: str) -> Estimator:
             pairs = pairs[pairs["subset"] == subset]
         if pairs.empty:
             return None
-        return _mean_of(pairs, (pairs["C"] == want), ctx)
+        return mean_of(pairs, (pairs["C"] == want), ctx)
 
     return fn
 
@@ -273,7 +268,7 @@ def _rare(score: str) -> Estimator:
         if trials.empty:
             return None
         per = trials.groupby("example_id", as_index=False)["robust"].mean()
-        return _mean_of(per, per["robust"], ctx)
+        return mean_of(per, per["robust"], ctx)
 
     return fn
 
@@ -306,7 +301,7 @@ def _query_level_recall(
     m = m.drop_duplicates(["retriever", "example_id", "query_perturbation"])
     if m.empty:
         return None
-    return _mean_of(m, m["recall@5"], ctx)
+    return mean_of(m, m["recall@5"], ctx)
 
 
 #: The values' ``module`` -> the query-level correlation's pair (:data:`rr.analysis.query_level.PAIRS`).
@@ -394,7 +389,8 @@ def _verdict(value: float, relation: str, est: Estimate) -> str:
         return INSIDE if hi > value else OUTSIDE
     if relation == "<":
         return INSIDE if lo < value else OUTSIDE
-    return INSIDE if lo - 1e-12 <= value <= hi + 1e-12 else OUTSIDE
+    tol = APPROX_TOLERANCE if relation == "~" else 1e-12  # "approximately 14%": within the stated tolerance
+    return INSIDE if lo - tol <= value <= hi + tol else OUTSIDE
 
 
 def _ids(model_ids: str) -> set[str]:
@@ -417,7 +413,7 @@ def _key_values(cells: pd.DataFrame, key: str) -> set[object] | None:
 
             return {perturbation_kind(str(t)) for t in cells[column].unique()}
         return {str(t) for t in cells[column].unique()}
-    values = _values_of(cells, key)
+    values = values_of(cells, key)
     return None if values is None else set(values.values())
 
 
@@ -595,19 +591,22 @@ def _setting_keys(values: pd.DataFrame) -> set[str]:
     return keys
 
 
-def job_models(ctx: ReportContext) -> dict[str, tuple[str, str]]:
+def job_model_ids(ctx: ReportContext) -> dict[str, tuple[str, str]]:
     """job id -> (the public model it recorded, the model id it loaded): ``summary.json``'s
     ``public_model`` (:func:`rr.generation.base.public_model`) and ``model.model_id``; a job that
     recorded no public model (written before it was) is its loaded id; jobs with neither are left out."""
     out = {}
     for job in ctx.jobs:
-        summary = job.summary if isinstance(job.summary, Mapping) else {}
-        model = summary.get("model")
-        loaded = str(model.get("model_id") or "") if isinstance(model, Mapping) else ""
-        public = str(summary.get("public_model") or loaded)
+        loaded = str(job.summary.model_id or "")
+        public = str(job.summary.public_model or loaded)
         if public or loaded:
             out[job.job_id] = (public, loaded)
     return out
+
+
+def job_models(ctx: ReportContext) -> dict[str, str]:
+    """job id -> the public model it recorded (:func:`job_model_ids`; jobs without one are left out)."""
+    return {job: public for job, (public, _) in job_model_ids(ctx).items()}
 
 
 def compare_values(
@@ -620,7 +619,7 @@ def compare_values(
     rr's on the rows matching its setting, with interval and verdict (see the module docstring); for a
     value no part of the run matches, the nearest job and the keys it differs in (``differs``)."""
     values = paper_values() if values is None else values
-    index = index or RunIndex(scores, job_models(ctx), _setting_keys(values))
+    index = index or RunIndex(scores, job_model_ids(ctx), _setting_keys(values))
     out = []
     for v in values.itertuples(index=False):
         rec: dict[str, object] = {
@@ -721,163 +720,6 @@ def nearest_values(
     return pd.DataFrame(rows)
 
 
-# ----------------------------------------------------------------------------- claims
-
-
-def _groups(
-    scores: pd.DataFrame, models: Mapping[str, str], across_models: bool
-) -> list[tuple[str, str, pd.DataFrame]]:
-    """(model id, dataset, rows) for every recorded model and dataset of the run, the rows with a
-    ``model_id`` column (the recorded model id); with ``across_models`` one group per dataset (model "")."""
-    jobs = scores["job_id"].astype(str)
-    known = scores[jobs.isin(list(models))]
-    codes, uniques = pd.factorize(known["job_id"].astype(str))
-    known = known.assign(model_id=np.asarray([models[u] for u in uniques], dtype=object)[codes])
-    if across_models:
-        return [("", str(d), rows) for d, rows in known.groupby(known["dataset"].astype(str), sort=True)]
-    return [
-        (str(m), str(d), rows)
-        for (m, d), rows in known.groupby(["model_id", known["dataset"].astype(str)], sort=True)
-    ]
-
-
-def _paired(
-    claim: Claim, a: Estimate, b: Estimate, ctx: ReportContext
-) -> tuple[float, float, float, float, str]:
-    """(difference a - b, its interval low, high, p-value, test) over the examples both sides have."""
-    pa, pb = a.per_example, b.per_example
-    assert pa is not None and pb is not None
-    common = pa.index.intersection(pb.index)
-    if len(common) < 2:
-        return math.nan, math.nan, math.nan, math.nan, "fewer than 2 shared examples"
-    if claim.metric in _ROBUSTNESS:
-        assert isinstance(pa, pd.DataFrame) and isinstance(pb, pd.DataFrame)
-        parts = ["ndr", "rsr", "ror"] if claim.metric == "robustness" else [claim.metric]
-        vals = pd.concat(
-            [pa.loc[common, parts].add_prefix("a_"), pb.loc[common, parts].add_prefix("b_")], axis=1
-        ).astype(float)
-
-        def gm(m: Mapping[str, np.ndarray], side: str) -> np.ndarray:
-            return np.prod([m[f"{side}_{p}"] for p in parts], axis=0) ** (1 / len(parts))
-
-        res = bootstrap_cluster_means(
-            vals,
-            {"diff": lambda m: gm(m, "a") - gm(m, "b")},
-            n_resamples=ctx.n_resamples,
-            confidence=ctx.confidence,
-            seed=ctx.seed,
-            method="BCa",
-            small_sample=True,
-        )["diff"]
-        return (
-            res.statistic,
-            res.ci_low,
-            res.ci_high,
-            math.nan,
-            f"paired example bootstrap of the difference (BCa, small-sample, {len(common)} examples)",
-        )
-    r = paired_permutation_test(
-        pa.loc[common].to_numpy(float),
-        pb.loc[common].to_numpy(float),
-        n_resamples=max(ctx.n_resamples, 999),  # as the paired_comparisons section
-        seed=ctx.seed,
-        confidence=ctx.confidence,
-        small_sample=True,
-    )
-    return r.statistic, r.ci_low, r.ci_high, r.p_value, f"paired permutation test ({len(common)} examples)"
-
-
-def _decide(kind: str, diff: float, lo: float, hi: float, p: float) -> str:
-    """The verdict of a paired comparison (a above b for ``direction``, a not above b for ``no_gain``)."""
-    if math.isnan(diff):
-        return UNDECIDED
-    if not math.isnan(p):  # a permutation test: significance from p, direction from the difference
-        above, below = p < ALPHA and diff > 0, p < ALPHA and diff < 0
-    else:  # a bootstrap: the interval of the difference
-        above, below = lo > 0, hi < 0
-    if kind == "direction":
-        return HOLDS if above else CONTRADICTED if below else UNDECIDED
-    return CONTRADICTED if above else HOLDS if (not math.isnan(hi) and hi <= 0) or below else UNDECIDED
-
-
-def evaluate_claims(
-    scores: pd.DataFrame, ctx: ReportContext, claims: tuple[Claim, ...] | None = None
-) -> pd.DataFrame:
-    """One row per claim and (model, dataset) of the run that has its setting (one row saying *no
-    matching setting in this run* for a claim no part of the run has)."""
-    claims = paper_claims() if claims is None else claims
-    models = {job: public for job, (public, _) in job_models(ctx).items()}
-    groups = {across: _groups(scores, models, across) for across in (False, True)}
-    out = []
-    for claim in claims:
-        base: dict[str, object] = {
-            "claim": claim.id,
-            "location": claim.location,
-            "quote": claim.quote,
-            "reading": claim.reading,
-        }
-        found = False
-        fn = estimator(claim.metric)
-        fn_a, fn_b = (estimator(m or claim.metric) for m in (claim.metric_a, claim.metric_b))
-        across = "model_id" in claim.a or "model_id" in claim.b
-        scope, scope_params = split_setting(claim.scope)
-        for mid, dataset, rows in groups[across]:
-            scoped = select(rows, scope) if scope else rows
-            if scoped.empty:
-                continue
-            rec: dict[str, object] = {**base, "model": mid, "dataset": dataset}
-            if claim.kind == "bound":
-                est = fn(scoped, ctx, **scope_params)
-                if est is None:
-                    continue
-                lo, hi = est.ci_low, est.ci_high
-                ok = lo > claim.threshold if claim.relation == ">" else hi < claim.threshold
-                bad = hi < claim.threshold if claim.relation == ">" else lo > claim.threshold
-                rec.update(
-                    {
-                        "a": est.value,
-                        "a" + CI_LOW: lo,
-                        "a" + CI_HIGH: hi,
-                        "b": math.nan,
-                        "diff": math.nan,
-                        "p_value": math.nan,
-                        "test": f"{claim.metric} {claim.relation} {claim.threshold:g}: the metric's interval "
-                        f"({est.n} examples)",
-                        "verdict": HOLDS if ok else CONTRADICTED if bad else UNDECIDED,
-                    }
-                )
-            else:
-                (cond_a, params_a), (cond_b, params_b) = split_setting(claim.a), split_setting(claim.b)
-                side_a = select(scoped, cond_a) if cond_a else scoped
-                side_b = select(scoped, cond_b) if cond_b else scoped
-                if side_a.empty or side_b.empty:
-                    continue
-                ea = fn_a(side_a, ctx, **{**scope_params, **params_a})
-                eb = fn_b(side_b, ctx, **{**scope_params, **params_b})
-                if ea is None or eb is None:
-                    continue
-                diff, lo, hi, p, test = _paired(claim, ea, eb, ctx)
-                rec.update(
-                    {
-                        "a": ea.value,
-                        "a" + CI_LOW: ea.ci_low,
-                        "a" + CI_HIGH: ea.ci_high,
-                        "b": eb.value,
-                        "diff": diff,
-                        "diff" + CI_LOW: lo,
-                        "diff" + CI_HIGH: hi,
-                        "p_value": p,
-                        "test": test,
-                        "verdict": _decide(claim.kind, diff, lo, hi, p),
-                    }
-                )
-            found = True
-            out.append(rec)
-        if not found:
-            out.append({**base, "model": "", "dataset": "", "test": "", "verdict": NO_MATCH})
-    return pd.DataFrame(out)
-
-
 # ----------------------------------------------------------------------------- the section
 
 
@@ -885,7 +727,7 @@ def _job_papers(ctx: ReportContext, papers: set[str]) -> dict[str, set[str]]:
     """job id -> the papers whose experiment it ran (its recorded ``name``: ``rgb2024`` or ``rgb2024_mini``)."""
     out = {}
     for job in ctx.jobs:
-        name = str(job.summary.get("name", "")) if isinstance(job.summary, Mapping) else ""
+        name = str(job.summary.name or "")
         out[job.job_id] = {p for p in papers if name in (p, f"{p}_mini")}
     return out
 
@@ -907,12 +749,15 @@ def _papers_of_run(ctx: ReportContext, matched: set[str]) -> set[str]:
 def paper_beside(df: pd.DataFrame, ctx: ReportContext) -> Iterator[Item]:
     """The papers' values with rr's beside them, each job's nearest paper values and how it differs,
     and each claim's verdict."""
+    from rr.reporting.paper_claims import claims_caption, evaluate_claims  # it imports this module's metrics
+
     all_values = paper_values()
-    index = RunIndex(df, job_models(ctx), _setting_keys(all_values))
+    index = RunIndex(df, job_model_ids(ctx), _setting_keys(all_values))
     values = compare_values(df, ctx, all_values, index)
     claims = evaluate_claims(index.scores, ctx)  # the known jobs' rows, categorical (faster)
     matched = set(values.loc[~values["verdict"].isin([NO_MATCH, OUT_OF_REACH]), "paper"]) | {
-        c.split(".", 1)[0] for c in claims.loc[claims["verdict"] != NO_MATCH, "claim"]
+        c.split(".", 1)[0]
+        for c in claims.loc[claims["dataset"].fillna("") != "", "claim"]  # tested on the run
     }
     papers = _papers_of_run(ctx, matched)
     nearest = nearest_values(index, all_values, _job_papers(ctx, set(all_values["paper"])))
@@ -964,12 +809,7 @@ def paper_beside(df: pd.DataFrame, ctx: ReportContext) -> Iterator[Item]:
         "paper_claims",
         "Each paper claim tested on this run",
         claims,
-        caption=(
-            "rr/papers/claims, per model and dataset of the run: direction claims (a above b) by a paired test "
-            f"over the examples both sides answered (two-sided, alpha {ALPHA}: permutation test of per-example "
-            "values, or a paired example bootstrap of the difference for NDR/RSR/ROR and their geometric mean); "
-            f"bounds by the metric's interval. Verdicts {HOLDS!r}, {CONTRADICTED!r}, {UNDECIDED!r}, {NO_MATCH!r}."
-        ),
+        caption=claims_caption(),
     )
 
 
