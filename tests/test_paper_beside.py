@@ -322,6 +322,22 @@ def test_report_section_lays_the_paper_beside_the_run(rgb_run, tmp_path):
     assert set(claims["claim"]) == {c.id for c in paper_claims() if c.paper == "rgb2024"}
     index = (tmp_path / "report" / "README.md").read_text()
     assert "The paper beside this run" in index and "paper_claims.csv" in index
+    # why not matched: the job's nearest RGB values and the keys they differ in, in the README and on the console
+    nearest = pd.read_csv(tmp_path / "report" / "tables" / "paper_nearest.csv")
+    assert len(nearest) == 3 and set(nearest["paper"]) == {"rgb2024"} and "paper_nearest.csv" in index
+    assert nearest["differs"].str.startswith("model (rr-simulated-reader vs ").all()
+    assert nearest["differs"].str.contains("dataset (synthetic vs rgb_", regex=False).all()
+    assert nearest["run"].str.startswith("rr -m experiment=rgb2024 dataset=rgb_").all()
+    from rr.reporting.paper_beside import console_lines
+
+    lines = console_lines(report.outcomes)
+    assert any(
+        line.strip().startswith(
+            f"job {ctx.jobs[0].job_id} (rr-simulated-reader, synthetic): nearest rgb2024 Table 1"
+        )
+        and "differs in model (rr-simulated-reader vs " in line
+        for line in lines
+    ), lines
 
 
 def test_claims_hold_and_a_claim_planted_false_is_contradicted(tmp_path):
