@@ -333,8 +333,11 @@ class StepTiming:
                 if m >= 2:
                     gen.generate([prepared.prompt(k) for k in window[:2]], warm)
             for keys in probes:
-                if pool and time.perf_counter() - t_start > budget:
-                    break  # the budget is spent: fit on what was timed
+                so_far = Throughput.from_timings(pool)
+                steps = max(probe.max_new_tokens - 1, 0)
+                cost = so_far.batch_seconds(len(keys), max(tokens[k] for k in keys), steps) if so_far else 0.0
+                if so_far is not None and time.perf_counter() - t_start + cost > budget:
+                    break  # the budget would be spent: fit on what was timed
                 timings = self._timed(gen, [prepared.prompt(k) for k in keys], probe)
                 pool.extend(timings)
                 bar.update(len(keys))

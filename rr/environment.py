@@ -280,15 +280,15 @@ def environments_note(envs: dict[str, EnvironmentRecord | None]) -> str | None:
     return note + "".join(f"; {line}" for line in what_differs(envs))
 
 
-def what_differs(envs: dict[str, dict[str, Any] | None]) -> list[str]:
+def what_differs(envs: dict[str, EnvironmentRecord | None]) -> list[str]:
     """Per job whose installed set differed from its lock: ``<job>: <difference>, ...`` (its
     record's listed differences: versions, and packages imported from outside the environment)."""
     lines = []
     for jid, env in sorted(envs.items()):
-        if not env or not env.get("lock") or env.get("matches_lock"):
+        if not env or not env.lock or env.matches_lock:
             continue
-        listed = list(env.get("differences") or [])
-        more = int(env.get("n_differences") or len(listed)) - len(listed)
+        listed = list(env.differences)
+        more = (env.n_differences or len(listed)) - len(listed)
         shown = ", ".join(listed) if listed else "not listed in its summary.json"
         lines.append(f"{jid} differs: {shown}" + (f" and {more} more" if more > 0 else ""))
     return lines

@@ -121,6 +121,8 @@ class EnvironmentRecord(_Record):
         matches_lock: Whether the installed distributions are exactly the locked ones (``None``: no lock).
         differences: The first few that are not (``name: installed X, locked Y``), sorted.
         n_differences: How many there are in all (``None``: no lock).
+        lock_files: The lock files it was compared with (``locks/rr.txt`` + ``locks/rr-data.txt``, or
+            on a GPU node ``locks/rr-gpu.txt`` + ``locks/rr-data.txt``; empty in older summaries).
         extra: Keys this version does not know, kept as read.
     """
 
@@ -128,6 +130,7 @@ class EnvironmentRecord(_Record):
     matches_lock: bool | None = None
     differences: list[str] = field(default_factory=list)
     n_differences: int | None = None
+    lock_files: list[str] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
 
 

@@ -39,7 +39,7 @@ ALPHA = 0.05
 RAG_KEYS = frozenset(
     {"noise_ratio", "counterfactual", "doc_perturbation", "n_docs_given", "retriever", "order", "k"}
 )
-_ROBUSTNESS = ("ndr", "rsr", "ror", "robustness")
+ROBUSTNESS = ("ndr", "rsr", "ror", "robustness")
 #: Setting keys that are the metric's parameters, not conditions on rows (SURE's perturbation and
 #: subset: its rates pair each perturbed row with the unperturbed one).
 METRIC_PARAMS = frozenset({"perturbation", "subset", "module", "query_kind"})
@@ -87,7 +87,7 @@ DERIVED: dict[str, tuple[str, Callable[[str], object]]] = {
 }
 
 
-def _values_of(rows: pd.DataFrame, key: str) -> dict[object, object] | None:
+def values_of(rows: pd.DataFrame, key: str) -> dict[object, object] | None:
     """Each distinct value of the column behind ``key`` -> the key's value for it (None: no such column).
     Score tables have millions of rows and few distinct values, so settings are matched on these."""
     column, fn = DERIVED.get(key, (key, lambda v: v))
@@ -98,7 +98,7 @@ def _values_of(rows: pd.DataFrame, key: str) -> dict[object, object] | None:
 
 def _hit(rows: pd.DataFrame, key: str, options: list[str]) -> pd.Series | None:
     """Whether each row's value of ``key`` is one of ``options`` (None: the rows lack its column)."""
-    values = _values_of(rows, key)
+    values = values_of(rows, key)
     if values is None:
         return None
     column = DERIVED[key][0] if key in DERIVED else key
@@ -138,7 +138,7 @@ def select(rows: pd.DataFrame, setting: Mapping[str, str]) -> pd.DataFrame:
         return out.iloc[0:0]
     out = out[out_rag | out["job_id"].isin(out.loc[out_rag, "job_id"].unique())]
     for key, options in exact.items():
-        values = _values_of(out[out["k"].astype(int) > 0] if key in RAG_KEYS else out, key)
+        values = values_of(out[out["k"].astype(int) > 0] if key in RAG_KEYS else out, key)
         assert values is not None
         if not all(any(_same(p, w) for p in values.values()) for w in options):
             return out.iloc[0:0]
@@ -159,7 +159,7 @@ class Estimate:
     per_example: pd.Series | pd.DataFrame | None = None
 
 
-def _mean_of(rows: pd.DataFrame, values: pd.Series, ctx: ReportContext) -> Estimate:
+def mean_of(rows: pd.DataFrame, values: pd.Series, ctx: ReportContext) -> Estimate:
     frame = rows.assign(_v=values.astype(float))
     r = bootstrap_mean(
         frame, "_v", n_resamples=ctx.n_resamples, confidence=ctx.confidence, seed=ctx.seed, small_sample=True
@@ -183,7 +183,7 @@ def _rate(column: str, closed_book: bool = False, among: str | None = None) -> C
         if part.empty:
             return None
         values = correct(part["score"]) if column == "correct" else part[column].fillna(False).astype(bool)
-        return _mean_of(part, values, ctx)
+        return mean_of(part, values, ctx)
 
     return fn
 
@@ -231,7 +231,7 @@ def _sure(rate: str) -> Callable[..., Estimate | None]:
             pairs = pairs[pairs["subset"] == subset]
         if pairs.empty:
             return None
-        return _mean_of(pairs, (pairs["C"] == want), ctx)
+        return mean_of(pairs, (pairs["C"] == want), ctx)
 
     return fn
 
@@ -250,7 +250,7 @@ def _rare(score: str) -> Callable[..., Estimate | None]:
         if trials.empty:
             return None
         per = trials.groupby("example_id", as_index=False)["robust"].mean()
-        return _mean_of(per, per["robust"], ctx)
+        return mean_of(per, per["robust"], ctx)
 
     return fn
 
@@ -290,7 +290,7 @@ METRICS: dict[str, tuple[Callable[..., Estimate | None] | None, str]] = {
     ),
     **{
         m: (_robustness(m), f"{m.upper() if m != 'robustness' else 'geometric mean of NDR, RSR, ROR'}")
-        for m in _ROBUSTNESS
+        for m in ROBUSTNESS
     },
 }
 
