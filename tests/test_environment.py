@@ -172,12 +172,12 @@ def test_environments_note() -> None:
     note = environments_note({"j1": replace(env_a, matches_lock=False)})
     assert note is not None and "lock aaaaaaaaaaaa, installed set differs: 1 job(s) (j1)" in note
     assert note.endswith("; j1 differs: not listed in its summary.json")
-    shadowed = {
-        **env_a,
-        "matches_lock": False,
-        "differences": ["tqdm: imports /x/tqdm (no metadata there), locked 4.70.1"],
-        "n_differences": 3,
-    }
+    shadowed = replace(
+        env_a,
+        matches_lock=False,
+        differences=["tqdm: imports /x/tqdm (no metadata there), locked 4.70.1"],
+        n_differences=3,
+    )
     note = environments_note({"j1": env_a, "j2": shadowed})
     assert note is not None and note.endswith(
         "; j2 differs: tqdm: imports /x/tqdm (no metadata there), locked 4.70.1 and 2 more"
