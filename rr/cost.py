@@ -334,13 +334,19 @@ class StepTiming:
                 gen.generate([prepared.prompt(by_length[0])], warm)
                 if m >= 2:
                     gen.generate([prepared.prompt(k) for k in window[:2]], warm)
+            timed: list[BatchTiming] = []  # this call's batches
+
+            def spent() -> float:  # the wall time, or what the batches say they took if more
+                return max(time.perf_counter() - t_start, sum(t.prefill_s + t.decode_s for t in timed))
+
             for keys in probes:
                 so_far = Throughput.from_timings(pool)
                 steps = max(probe.max_new_tokens - 1, 0)
                 cost = so_far.batch_seconds(len(keys), max(tokens[k] for k in keys), steps) if so_far else 0.0
-                if so_far is not None and time.perf_counter() - t_start + cost > budget:
+                if so_far is not None and spent() + cost > budget:
                     break  # the budget would be spent: fit on what was timed
                 timings = self._timed(gen, [prepared.prompt(k) for k in keys], probe)
+                timed.extend(timings)
                 pool.extend(timings)
                 bar.update(len(keys))
             fitted = Throughput.from_timings(pool)
@@ -351,7 +357,7 @@ class StepTiming:
             def what() -> str:
                 return f"{len(pool)} batches ({sum(t.rows for t in pool)} prompts) timed here"
 
-            left = budget - (time.perf_counter() - t_start)
+            left = budget - spent()
             # The step's own batch (how early its decoding stops), else 2 of its prompts when a whole
             # batch would overrun the budget: decode taken to run to max_new_tokens over-estimated
             # the demo's answers (100 new tokens allowed, about 30 used) 3-fold.
