@@ -149,6 +149,7 @@ def job_rows(n_questions: int, generator: str, strategy: str, seed: int):
 
 def write_sweep(root: Path, n_questions: int, n_systems: int, text_chars: int) -> dict:
     sys.path.insert(0, str(REPO))
+    from rr.jobfolder import CONFIG_FILE
     from rr.results import write_scores
 
     root.mkdir(parents=True, exist_ok=True)
@@ -165,7 +166,7 @@ def write_sweep(root: Path, n_questions: int, n_systems: int, text_chars: int) -
         folder = root / "sweep" / f"{gen}-{strategy}"
         folder.mkdir(parents=True)
         write_scores(df, folder)
-        (folder / "config.yaml").write_text(json.dumps(config))  # JSON is YAML
+        (folder / CONFIG_FILE).write_text(json.dumps(config))  # JSON is YAML
         rows += len(df)
     return {"rows": rows, "corpus_passages": n_passages}
 

@@ -41,6 +41,7 @@ LAYERS: dict[str, int] = {
     "rr.console_log": 0,
     "rr.job_env": 0,
     "rr.jobfolder": 0,
+    "rr.sweepfolder": 0,
     "rr.environment": 0,
     "rr.prompts": 0,
     "rr.moved": 0,
