@@ -11,7 +11,8 @@ from typing import Any
 from rr.errors import UserError, require_positive
 from rr.generation import packaged
 from rr.generation.base import Completion, ConfiguredDecoding, check_local_model
-from rr.generation.hf_prefix import PrefixPrefill, generate_batch, prefix_order, use_cpu_gqa_attention
+from rr.generation.cpu_attention import use_cpu_gqa_attention
+from rr.generation.hf_prefix import PrefixPrefill, generate_batch, prefix_order
 from rr.generation.parallel import FabricPool
 from rr.generation.throughput import BatchTiming
 from rr.records import GenerationParams, Request
