@@ -15,9 +15,10 @@ written for rr: no library, no CDN, no network) plus data files::
     data/index.js              systems, cells, datasets, flip kinds, McNemar pairs, shard bounds
     data/pairs.js              each McNemar pair's discordant examples and cells (the examples list)
     data/rows-NNN.js           the examples list, in chunks of whole examples
-    data/ex/e-NNN.js           example shards: every row of a few examples, column by column
+    data/ex/e-NNNN.js          example shards: every row of a few examples, column by column
                                (loaded by example.html)
-    data/p/p-NNN.js            passage shards: each passage text once (loaded when a page needs it)
+    data/pr/pr-NNNN.js         the prompts as sent, one file per example shard (loaded when one is opened)
+    data/p/p-NNNN.js           passage shards: each passage text once (loaded when a page needs it)
     figures/, tables/          the report's PNG figures and CSV tables, copied
 
 Pages open from ``file://``, where Chromium refuses ``fetch()`` of local files, so every data

@@ -39,7 +39,7 @@ class _Model:
     questions: list[str]  # each example's original question (rows.write_rows)
     answers: list[list[str]]
     row_chunks: list[int]  # first list row of each rows-NNN.js
-    ex_shards: list[int]  # first example of each ex/e-NNN.js
+    ex_shards: list[int]  # first example of each ex/e-NNNN.js
     order: np.ndarray  # rows by example, system, cell (documents.number_documents)
 
     def __init__(self, df: pd.DataFrame, ctx: ReportContext, clock: _Clock) -> None:

@@ -1,5 +1,5 @@
-"""The data files of the examples list (``rows-NNN.js``), the example shards (``ex/e-NNN.js``)
-and the index (``index.js``), written from the indexed score table."""
+"""The data files of the examples list (``rows-NNN.js``), the example shards (``ex/e-NNNN.js``)
+and their prompts (``pr/pr-NNNN.js``), and the index (``index.js``), written from the indexed score table."""
 
 from __future__ import annotations
 
