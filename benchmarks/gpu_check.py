@@ -11,7 +11,10 @@ questions (``rr.data.synthetic``); then runs these checks, printing one line eac
 (``[id] PASS|FAIL|SKIP  what: figure``) and a summary line:
 
 * **a** ``generator=hf`` greedy decoding: batch 8 (left padding) equals batch 1 on CPU; CUDA equals
-  CPU in float32 at batch 1 and 8; how many completions change in bfloat16.
+  CPU in float32 at batch 1 and 8; how many completions change in bfloat16; **a5** prefix reuse
+  (``generator.prefix_cache``) on vs off on the GPU (on the CPU without one), on Cao-grid-shaped
+  prompts: the same completions, and the time ratio on/off. ``prefix_cache: auto`` (the default)
+  is on only where reuse was measured faster, the CPU, until this line has run on a GPU.
 * **b** data-parallel generation (Lightning Fabric) over the visible GPUs, and over 2 CPU
   processes, equals one process.
 * **c** dense encoding: batch-size invariant on CPU; CUDA equals CPU within 1e-4 cosine; rr's exact
@@ -542,8 +545,16 @@ def hits_to_rows(hits: Sequence[Sequence[Any]], corpus: Any) -> tuple[Any, Any]:
 # -- checks ---------------------------------------------------------------------------------------
 
 
-def hf(fx: Fixtures, device: str, dtype: str = "float32", batch_size: int = 8, data_parallel: int = 1) -> Any:
-    """rr's ``generator=hf`` on the tiny model (as ``generator.model=<folder>`` would build it)."""
+def hf(
+    fx: Fixtures,
+    device: str,
+    dtype: str = "float32",
+    batch_size: int = 8,
+    data_parallel: int = 1,
+    prefix_cache: bool = True,
+) -> Any:
+    """rr's ``generator=hf`` on the tiny model (as ``generator.model=<folder>`` would build it); prefix
+    reuse on unless told (as every check but a5 has always run it, on CPU and CUDA alike)."""
     from rr.generation.hf import HFGenerator
 
     return HFGenerator(
@@ -553,6 +564,7 @@ def hf(fx: Fixtures, device: str, dtype: str = "float32", batch_size: int = 8, d
         batch_size=batch_size,
         data_parallel=data_parallel,
         max_new_tokens=fx.sizes.max_new_tokens,
+        prefix_cache=prefix_cache,
     )
 
 
@@ -605,6 +617,66 @@ def check_a_bf16(fx: Fixtures) -> str:
         f"{differ}/{len(ref)} completions differ from float32 on CPU (bfloat16 rounds; "
         f"a figure, not a pass mark); {device} {t:.1f} s"
     )
+
+
+def grid_prompts(generator: Any, fx: Fixtures) -> list[str]:
+    """``fx.sizes.prompts`` prompts shaped as a Cao grid's: per question, closed book and k = 1..5 of
+    one ranking in order, so each prompt's documents extend the previous one's (the prefixes a
+    job's prompts share, which prefix reuse computes once)."""
+    from rr.prompts import render
+    from rr.records import Request
+
+    passages = fx.corpus.passages
+    out: list[str] = []
+    q = 0
+    while len(out) < fx.sizes.prompts:
+        ex = fx.examples[q % len(fx.examples)]
+        ranking = [passages[(7 * q + 3 * j) % len(passages)].text for j in range(5)]
+        for k in range(6):
+            text = (
+                render("rag_qa.j2", sources=ranking[:k], question=ex.question)
+                if k
+                else render("non_rag_qa.j2", question=ex.question)
+            )
+            out.append(generator.render(Request.user(text)))
+        q += 1
+    return out[: fx.sizes.prompts]
+
+
+def check_a_prefix_reuse(fx: Fixtures, rounds: int = 2) -> tuple[str, str, dict]:
+    """a5: ``prefix_cache`` on vs off, float32 batch 8, on CUDA (the CPU without it): the same
+    completions (up to near-ties), and the time of each (best of ``rounds``, after a warm-up) with
+    their ratio: the figure ``prefix_cache: auto`` waits for before it turns reuse on for CUDA."""
+    device = "cuda" if fx.cuda else "cpu"
+    off, on = hf(fx, device, prefix_cache=False), hf(fx, device, prefix_cache=True)
+    prompts = grid_prompts(off, fx)
+    params = off.default_params()
+    for gen in (off, on):  # warm-up: weights on the device, kernels, the allocator
+        gen.generate(prompts[:8], params)
+    on.prefix_counts = {"prompt_tokens": 0, "computed": 0}
+    times: dict[str, list[float]] = {"off": [], "on": []}
+    outputs: dict[str, list[Any]] = {}
+    for _ in range(rounds):
+        for name, gen in (("off", off), ("on", on)):
+            if fx.cuda:
+                import torch
+
+                torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            outputs[name] = gen.generate(prompts, params)
+            times[name].append(time.perf_counter() - t0)
+    margins = greedy_margins(off, prompts, fx.sizes.max_new_tokens)
+    status, figure, details = compare_completions(outputs["off"], outputs["on"], margins)
+    t_off, t_on = min(times["off"]), min(times["on"])
+    stats = on.prefix_cache_stats() or {"queries": 0, "hits": 0}
+    reused = stats["hits"] / stats["queries"] if stats["queries"] else 0.0
+    figure += (
+        f"; {device}: reuse on {t_on:.2f} s, off {t_off:.2f} s, on/off {t_on / t_off:.2f} "
+        f"({reused:.0%} of prompt tokens reused; {len(prompts)} grid prompts, best of {rounds})"
+    )
+    details.update(device=device, on_s=round(t_on, 3), off_s=round(t_off, 3), ratio=round(t_on / t_off, 3))
+    details.update(reused=round(reused, 3))
+    return status, figure, details
 
 
 def check_b_data_parallel(fx: Fixtures, accelerator: str) -> tuple[str, str, dict]:
@@ -970,6 +1042,11 @@ def run(out: Path, sizes: Sizes, budget_s: float, vllm_cpu: bool) -> int:
             ("a2", "hf greedy float32, CUDA vs CPU, batch 1", lambda: check_a_cuda(fx, 1)),
             ("a3", "hf greedy float32, CUDA vs CPU, batch 8", lambda: check_a_cuda(fx, 8)),
             ("a4", f"hf greedy bfloat16 on {'CUDA' if cuda else 'CPU'}, batch 8", lambda: check_a_bf16(fx)),
+            (
+                "a5",
+                f"hf prefix reuse on vs off on {'CUDA' if cuda else 'CPU'}, float32 batch 8, grid prompts",
+                lambda: check_a_prefix_reuse(fx),
+            ),
             (
                 "b1",
                 "data-parallel hf over the visible GPUs vs one process",

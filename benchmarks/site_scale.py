@@ -38,6 +38,16 @@ from pathlib import Path
 from _startup import REPO
 
 STRATEGIES = ("vanilla", "ownknow", "s2a")
+#: The model id each generator's jobs record (``summary.json`` ``model.model_id``), so that the
+#: report's ``paper_beside`` matches Cao et al.'s values (they name these models) and tests its claims
+#: per model and dataset: generator ``model-i`` is ``MODEL_IDS[i % 3]``.
+MODEL_IDS = (
+    "meta-llama/Llama-3.2-1B-Instruct",
+    "meta-llama/Llama-3.2-3B-Instruct",
+    "meta-llama/Llama-3.1-8B-Instruct",
+)
+#: Cao's three datasets (its values pool them): question ``q`` is from ``DATASETS[q % 3]``.
+DATASETS = ("nq_open", "hotpot_qa", "asqa")
 RETRIEVERS = ("bm25", "dense")
 KS = (5, 10, 25, 50, 75, 100)
 ORDERS = ("original", "reversed", "shuffled")
@@ -125,7 +135,7 @@ def job_rows(n_questions: int, generator: str, strategy: str, seed: int):
     return pd.DataFrame(
         {
             **rows,
-            "dataset": "nq_open",
+            "dataset": [DATASETS[int(e[1:]) % len(DATASETS)] for e in rows["example_id"]],
             "generator": generator,
             "strategy": strategy,
             "query_perturbation": "none",
@@ -149,7 +159,7 @@ def job_rows(n_questions: int, generator: str, strategy: str, seed: int):
 
 def write_sweep(root: Path, n_questions: int, n_systems: int, text_chars: int) -> dict:
     sys.path.insert(0, str(REPO))
-    from rr.jobfolder import CONFIG_FILE
+    from rr.jobfolder import CONFIG_FILE, JobSummary, write_summary
     from rr.results import write_scores
 
     root.mkdir(parents=True, exist_ok=True)
@@ -161,39 +171,102 @@ def write_sweep(root: Path, n_questions: int, n_systems: int, text_chars: int) -
     }
     rows = 0
     for i in range(n_systems):
-        gen, strategy = f"model-{i // len(STRATEGIES)}", STRATEGIES[i % len(STRATEGIES)]
+        m = i // len(STRATEGIES)
+        gen, strategy = f"model-{m}", STRATEGIES[i % len(STRATEGIES)]
         df = job_rows(n_questions, gen, strategy, seed=i)
         folder = root / "sweep" / f"{gen}-{strategy}"
         folder.mkdir(parents=True)
         write_scores(df, folder)
         (folder / CONFIG_FILE).write_text(json.dumps(config))  # JSON is YAML
+        summary = {"job_id": f"{gen}-{strategy}", "name": "cao2025", "model": {"model_id": MODEL_IDS[m % 3]}}
+        write_summary(folder, JobSummary.from_dict(summary))
         rows += len(df)
     return {"rows": rows, "corpus_passages": n_passages}
 
 
 def child(args: dict) -> None:
     """In a fresh process: build the report, then the site; print the times and the peak RSS."""
+    import dataclasses
+
     import matplotlib
 
     matplotlib.use("Agg")
-    from rr.reporting.core import build_report
+    from rr.reporting import core
     from rr.reporting.site import build_site
 
-    t0 = time.perf_counter()
-    report = build_report([args["sweep"]], args["report"], n_resamples=args["resamples"])
-    t1 = time.perf_counter()
-    info = build_site(report)
+    # each stage's wall time and CPU time (this process, all threads: what a loaded machine inflates
+    # least): reading the jobs, every section (wrapped, as run_sections calls them)
+    stages: dict[str, float] = {}
+    stages_cpu: dict[str, float] = {}
+
+    profiles: dict[str, list[str]] = {}
+
+    def timed(name: str, fn):
+        def wrapper(*a, **kw):
+            t, c = time.perf_counter(), time.process_time()
+            prof = None
+            if name == args.get("profile"):  # cProfile of one stage: its top entries by own time
+                import cProfile
+
+                prof = cProfile.Profile()
+                prof.enable()
+            try:
+                out = fn(*a, **kw)
+                return list(out) if name != "load" else out  # a section is a generator: drain it here
+            finally:
+                if prof is not None:
+                    import io
+                    import pstats
+
+                    prof.disable()
+                    text = io.StringIO()
+                    pstats.Stats(prof, stream=text).sort_stats("tottime").print_stats(15)
+                    profiles[name] = [ln for ln in text.getvalue().splitlines() if ln.strip()][-16:]
+                stages[name] = round(stages.get(name, 0.0) + time.perf_counter() - t, 2)
+                stages_cpu[name] = round(stages_cpu.get(name, 0.0) + time.process_time() - c, 2)
+
+        return wrapper
+
+    all_sections = core.sections
+    core.sections = lambda: [dataclasses.replace(s, fn=timed(s.name, s.fn)) for s in all_sections()]
+    core.load_jobs = timed("load", core.load_jobs)
+    t0, c0 = time.perf_counter(), time.process_time()
+    report = core.build_report([args["sweep"]], args["report"], n_resamples=args["resamples"])
+    t1, c1 = time.perf_counter(), time.process_time()
+    info = build_site(report) if args.get("site", True) else None
     t2 = time.perf_counter()
+    rest = "tables, figures and index written"
+    stages[rest] = round(t1 - t0 - sum(stages.values()), 2)
+    stages_cpu[rest] = round(c1 - c0 - sum(stages_cpu.values()), 2)
+    ranked = dict(sorted(stages.items(), key=lambda kv: -kv[1]))
     out = {
         "report_s": round(t1 - t0, 1),
+        "report_cpu_s": round(c1 - c0, 1),
+        "paper_beside_s": stages.get("paper_beside", 0.0),
+        "paper_beside_share": round(stages.get("paper_beside", 0.0) / (t1 - t0), 3),
+        "paper_beside_cpu_share": round(stages_cpu.get("paper_beside", 0.0) / max(c1 - c0, 1e-9), 3),
+        # what paper_beside compared: per table, its verdicts (values matched, claims decided)
+        "paper_beside_verdicts": {
+            item.name: item.df["verdict"].value_counts().to_dict()
+            for o in report.outcomes
+            if o.section.name == "paper_beside"
+            for item in o.items
+            if "verdict" in getattr(item, "df", {})
+        },
+        "report_stages_s": ranked,
+        "report_stages_cpu_s": {k: stages_cpu[k] for k in ranked},
+        "profile_top_by_own_time": profiles,
         "site_s": round(t2 - t1, 1),
         "peak_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-        "list_rows": info.list_rows,
-        "examples": info.examples,
-        "passages": info.passages,
-        "files": info.files,
-        "site_stages_s": info.stage_seconds,
     }
+    if info is not None:
+        out.update(
+            list_rows=info.list_rows,
+            examples=info.examples,
+            passages=info.passages,
+            files=info.files,
+            site_stages_s=info.stage_seconds,
+        )
     print("RESULT " + json.dumps(out), flush=True)
 
 
@@ -277,6 +350,8 @@ def main() -> None:
     p.add_argument("--work", type=Path, default=None, help="working folder (default: a temporary one)")
     p.add_argument("--out", type=Path, default=None, help="write the results here (JSON)")
     p.add_argument("--quick", action="store_true", help="12 questions x 3 systems, 50 resamples (seconds)")
+    p.add_argument("--no-site", action="store_true", help="rr report's sections only: no site, no browser")
+    p.add_argument("--profile", default=None, help="cProfile this report section (e.g. paper_beside)")
     p.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.quick:
@@ -294,7 +369,14 @@ def main() -> None:
         made = write_sweep(root, q, s, args.text_chars)
         made["write_s"] = round(time.perf_counter() - t, 1)
         env = {**os.environ, "PYTHONPATH": str(REPO)}
-        spec = {"sweep": str(root / "sweep"), "report": str(root / "report"), "resamples": args.resamples}
+        spec = {
+            "sweep": str(root / "sweep"),
+            "report": str(root / "report"),
+            "resamples": args.resamples,
+            "site": not args.no_site,
+            "profile": args.profile,
+        }
+        load_before = [round(x, 2) for x in os.getloadavg()]
         proc = subprocess.run(
             [sys.executable, __file__, "--child", json.dumps(spec)], capture_output=True, text=True, env=env
         )
@@ -302,9 +384,11 @@ def main() -> None:
         if line is None:
             raise RuntimeError(f"child failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
         row = {"scale": scale, "questions": q, "systems": s, **made, **json.loads(line[7:])}
+        row["load_avg_before_after"] = [load_before, [round(x, 2) for x in os.getloadavg()]]
         row["site_share_of_report"] = round(row["site_s"] / row["report_s"], 3)
-        row.update(sizes(root / "report" / "site"))
-        row.update(browse(root / "report" / "site", example=q // 2))
+        if not args.no_site:
+            row.update(sizes(root / "report" / "site"))
+            row.update(browse(root / "report" / "site", example=q // 2))
         results["scales"].append(row)
         print(json.dumps(row), flush=True)
         shutil.rmtree(root / "sweep", ignore_errors=True)

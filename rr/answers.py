@@ -5,7 +5,11 @@ and the simulated reader (:mod:`rr.generation.simulated`) all use it, and it imp
 
 :func:`normalize_answer` is exactly ``normalize_answer`` of the official SQuAD v1.1 evaluation
 script: lowercase, drop ASCII punctuation (``string.punctuation``, so "Saint-Denis" becomes
-"saintdenis"), drop the articles a/an/the as whole words, collapse whitespace.
+"saintdenis"), drop the articles a/an/the as whole words, collapse whitespace. Its whole words are
+those of the third-party ``regex`` module, as in BERGEN's ``normalize`` and lost-in-the-middle's
+``normalize_answer`` (both ``regex.sub(r"\b(a|an|the)\b", ...)``): ``re``'s ``\b`` differs on
+combining marks (a decomposed "thé" is one word), connector punctuation (full-width ``＿``) and
+non-decimal digits (superscript ``²`` is not a word character), tests/test_scoring_parity.py.
 
 Every metric takes a prediction and a list of gold strings and maximises over the golds. A gold
 that normalises to ``""`` (e.g. ``""`` or ``"The"``) never matches anything, in every metric: it
@@ -16,18 +20,19 @@ ordinary golds the values are identical.
 
 from __future__ import annotations
 
-import re
 import string
 from collections import Counter
 from collections.abc import Iterable
 from functools import lru_cache
+
+import regex  # locked through transformers (locks/rr.txt); the official scorers' engine
 
 #: The exact refusal RGB's instruction asks for (Chen et al. 2024, Fig. 3); the refusal judge
 #: (:mod:`rr.judges.refusal`) and the simulated reader share it.
 RGB_REFUSAL = "I can not answer the question because of the insufficient information in documents."
 
 _DROP_PUNCTUATION = str.maketrans("", "", string.punctuation)
-_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_ARTICLES = regex.compile(r"\b(a|an|the)\b")  # regex's word boundaries, not re's (module docstring)
 
 
 def normalize_answer(s: str) -> str:

@@ -21,6 +21,7 @@ from omegaconf import MISSING, DictConfig, OmegaConf
 
 from rr.errors import ConfigError, UserError
 from rr.hashing import content_hash
+from rr.model_identity import HUB_TARGETS, model_identity
 from rr.registry import COMPONENT_MODULES, COMPONENTS, schema_for
 
 #: The configs shipped with rr (``config.yaml``, ``encode.yaml``, one folder per group). In a checkout
@@ -100,12 +101,23 @@ class PathsSchema:
 
 
 @dataclass
+class ScoringSchema:
+    """Which text of a model's output the judge scores (``scoring.text``): ``extracted`` (the
+    strategy's answer: after the last ``Answer:``, else the first line), ``whole`` (the whole
+    generation: BERGEN, RGB) or ``first_line`` (lost-in-the-middle's script, SURE). Set by each
+    paper's experiment config (docs/scoring-parity.md)."""
+
+    text: str = "extracted"
+
+
+@dataclass
 class RootSchema:
     """Top-level stage settings; the groups (dataset, generator, ...) have their own schemas."""
 
     name: str = "rr"
     seed: int = 0
     grid: GridSchema = field(default_factory=GridSchema)
+    scoring: ScoringSchema = field(default_factory=ScoringSchema)
     paths: PathsSchema = field(default_factory=PathsSchema)
     progress: bool = True
     force: bool = False
@@ -135,6 +147,7 @@ class JobSettings:
         closed_book: Whether k = 0 cells are made (``grid.closed_book``, or 0 in ``grid.k``).
         orders: ``grid.orders``.
         cache_dir: ``paths.cache_dir``, resolved.
+        scored_text: ``scoring.text`` (:data:`rr.prompts.answer.SCORED_TEXTS`).
         progress, force, flush_every, strict_window, cpu_warn_minutes: As in :class:`RootSchema`.
     """
 
@@ -143,6 +156,7 @@ class JobSettings:
     ks: list[int]
     closed_book: bool
     orders: list[str]
+    scored_text: str
     cache_dir: str
     progress: bool
     force: bool
@@ -155,9 +169,11 @@ def job_settings(cfg: DictConfig) -> JobSettings:
     """The :class:`JobSettings` of a composed job config.
 
     Raises:
-        ConfigError: ``grid.k`` holds a negative value.
+        ConfigError: ``grid.k`` holds a negative value, or ``scoring.text`` is not a known text.
     """
-    root, grid, paths = RootSchema(), GridSchema(), PathsSchema()
+    from rr.prompts.answer import SCORED_TEXTS
+
+    root, grid, paths, scoring = RootSchema(), GridSchema(), PathsSchema(), ScoringSchema()
 
     def get(node: Any, key: str, schema: Any) -> Any:
         return node.get(key, getattr(schema, key)) if node is not None else getattr(schema, key)
@@ -167,12 +183,16 @@ def job_settings(cfg: DictConfig) -> JobSettings:
     if any(k < 0 for k in ks):
         raise ConfigError("grid.k", f"must be >= 0, got {ks}")
     warn = get(cfg, "cpu_warn_minutes", root)
+    text = str(get(cfg.get("scoring"), "text", scoring))
+    if text not in SCORED_TEXTS:
+        raise ConfigError("scoring.text", f"must be one of {', '.join(SCORED_TEXTS)}, got {text!r}")
     return JobSettings(
         name=get(cfg, "name", root),
         seed=int(get(cfg, "seed", root)),
         ks=sorted({k for k in ks if k > 0}),
         closed_book=bool(get(g, "closed_book", grid)) or 0 in ks,
         orders=[str(o) for o in get(g, "orders", grid)],
+        scored_text=text,
         cache_dir=str(get(p, "cache_dir", paths)),
         progress=bool(get(cfg, "progress", root)),
         force=bool(get(cfg, "force", root)),
@@ -337,7 +357,53 @@ def semantic_config(cfg: DictConfig) -> dict[str, Any]:
         # The experiment's name is a label (its settings are in the config itself); null, as it was
         # before experiments named themselves, so that every job keeps its id.
         container["experiment"] = None
-    return strip({k: v for k, v in container.items() if k not in NON_SEMANTIC_KEYS})
+    if _scores_the_strategies_answer(container):
+        container.pop("scoring", None)  # what every job scored before scoring.text existed: ids kept
+    return with_model_identities(strip({k: v for k, v in container.items() if k not in NON_SEMANTIC_KEYS}))
+
+
+def with_model_identities(node: Any) -> Any:
+    """``node`` with ``model_identity`` beside the ``model`` of every component that has one and whose
+    model is not pinned by its name alone (see :func:`rr.model_identity.model_identity`): a local
+    folder's content digest, a hub id's commit. A changed weight file is a new job."""
+    if isinstance(node, list):
+        return [with_model_identities(v) for v in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: with_model_identities(v) for k, v in node.items()}
+    model, target = out.get("model"), out.get("_target_")
+    if isinstance(model, str) and isinstance(target, str):
+        revision = out.get("revision")
+        ident = model_identity(
+            model, revision if isinstance(revision, str) else None, hub=target in HUB_TARGETS
+        )
+        if ident is not None:
+            out["model_identity"] = ident
+    return out
+
+
+#: The strategy whose answer is its whole stripped response (it asks for no ``Answer:`` marker).
+WHOLE_RESPONSE_STRATEGY = "rr.strategies.rgb.RGBPrompt"
+
+
+def _scores_the_strategies_answer(container: dict[Any, Any]) -> bool:
+    """Whether ``scoring.text`` has the judge score each strategy's own answer, the one text scored
+    before the key existed: ``extracted`` (or no ``scoring``), or ``whole`` when every strategy is
+    ``strategy=rgb``, whose answer is its whole stripped response. Such a job's id leaves ``scoring``
+    out, so that it keeps the id it had."""
+    scoring = container.get("scoring")
+    text = scoring.get("text", "extracted") if isinstance(scoring, dict) else "extracted"
+    if text == "extracted":
+        return True
+    strategies = container.get("strategy")
+    return (
+        text == "whole"
+        and isinstance(strategies, dict)
+        and bool(strategies)
+        and all(
+            isinstance(s, dict) and s.get("_target_") == WHOLE_RESPONSE_STRATEGY for s in strategies.values()
+        )
+    )
 
 
 def job_id(cfg: DictConfig) -> str:

@@ -224,8 +224,8 @@ class StepTiming:
     of 8 rows is not taken to cost 8 single prompts. If one batch of the step's own prompts with
     its own decoding parameters is predicted to fit in what is left of the budget, it is generated
     too and times how early the step's batches stop; else decode is taken to run to
-    ``max_new_tokens`` (an upper bound). Nothing generated here is cached. The fit is recorded in
-    ``paths.cache_dir`` (:class:`~rr.generation.throughput.ThroughputStore`) for the job's own
+    ``max_new_tokens`` (an upper bound). Nothing generated here is cached. The fit is recorded per machine
+    (:class:`~rr.generation.throughput.ThroughputStore`, the user's cache) for the job's own
     check. ``--no-timing`` uses the throughput recorded by an earlier plan or job. A step's wall time is then
     :func:`~rr.generation.throughput.step_seconds` of its prompts' tokens as the job will batch them.
 
@@ -261,7 +261,10 @@ class StepTiming:
         key = gen.throughput_key()
         backend = content_hash(key, 16)
         mkey = (backend, step)
-        if self.budget_s is not None and mkey not in self.measured:  # every step: its own probes
+        # Every step its own probes while the budget lasts (model loads included); after it, the fit
+        # of the steps timed so far (the budget was a floor: every step was probed, 3 min for 60 s).
+        spent = self.budget_s is not None and self.seconds >= self.budget_s and backend in self.latest
+        if self.budget_s is not None and mkey not in self.measured and not spent:
             t0 = time.perf_counter()
             found = self.measure(gen, backend, step, prepared, tokens, self.budget_s - self.seconds)
             self.seconds += time.perf_counter() - t0
@@ -269,7 +272,8 @@ class StepTiming:
                 self.measured[mkey] = found
                 self.latest[backend] = (replace(found[0], steps_share=1.0), found[1])
                 if self.store is not None:
-                    self.store.put(key, found[0], f"rr plan: {step}: {found[1]}")
+                    pool = self.pool.get(backend, [])
+                    self.store.put(key, found[0], f"rr plan: {step}: {found[1]}", pool)
         recorded = self.store.get(key) if self.store is not None else None
         tp: Throughput
         if mkey in self.measured:
@@ -277,7 +281,7 @@ class StepTiming:
         elif backend in self.latest:
             tp, basis = self.latest[backend][0], "the budget spent: as fitted on earlier steps"
         elif recorded is not None:
-            tp, basis = recorded, "recorded by an earlier plan or job here"
+            tp, basis = recorded, "recorded by an earlier plan or job on this machine"
         else:
             return None, ""
         order = sorted(tokens, key=prepared.prompt)  # the order the job sends them in
@@ -329,6 +333,11 @@ class StepTiming:
                 if m >= 2:
                     gen.generate([prepared.prompt(k) for k in window[:2]], warm)
             for keys in probes:
+                so_far = Throughput.from_timings(pool)
+                steps = max(probe.max_new_tokens - 1, 0)
+                cost = so_far.batch_seconds(len(keys), max(tokens[k] for k in keys), steps) if so_far else 0.0
+                if so_far is not None and time.perf_counter() - t_start + cost > budget:
+                    break  # the budget would be spent: fit on what was timed
                 timings = self._timed(gen, [prepared.prompt(k) for k in keys], probe)
                 pool.extend(timings)
                 bar.update(len(keys))

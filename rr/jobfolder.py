@@ -121,6 +121,8 @@ class EnvironmentRecord(_Record):
         matches_lock: Whether the installed distributions are exactly the locked ones (``None``: no lock).
         differences: The first few that are not (``name: installed X, locked Y``), sorted.
         n_differences: How many there are in all (``None``: no lock).
+        lock_files: The lock files it was compared with (``locks/rr.txt`` + ``locks/rr-data.txt``, or
+            on a GPU node ``locks/rr-gpu.txt`` + ``locks/rr-data.txt``; empty in older summaries).
         extra: Keys this version does not know, kept as read.
     """
 
@@ -128,6 +130,7 @@ class EnvironmentRecord(_Record):
     matches_lock: bool | None = None
     differences: list[str] = field(default_factory=list)
     n_differences: int | None = None
+    lock_files: list[str] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -150,6 +153,8 @@ class MetricRow:
         accuracy: Mean score of the k > 0 rows (NaN without any).
         closed_book_accuracy: Mean score of the system's k = 0 rows (NaN without any).
         n_examples: Distinct examples behind the row.
+        n_orders: Document orders among its k > 0 rows (ROR with one is degenerate:
+            :func:`rr.metrics.robustness.metric_notes`); ``None`` in a summary written before it was.
 
     ``None``: a row that does not hold the column (the robustness table always writes them all).
     """
@@ -163,12 +168,13 @@ class MetricRow:
     accuracy: float | None = None
     closed_book_accuracy: float | None = None
     n_examples: int | None = None
+    n_orders: int | None = None
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> MetricRow:
-        """A row as the robustness table has it: every column besides ``retriever`` and the
-        metrics (:data:`METRIC_COLUMNS`) names the system."""
-        own = {"retriever", *METRIC_COLUMNS}
+        """A row as the robustness table has it: every column besides ``retriever``, the
+        metrics (:data:`METRIC_COLUMNS`) and ``n_orders`` names the system."""
+        own = {"retriever", *METRIC_COLUMNS, "n_orders"}
         return cls(
             system={k: v for k, v in data.items() if k not in own},
             **{k: v for k, v in data.items() if k in own},
@@ -176,7 +182,13 @@ class MetricRow:
 
     def to_dict(self) -> dict[str, Any]:
         """The row as the robustness table has it: the system columns, ``retriever``, the metrics."""
-        return {**self.system, "retriever": self.retriever, **{c: getattr(self, c) for c in METRIC_COLUMNS}}
+        orders = {} if self.n_orders is None else {"n_orders": self.n_orders}
+        return {
+            **self.system,
+            "retriever": self.retriever,
+            **{c: getattr(self, c) for c in METRIC_COLUMNS},
+            **orders,
+        }
 
 
 # ----------------------------------------------------------------------------- the summary

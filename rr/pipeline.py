@@ -12,7 +12,7 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +47,7 @@ from rr.jobfolder import (
 )
 from rr.judges.base import Judge, JudgeItem
 from rr.perturbations.base import DocPerturbation, QueryPerturbation, QueryVariant
+from rr.prompts.answer import scored_text
 from rr.records import Example, Hit, MetaKey
 from rr.results import example_key, example_set, score_row, write_scores
 from rr.retrieval.base import ExampleAwareRetriever, Retriever
@@ -426,7 +427,7 @@ def make_runtime(
             show_progress=plan.show_progress,
             strict_window=s.strict_window,
             warn_after_s=None if s.cpu_warn_minutes is None else 60.0 * s.cpu_warn_minutes,
-            throughput=ThroughputStore(s.cache_dir),
+            throughput=ThroughputStore(),  # per machine (user cache), not per output folder
             plan_hint=plan_command(),
         )
     rt = Runtime(llm, Path(s.cache_dir), seed=plan.seed, job_id=plan.job_id, show_progress=plan.show_progress)
@@ -537,6 +538,9 @@ def run_strategy(
     )
     with watch.stage(f"generate:{strategy.name}"):
         outputs = strategy.run(inputs, rt)
+    if plan.settings.scored_text != "extracted":  # the text the paper's scorer reads (scoring.text)
+        text = plan.settings.scored_text
+        outputs = [replace(o, prediction=scored_text(o.raw_output, o.prediction, text)) for o in outputs]
     with watch.stage(f"judge:{strategy.name}"):
         judgments = parts.judge.judge(
             [

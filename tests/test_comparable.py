@@ -13,7 +13,15 @@ import pandas as pd
 from rich.console import Console
 
 from rr.analysis.intervals import robustness_ci
-from rr.metrics.robustness import NOTE_NDR_TRIVIAL, NOTE_RSR_ONE_K, metric_notes, robustness_table
+from rr.jobfolder import JobSummary
+from rr.metrics.robustness import (
+    NOTE_ALL_ZERO,
+    NOTE_NDR_TRIVIAL,
+    NOTE_ROR_ONE_ORDER,
+    NOTE_RSR_ONE_K,
+    metric_notes,
+    robustness_table,
+)
 from rr.reporting.comparisons import not_comparable_pairs, paired_comparisons
 from rr.reporting.robustness import without_degenerate
 
@@ -78,18 +86,20 @@ def test_undefined_and_degenerate_metrics_are_blank_with_a_note_in_the_report() 
     assert metric_notes({"accuracy": math.nan, "ndr": math.nan, "rsr": math.nan}) == {}
 
 
-def _console_summary(**fields: Any) -> dict[str, Any]:
-    """A job summary with the counts the console prints, ``fields`` on top."""
+def _console_summary(**fields: Any) -> JobSummary:
+    """A job summary with the counts the console prints, ``fields`` on top (typed, as print_summary reads it)."""
     counts = ("requests", "unique_requests", "model_calls", "cache_hits")
     zeros = ("answer_extraction_fallbacks", "rows_truncated_to_fit_window")
-    return {
-        "job_id": "j1",
-        "examples": 6,
-        **dict.fromkeys(counts, 1),
-        **dict.fromkeys(zeros, 0),
-        "wall_s": 1.0,
-        **fields,
-    }
+    return JobSummary.from_dict(
+        {
+            "job_id": "j1",
+            "examples": 6,
+            **dict.fromkeys(counts, 1),
+            **dict.fromkeys(zeros, 0),
+            "wall_s": 1.0,
+            **fields,
+        }
+    )
 
 
 def test_the_console_shows_a_dash_and_the_note_not_one() -> None:
@@ -121,3 +131,49 @@ def test_the_console_names_a_judge_string_match_fallback() -> None:
             "judge llm: 3 distinct verdicts unreadable after its retries, scored by string match instead "
             "(judge_fallback=true in scores.parquet)"
         ) in out.getvalue()
+
+
+def test_ror_with_one_order_and_robustness_from_all_zero_accuracy_are_degenerate() -> None:
+    """Issue 42: ROR with one document order is 1 with no spread to measure, and a system whose every k > 0
+    cell scores 0 gets RSR = ROR = 1 (and, closed-book 0, NDR = 1): robustness 1 from nothing."""
+    one = _table("j1", "vanilla", [1, 3])
+    one = one[one["order"] != "reversed"]
+    (row,) = robustness_table(one, by=["strategy"]).to_dict("records")
+    assert row["n_orders"] == 1 and row["ror"] == 1.0
+    assert metric_notes(row)["ror"] == NOTE_ROR_ONE_ORDER and "rsr" not in metric_notes(row)
+    zero = _table("j1", "vanilla", [1, 3], closed=0.0).assign(score=0.0)
+    (row,) = robustness_table(zero, by=["strategy"]).to_dict("records")
+    assert (row["ndr"], row["rsr"], row["ror"], row["robustness"]) == (1.0, 1.0, 1.0, 1.0)
+    notes = metric_notes(row)
+    assert notes["ndr"] == NOTE_NDR_TRIVIAL and notes["rsr"] == notes["ror"] == NOTE_ALL_ZERO
+    shown = without_degenerate(robustness_ci(zero, ["strategy"], n_resamples=100))
+    assert shown[["ndr", "rsr", "ror", "robustness"]].isna().all(axis=None)
+    # two orders and some correct answers: nothing to note on ROR
+    assert "ror" not in metric_notes(
+        robustness_table(_table("j1", "vanilla", [1, 3]), by=["strategy"]).iloc[0]
+    )
+
+
+def test_the_results_hint_is_one_line_that_pastes() -> None:
+    """Issue 43: ``rr.results.load('…')`` was wrapped at a space of the path, so it could not be pasted."""
+    import ast
+
+    from rr.reporting.job import print_summary
+
+    folder = "/tmp/my results/runs/cao2025_mini/2cf0aa69361f"
+    out = io.StringIO()
+    print_summary(_console_summary(metrics=[], rows=1), folder, Console(file=out, width=60))
+    line = next(ln for ln in out.getvalue().splitlines() if ln.startswith("results:"))
+    call = line.split("(rr.results.load(", 1)[1].removesuffix("))")
+    assert ast.literal_eval(call) == folder
+
+
+def test_ror_of_one_order_is_not_compared_and_says_why() -> None:
+    both = pd.concat([_table("j1", "vanilla", [1, 3]), _table("j1", "ownknow", [1, 3], seed=1)])
+    one = both[both["order"] != "reversed"]
+    assert set(paired_comparisons(one)["metric"]) == {"accuracy", "ndr", "rsr"}  # before: ROR 1 vs 1 "tested"
+    (row,) = not_comparable_pairs(one).to_dict("records")
+    assert (
+        row["metric"] == "ror"
+        and row["reason"] == f"ownknow: {NOTE_ROR_ONE_ORDER}; vanilla: {NOTE_ROR_ONE_ORDER}"
+    )

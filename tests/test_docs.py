@@ -563,3 +563,15 @@ def test_markers_and_rules_on_a_page(tmp_path, monkeypatch) -> None:
         ),
     ]
     assert got[2][2][0] == "compose"
+
+
+def test_the_readme_says_when_generations_are_flushed() -> None:
+    """Issue 43: the README said the cache is "flushed after every batch"; the unit is ``flush_every``
+    prompts (an interrupt after 2 of 6 prompts, all in one chunk of 64, kept none)."""
+    from rr.config import RootSchema
+
+    text = " ".join(README.read_text().split())
+    assert "flushed after every batch" not in text
+    assert (
+        f"flushed after every chunk of `flush_every` prompts ({RootSchema().flush_every} by default" in text
+    )

@@ -87,6 +87,7 @@ def test_record_matches_and_differs(tmp_path: Path) -> None:
     got = record(root, [str(_site(tmp_path / "same", same))])
     assert got == {
         "lock": digest.hexdigest()[:12],
+        "lock_files": ["locks/rr.txt", "locks/rr-data.txt"],
         "matches_lock": True,
         "differences": [],
         "n_differences": 0,
@@ -99,10 +100,62 @@ def test_record_matches_and_differs(tmp_path: Path) -> None:
     assert record(tmp_path / "nowhere")["lock"] is None
 
 
+GPU_LOCK = """\
+# rr-lock-inputs-sha256: 01
+accelerate==1.15.0 \\
+    --hash=sha256:aa
+Foo_Bar==2.0 \\
+    --hash=sha256:bb
+nvidia-cublas==13.1.1.3 \\
+    --hash=sha256:ee
+torch==2.13.0 \\
+    --hash=sha256:ff
+vllm==0.32.0 \\
+    --hash=sha256:99
+"""
+
+
+def test_a_gpu_node_installed_from_the_gpu_lock_records_that_lock(tmp_path: Path) -> None:
+    """Issue 45: a .venv installed with ``make install GPU=1`` (locks/rr-gpu.txt + locks/rr-data.txt)
+    records the GPU lock and matches it, not "differs from locks/rr.txt"; a CPU install still records
+    the CPU lock; a GPU install that drifted is recorded against the GPU lock with its one difference."""
+    root = _locks(tmp_path)
+    (root / "locks" / "rr-gpu.txt").write_text(GPU_LOCK)
+    gpu_digest = hashlib.sha256(
+        (root / "locks/rr-gpu.txt").read_bytes() + (root / "locks/rr-data.txt").read_bytes()
+    ).hexdigest()[:12]
+    cpu_digest = hashlib.sha256(
+        (root / "locks/rr.txt").read_bytes() + (root / "locks/rr-data.txt").read_bytes()
+    ).hexdigest()[:12]
+    gpu = {"accelerate": "1.15.0", "foo_bar": "2.0", "nvidia_cublas": "13.1.1.3", "torch": "2.13.0"}
+    gpu |= {"vllm": "0.32.0", "fanoutqa": "1.1.1", "rr": "0.1.0"}
+    got = record(root, [str(_site(tmp_path / "gpu", gpu))])
+    assert got == {
+        "lock": gpu_digest,
+        "lock_files": ["locks/rr-gpu.txt", "locks/rr-data.txt"],
+        "matches_lock": True,
+        "differences": [],
+        "n_differences": 0,
+    }
+    got = record(root, [str(_site(tmp_path / "drift", {**gpu, "vllm": "0.33.0"}))])
+    assert got["lock"] == gpu_digest and got["matches_lock"] is False
+    assert got["differences"] == ["vllm: installed 0.33.0, locked 0.32.0"]
+    cpu = {"accelerate": "1.15.0", "foo_bar": "2.0", "torch": "2.13.0+cpu", "fanoutqa": "1.1.1"}
+    got = record(root, [str(_site(tmp_path / "cpu", cpu))])
+    assert (got["lock"], got["lock_files"], got["matches_lock"]) == (
+        cpu_digest,
+        ["locks/rr.txt", "locks/rr-data.txt"],
+        True,
+    )
+    # a tie (as far from both): the CPU lock, make install's
+    got = record(root, [str(_site(tmp_path / "none", {"rich": "13.0"}))])
+    assert got["lock"] == cpu_digest
+
+
 def test_environment_is_cached_per_process() -> None:
     first = environment()
     assert environment() is first
-    assert set(first) == {"lock", "matches_lock", "differences", "n_differences"}
+    assert set(first) == {"lock", "lock_files", "matches_lock", "differences", "n_differences"}
     assert first == record(path=sys.path)
 
 
@@ -118,6 +171,17 @@ def test_environments_note() -> None:
     )
     note = environments_note({"j1": replace(env_a, matches_lock=False)})
     assert note is not None and "lock aaaaaaaaaaaa, installed set differs: 1 job(s) (j1)" in note
+    assert note.endswith("; j1 differs: not listed in its summary.json")
+    shadowed = replace(
+        env_a,
+        matches_lock=False,
+        differences=["tqdm: imports /x/tqdm (no metadata there), locked 4.70.1"],
+        n_differences=3,
+    )
+    note = environments_note({"j1": env_a, "j2": shadowed})
+    assert note is not None and note.endswith(
+        "; j2 differs: tqdm: imports /x/tqdm (no metadata there), locked 4.70.1 and 2 more"
+    )
     note = environments_note({"j1": env_a, "j2": None})
     assert note is not None and "no record: 1 job(s) (j2)" in note
 
@@ -173,3 +237,47 @@ def test_a_vendored_folder_on_sys_path_is_not_the_installed_set() -> None:
     if not vendored:
         pytest.skip("this setuptools vendors nothing into a _vendor folder")
     assert record(path=[*sys.path, *vendored]) == record(path=[p for p in sys.path if p not in vendored])
+
+
+@pytest.mark.parametrize("with_metadata", [False, True])
+def test_a_shadow_package_on_pythonpath_is_what_differs(tmp_path: Path, with_metadata: bool) -> None:
+    """A ``tqdm`` folder on ``PYTHONPATH`` is what ``import tqdm`` runs: the record says so, with or
+    without a ``dist-info`` beside it (without one it was recorded ``matches_lock: True``)."""
+    import os
+    import subprocess
+
+    from rr.environment import ROOT
+
+    shadow = tmp_path / "shadow"
+    (shadow / "tqdm").mkdir(parents=True)
+    (shadow / "tqdm" / "__init__.py").write_text("__version__ = '4.66.0'\n")
+    if with_metadata:
+        (shadow / "tqdm-4.66.0.dist-info").mkdir()
+        (shadow / "tqdm-4.66.0.dist-info" / "METADATA").write_text("Name: tqdm\nVersion: 4.66.0\n")
+        (shadow / "tqdm-4.66.0.dist-info" / "top_level.txt").write_text("tqdm\n")
+    code = "import json; from rr.environment import record; print(json.dumps(record()))"
+    env = {**os.environ, "PYTHONPATH": str(shadow)}
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True, check=True
+    ).stdout
+    got = json.loads(out)
+    if environment()["matches_lock"] is None:
+        pytest.skip("rr runs outside its source tree: no lock to compare with")
+    assert got["matches_lock"] is False
+    locked = locked_pins((ROOT / "locks" / "rr.txt").read_text())["tqdm"]
+    there = "version 4.66.0 there" if with_metadata else "no metadata there"
+    assert f"tqdm: imports {shadow / 'tqdm'} ({there}), locked {locked}" in got["differences"]
+    if with_metadata:
+        assert f"tqdm: installed 4.66.0, locked {locked}" in got["differences"]
+    # and nothing else: the clean interpreter's record, plus the shadow
+    clean = json.loads(
+        subprocess.run(
+            [sys.executable, "-c", code],
+            env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
+    assert got["n_differences"] == clean["n_differences"] + (2 if with_metadata else 1)

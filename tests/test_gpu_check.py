@@ -26,9 +26,27 @@ import numpy as np
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-CHECKS = ["setup", "a1", "a2", "a3", "a4", "b1", "b2", "c1", "c2", "c3", "d1", "d2", "e1", "e2", "e3", "f1"]
+CHECKS = [
+    "setup",
+    "a1",
+    "a2",
+    "a3",
+    "a4",
+    "a5",
+    "b1",
+    "b2",
+    "c1",
+    "c2",
+    "c3",
+    "d1",
+    "d2",
+    "e1",
+    "e2",
+    "e3",
+    "f1",
+]
 #: What runs on a machine without CUDA (e1 / e3 need faiss, which `make install` installs).
-CPU_PASS = {"setup", "a1", "a4", "b2", "c1", "c3", "d1", "e1", "e3"}
+CPU_PASS = {"setup", "a1", "a4", "a5", "b2", "c1", "c3", "d1", "e1", "e3"}
 LINE = re.compile(r"^\[(\w+)\] (PASS|FAIL|SKIP)  (.+?): (.+) \((\d+\.\d) s\)$", re.M)
 
 
@@ -75,7 +93,12 @@ def test_cpu_form_prints_every_check_and_no_failure(tmp_path: Path) -> None:
     assert re.search(r"\d+/\d+ completions identical", figure["a1"]), figure["a1"]
     assert re.search(r"top-20 identical for \d+/\d+ queries", figure["c3"]), figure["c3"]
     assert re.search(r"\d+ rows, \d+ model calls", figure["d1"]), figure["d1"]
-    assert re.search(r"^summary: 9 PASS, 0 FAIL, 7 SKIP in \d+ s on CPU", out, re.M), out
+    # a5: prefix reuse on vs off, on the CPU here (on CUDA where there is one): same outputs, the ratio
+    assert re.search(
+        r"completions identical.*; cpu: reuse on [\d.]+ s, off [\d.]+ s, on/off [\d.]+ \(\d+% of prompt tokens reused",
+        figure["a5"],
+    ), figure["a5"]
+    assert re.search(r"^summary: 10 PASS, 0 FAIL, 7 SKIP in \d+ s on CPU", out, re.M), out
     assert out.startswith(f"gpu-check: writing to {tmp_path}\ngpu-check: python ")
     record = json.loads((tmp_path / "gpu_check.json").read_text())
     assert [r["check"] for r in record["results"]] == CHECKS

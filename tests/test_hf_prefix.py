@@ -117,7 +117,36 @@ def test_the_bar_says_how_many_prompt_tokens_were_reused(reusing: HFGenerator) -
 def test_prefix_cache_is_a_throughput_setting_not_part_of_the_job_id(tmp_path: Path) -> None:
     from rr.config import job_id
 
-    on = compose_config(["generator=hf"], tmp_path)
+    auto = compose_config(["generator=hf"], tmp_path)
+    on = compose_config(["generator=hf", "generator.prefix_cache=true"], tmp_path)
     off = compose_config(["generator=hf", "generator.prefix_cache=false"], tmp_path)
+    assert auto.generator.prefix_cache == "auto"
     assert on.generator.prefix_cache is True and off.generator.prefix_cache is False
-    assert job_id(on) == job_id(off)
+    assert job_id(auto) == job_id(on) == job_id(off)
+
+
+def test_prefix_cache_auto_is_on_for_cpu_and_off_for_cuda(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 45: prefix reuse was measured faster on the CPU only, so ``auto`` (the default) turns it
+    on there and off on a CUDA device (the device given, or torch finding one: mocked here), until
+    ``make gpu-check``'s line a5 has measured it on a GPU; true / false force it anywhere."""
+    import torch
+
+    from rr.generation.hf import resolve_prefix_cache
+
+    assert [resolve_prefix_cache("auto", d) for d in ("cpu", "cuda", "cuda:1", "mps")] == [
+        True,
+        False,
+        False,
+        False,
+    ]
+    assert resolve_prefix_cache(True, "cuda") and not resolve_prefix_cache(False, "cpu")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    default = HFGenerator()
+    assert default.prefix_cache_setting == "auto" and default.prefix_cache and default.reuses_prefixes
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)  # a node with a GPU: device null -> cuda
+    assert default.prefix_cache is False and not default.reuses_prefixes
+    assert HFGenerator(device="cuda:0").prefix_cache is False
+    assert HFGenerator(device="cpu").prefix_cache is True  # the CPU on a GPU node: measured faster
+    assert HFGenerator(device="cuda", prefix_cache=True).reuses_prefixes
+    with pytest.raises(ValueError, match="true, false or auto"):
+        HFGenerator(prefix_cache="yes")

@@ -92,7 +92,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "names": "b6617b14c089",
     },
     "query_level2025_mini": {
-        "job_id": "805c388fb42c",
+        "job_id": "214b2c0b7cae",  # was 805c388fb42c before scoring.text=whole (issue 42)
         "generator": "c69c915b7ed4",
         "retrievers": "61a53389d70e",
         "dataset": "5d649f06ea71",
@@ -119,14 +119,14 @@ EXPECTED: dict[str, dict[str, str]] = {
         "names": "abe4f2bd5828",
     },
     "sure2025": {
-        "job_id": "26260ed71313",
+        "job_id": "019c43b1d2ac",  # was 26260ed71313 before scoring.text=first_line (issue 42)
         "generator": "084a05ac8c7b",
         "retrievers": "37ed4f70500a",
         "dataset": "83b497d0ee2c",
         "names": "bbf8e9d0dda2",
     },
     "sure2025_mini": {
-        "job_id": "a440e42b302b",
+        "job_id": "ae3741ce10d9",  # was a440e42b302b before scoring.text=first_line (issue 42)
         "generator": "86f3d68691ee",
         "retrievers": "969c458c79a1",
         "dataset": "02cd1a92b380",

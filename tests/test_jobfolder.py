@@ -80,7 +80,9 @@ def test_migration_1_to_2_a_summary_without_an_environment(tmp_path: Path) -> No
 def test_the_current_version_reads_into_typed_records(tmp_path: Path) -> None:
     s = read_stored(SUMMARY_VERSION, tmp_path)
     assert s.model_id == "rr-simulated-reader"
-    assert s.environment == EnvironmentRecord("218b13699483", True, [], 0)
+    assert s.environment == EnvironmentRecord(
+        "218b13699483", True, [], 0, lock_files=["locks/rr.txt", "locks/rr-data.txt"]
+    )
     assert s.prefix_cache == {"vllm": PrefixCacheStats(queries=120, hits=80)}
     assert [st.step for st in s.generation_steps] == ["closed_book", "vanilla:answer"]
     assert [(m.retriever, m.rsr) for m in s.metrics] == [

@@ -31,6 +31,7 @@ LAYERS: dict[str, int] = {
     "rr.errors": 0,
     "rr.registry": 0,
     "rr.hashing": 0,
+    "rr.model_identity": 0,
     "rr.atomic": 0,
     "rr.answers": 0,
     "rr.stats": 0,

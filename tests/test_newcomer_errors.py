@@ -344,3 +344,16 @@ def test_pyserini_prebuilt_index_and_query_encoder_offline(tmp_path, monkeypatch
         parents=True
     )
     assert [r.kind for r, _ in missing_resources(found)] == ["model"]
+
+
+@pytest.mark.parametrize("given", ["folder", "file"])
+def test_a_gguf_under_generator_hf_names_llamacpp(given, tmp_path, monkeypatch, capsys):
+    """A folder holding only a ``.gguf`` file (a traceback, ``Unrecognized model``, before) and the
+    ``.gguf`` file itself under the default ``generator=hf``: one line naming the command that runs it."""
+    folder = tmp_path / "gguf-only"
+    folder.mkdir()
+    gguf = folder / "model.Q4_K_M.gguf"
+    gguf.write_bytes(b"GGUF" + b"\0" * 60)
+    model = folder if given == "folder" else gguf
+    code, err = run_main([f"generator.model={model}", *SMALL], tmp_path, monkeypatch, capsys)
+    assert_one_line(code, err, "generator.model", "GGUF", f"`generator=llamacpp generator.model={gguf}`")

@@ -5,6 +5,7 @@ or setting is *no matching setting*, and a claim the planted reader makes false 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 
@@ -25,9 +26,9 @@ from rr.reporting.paper_beside import (
     OUTSIDE,
     UNDECIDED,
     compare_values,
-    evaluate_claims,
     select,
 )
+from rr.reporting.paper_claims import OUTSIDE_SCOPE, evaluate_claims, metric_fn
 from tests.conftest import compose_config
 from tests.test_site import chromium, page  # noqa: F401 (the browser fixtures)
 
@@ -51,8 +52,10 @@ def test_every_value_and_claim_names_a_metric_rr_computes_and_a_setting_it_reads
         assert parse_setting(s)
     assert values["value"].between(-1, 1).all()  # fractions (percentages / 100) and Pearson r
     assert METRICS["ql_recall@5"][0] is None  # computed by its own section, not yet beside the paper
-    for claim in paper_claims():
-        assert {claim.metric, claim.metric_a or claim.metric, claim.metric_b or claim.metric} <= set(METRICS)
+    for claim in paper_claims():  # the claims' own metrics and scope: tests/test_paper_claims.py
+        if claim.evaluable:
+            for m in (claim.metric, claim.metric_a or claim.metric, claim.metric_b or claim.metric):
+                assert metric_fn(m) is not None, (claim.id, m)
 
 
 def test_rgb_tables_are_shipped_whole_and_as_printed():
@@ -308,9 +311,14 @@ def test_claims_hold_and_a_claim_planted_false_is_contradicted(tmp_path):
     ctx.n_resamples = 300
     claims = evaluate_claims(scores, ctx).set_index("claim")
     noise = claims.loc["rgb2024.noise_lowers_accuracy"]
-    assert noise["verdict"] == HOLDS and noise["model"] == SIM_ID and noise["p_value"] < 0.05
+    # the simulated reader on the synthetic task is not what RGB states it of (issue 42): what this run shows
+    assert noise["verdict"] == (
+        f"{OUTSIDE_SCOPE} (model {SIM_ID}, not one the paper states it of; dataset synthetic (paper: rgb_en, "
+        f"rgb_zh)); on this run: {HOLDS}"
+    )
+    assert noise["model"] == SIM_ID and noise["p_value"] < 0.05
     assert noise["diff"] > 0 and "paired permutation" in noise["test"]
-    assert claims.loc["rgb2024.rejection_is_rare", "verdict"] == NO_MATCH  # no noise-only job
+    assert claims.loc["rgb2024.rejection_is_rare_en", "verdict"] == NO_MATCH  # no noise-only job
     assert claims.loc["cao2025.s2a_no_gain", "verdict"] == NO_MATCH
     # planted false: the noise-0.8 job's reader notices every document, the noise-0 job's almost none
     strong = {"position_first": 1.0, "position_middle": 1.0, "position_last": 1.0}
@@ -322,10 +330,13 @@ def test_claims_hold_and_a_claim_planted_false_is_contradicted(tmp_path):
     scores, ctx = load_jobs(tmp_path / "false" / "jobs")
     ctx.n_resamples = 300
     claims = evaluate_claims(scores, ctx).set_index("claim")
-    assert claims.loc["rgb2024.noise_lowers_accuracy", "verdict"] == CONTRADICTED
+    assert claims.loc["rgb2024.noise_lowers_accuracy", "verdict"].endswith("on this run: does not hold")
     assert claims.loc["rgb2024.noise_lowers_accuracy", "diff"] < 0
-    rej = claims.loc["rgb2024.rejection_is_rare"]
-    assert rej["verdict"] == CONTRADICTED and rej["a_ci_low"] > 0.5
+    # in the paper's scope (a planted claim with none), the same run contradicts it
+    noise = next(c for c in paper_claims() if c.id == "rgb2024.noise_lowers_accuracy")
+    unscoped = dataclasses.replace(noise, scope_models=(), scope_datasets=(), scope_setting={})
+    (row,) = evaluate_claims(scores, ctx, (unscoped,)).to_dict("records")
+    assert row["verdict"] == CONTRADICTED
 
 
 def test_a_claim_is_not_decided_on_too_few_examples(tmp_path):
@@ -335,7 +346,7 @@ def test_a_claim_is_not_decided_on_too_few_examples(tmp_path):
     scores, ctx = load_jobs(tmp_path / "jobs")
     claim = next(c for c in paper_claims() if c.id == "rgb2024.noise_lowers_accuracy")
     (row,) = evaluate_claims(scores, ctx, (claim,)).to_dict("records")
-    assert row["verdict"] == UNDECIDED  # 4 pairs: a permutation test cannot reach p < 0.05 two-sided
+    assert row["verdict"].endswith(f"on this run: {UNDECIDED}")  # 4 pairs: no p < 0.05 two-sided
 
 
 def test_ownknow_claim_on_the_simulated_reader(tmp_path):

@@ -43,6 +43,7 @@ def test_recall_precision_hand_worked() -> None:
     df = retrieval_metrics(RUNS, QRELS, ks=(1, 2, 3)).set_index(
         ["retriever", "example_id", "query_perturbation"]
     )
+    df = df[[c for c in df.columns if not c.startswith("bergen_")]]  # rr's rule (BERGEN's: test below)
     assert len(df) == 4
     assert df.loc[("bm25", "q1", "none")].to_dict() == pytest.approx(
         {
@@ -254,3 +255,67 @@ def test_quality_report_smollm2_and_minilm() -> None:
     assert pq.loc["formal#1", "similarity"] > pq.loc["typo@0.25#1", "similarity"]
     assert list(per_kind["kind"]) == ["none", "formal", "typo@0.25"]
     assert (per_kind["perplexity_original"] == pq.loc["none", "perplexity"]).all()
+
+
+# --- BERGEN's Recall@k: naver/bergen, utils.py ``eval_retrieval_kilt``, commit
+# --- 13fbd28d9cffc2d1a2c8b79ac5959d3f6d51d0b3: the lines that build the run and average (verbatim, trailing spaces aside,
+# --- but for the loop variables' source: query_ids, doc_ids, scores below are the function's arguments).
+def bergen_eval_retrieval(qrel: dict, query_ids: list, doc_ids: list, scores: list, top_k: int) -> dict:
+    from collections import defaultdict
+
+    import pytrec_eval
+
+    # fmt: off
+    evaluator = pytrec_eval.RelevanceEvaluator(qrel, {'P_1', f'recall_{top_k}'})
+    run = defaultdict(dict)
+    for i, q_id in enumerate(query_ids):
+        for i, (doc_id, score) in enumerate(zip(doc_ids[i], scores[i])):  # noqa: B007, B020, B905
+            # if we have duplicate doc ids (because different passage can map to same wiki page) only write the max scoring passage
+            if doc_id not in run[q_id]:  # noqa: SIM114
+                run[q_id].update({doc_id: score})
+            # if there is a higher scoring passage from the same wiki_doc, update the score (maxP)
+            elif score >= run[q_id][doc_id]:
+                run[q_id].update({doc_id: score})
+    metrics_out = evaluator.evaluate(run)
+    p_1 = sum([d["P_1"] for d in metrics_out.values()]) / max(1, len(metrics_out))
+    recall = sum([d[f"recall_{top_k}"] for d in metrics_out.values()]) / max(1, len(metrics_out))
+
+    mean_metrics = {'P_1':p_1, f'recall_{top_k}': recall}
+    # fmt: on
+    return mean_metrics
+
+
+#: Hand-made runs with ties across the cut-off and queries without hits (issue 42, part 6).
+TIE_QRELS = {"t1": {"d1": 1, "d2": 1}, "t2": {"c": 1}, "t3": {"z": 1}, "t4": {"m": 1}}
+TIE_RUNS = {
+    "bm25": {
+        # three documents tie at rank 1-3 across the cut-off k = 2: trec_eval takes d2 and d1 (docid
+        # descending), rr the first two ranks (a, d1)
+        "t1": hits("a", "d1", "d2", scores=[5.0, 5.0, 5.0]),
+        "t2": [],  # no hits: rr scores 0, BERGEN leaves the query out
+        "t3": hits("z", "y", scores=[2.0, 3.0]),  # scores that disagree with the ranks
+        "t4": hits("b", "m", "a", scores=[1.0, 1.0, 1.0]),
+    }
+}
+
+
+def test_bergen_recall_is_pytrec_eval_on_scores_ties_and_empty_queries_as_bergen() -> None:
+    df = retrieval_metrics(TIE_RUNS, TIE_QRELS, ks=(1, 2)).set_index("example_id")
+    run = TIE_RUNS["bm25"]
+    for k in (1, 2):
+        official = bergen_eval_retrieval(
+            TIE_QRELS,
+            list(run),
+            [[h.passage_id for h in run[q]] for q in run],
+            [[h.score for h in run[q]] for q in run],
+            top_k=k,
+        )
+        assert df[f"bergen_recall@{k}"].mean() == pytest.approx(official[f"recall_{k}"])  # NaN skipped
+    # per query: ties across the cut-off and the empty query, each rule under its own name
+    assert df.loc["t1", ["recall@2", "bergen_recall@2"]].tolist() == [0.5, 1.0]
+    assert df.loc["t2", "recall@2"] == 0.0 and math.isnan(df.loc["t2", "bergen_recall@2"])
+    assert df.loc["t3", ["recall@1", "bergen_recall@1"]].tolist() == [1.0, 0.0]
+    assert df.loc["t4", ["recall@1", "bergen_recall@1"]].tolist() == [0.0, 1.0]  # m > b > a by docid
+    # the two means differ on these runs: rr's counts t2 as 0, BERGEN's leaves it out
+    assert df["recall@2"].mean() == pytest.approx((0.5 + 0 + 1 + 1) / 4)
+    assert df["bergen_recall@2"].mean() == pytest.approx((1 + 1 + 1) / 3)

@@ -99,6 +99,7 @@ def test_query_level_sections(tmp_path: Path) -> None:
     assert ret.loc[("bm25", "Recall@5")].tolist() == pytest.approx([200 / 3, 100 / 3])
     assert ret.loc[("bm25", "Precision@5")].tolist() == pytest.approx([40 / 3, 20 / 3])
     assert ret.loc[("oracle", "Recall@5")].tolist() == pytest.approx([100, 100])
+    assert ("bm25", "BERGEN Recall@5") in ret.index  # the paper's tool's rule, beside rr's (issue 42)
 
     # Figs. 3/4/9: Match per setting and kind
     match = pd.read_csv(out / "tables" / "query_level_match.csv").set_index(["setting", "kind"])

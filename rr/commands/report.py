@@ -42,6 +42,7 @@ def main(argv: list[str]) -> int:
 
     matplotlib.use("Agg")
     from rr.reporting.core import build_report, environments_note, sections
+    from rr.reporting.coverage import coverage
 
     p = argparse.ArgumentParser(
         prog="rr report",
@@ -75,6 +76,13 @@ def main(argv: list[str]) -> int:
     if not args.paths:
         p.error("give at least one job folder, sweep folder, scores.parquet or glob")
     out = args.out or default_out(args.paths)
+    if args.strict and (unfinished := coverage(args.paths)).left_out:
+        # Said before the minutes of writing the report and its site, not only after them.
+        print(
+            f"rr report --strict: {unfinished.headline()}; the report is written without them, then rr "
+            "exits with status 1",
+            flush=True,
+        )
     created = not out.exists()
     try:
         with _report_folder_errors(out):

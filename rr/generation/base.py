@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
@@ -188,22 +189,39 @@ def looks_like_path(model: str) -> bool:
     return model.startswith(("/", "./", "../", "~", ".\\")) or model.count("/") > 1 or "\\" in model
 
 
-def check_local_model(model: str) -> None:
-    """Raise :class:`ConfigError` (key ``model``) if ``model`` is a local path that does not exist.
+def check_local_model(model: str, gguf: bool = False) -> None:
+    """Raise :class:`ConfigError` (key ``model``) if ``model`` is a local path that does not exist,
+    or (unless ``gguf``: the backend runs GGUF files) a ``.gguf`` file or a folder holding only
+    GGUF files, naming ``generator=llamacpp generator.model=<the file>``, which runs it.
 
     Without this check transformers reads a missing folder as a hub id and fails with a
-    misleading "Repo id must be in the form ..." after loading nothing. A ``packaged:<alias>``
-    model passes (:func:`rr.generation.packaged.lookup` raises ``KeyError`` on an unknown alias).
+    misleading "Repo id must be in the form ..." after loading nothing, and a GGUF-only folder with
+    a traceback (``Unrecognized model``). A ``packaged:<alias>`` model passes
+    (:func:`rr.generation.packaged.lookup` raises ``KeyError`` on an unknown alias).
     """
     import os
+    from pathlib import Path
 
     from rr.generation import packaged
 
     if packaged.lookup(model) is not None:
         return
-    if looks_like_path(model) and not os.path.exists(os.path.expanduser(model)):
+    path = Path(os.path.expanduser(model))
+    if looks_like_path(model) and not path.exists():
         raise ConfigError(
             "model",
             f"{model} does not exist; give an existing local model folder, a Hugging Face id "
             "(org/name) or packaged:<alias>",
+        )
+    if gguf:
+        return
+    files = [path] if path.is_file() and path.suffix == ".gguf" else []
+    if path.is_dir() and not (path / "config.json").exists():
+        files = sorted(path.glob("*.gguf"))
+    if files:
+        what = "is a GGUF file" if path.is_file() else f"holds only GGUF files ({len(files)})"
+        raise ConfigError(
+            "model",
+            f"{model} {what}, which this backend cannot load; run it with llama.cpp: "
+            f"`generator=llamacpp generator.model={shlex.quote(str(files[0]))}`",
         )

@@ -2,7 +2,8 @@
 
 Layout: ``<cache_dir>/generations/<model hash>/<writer>.jsonl``; each line is
 ``{"key", "text", "prompt_tokens", "completion_tokens"}``. A job only ever appends to its
-own shard and flushes after every batch, so any number of jobs can run at once, and a
+own shard and flushes after every :meth:`GenerationCache.put_many` (one chunk of ``flush_every``
+prompts: :class:`~rr.generation.client.LLM`), so any number of jobs can run at once, and a
 job killed mid-write leaves at most one torn last line, which readers skip (and count); a
 writer that reopens a shard ending in a torn line (a recycled pid) starts on a fresh line, so
 the torn line never swallows a good entry. Shards are read as bytes and every line that is

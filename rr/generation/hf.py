@@ -15,6 +15,7 @@ from rr.generation.cpu_attention import use_cpu_gqa_attention
 from rr.generation.hf_prefix import PrefixPrefill, generate_batch, prefix_order
 from rr.generation.parallel import FabricPool
 from rr.generation.throughput import BatchTiming
+from rr.model_identity import local_identity
 from rr.records import GenerationParams, Request
 from rr.registry import component
 
@@ -66,7 +67,10 @@ class HFGenerator(ConfiguredDecoding):
             The predictions equal plain batched ``generate``'s up to float rounding, as another
             ``batch_size`` would (``tests/test_hf_prefix.py``); ``false`` prefills every prompt
             from scratch, longest first. Models whose cache is not the plain growing one
-            (sliding-window, hybrid) always do.
+            (sliding-window, hybrid) always do. ``auto`` (the default): on where it was measured
+            faster, the CPU; off on CUDA and other devices, where each prompt's unshared part is
+            prefilled alone and the decode cache is a second copy of the batch's KV, until
+            ``make gpu-check``'s line a5 has measured it there (:func:`resolve_prefix_cache`).
         data_parallel: Model replicas, one per device (GPUs of this node, or CPU processes),
             each generating a share of every batch (Lightning Fabric DDP, see
             :mod:`rr.generation.parallel`); 1 = one process. Completions are the same either way.
@@ -89,7 +93,7 @@ class HFGenerator(ConfiguredDecoding):
         name: str | None = None,
         data_parallel: int = 1,
         dp_timeout_s: float = 1800.0,
-        prefix_cache: bool = True,
+        prefix_cache: bool | str = "auto",
         **kwargs: Any,
     ) -> None:
         # Every argument, to build the same generator in each data-parallel worker.
@@ -118,7 +122,8 @@ class HFGenerator(ConfiguredDecoding):
         self._path: str | None = None
         self.data_parallel = data_parallel
         self.dp_timeout_s = dp_timeout_s
-        self.prefix_cache = prefix_cache
+        #: The setting as given (``True``, ``False`` or ``"auto"``); :attr:`prefix_cache` resolves it.
+        self.prefix_cache_setting = check_prefix_cache(prefix_cache)
         self._prefix_ok: bool | None = None
         #: Prompt tokens of the prompts generated with prefix reuse, and of those the tokens computed.
         self.prefix_counts = {"prompt_tokens": 0, "computed": 0}
@@ -139,7 +144,8 @@ class HFGenerator(ConfiguredDecoding):
         if self._spec is not None:
             model_id, revision = self._spec.model_id, self._spec.revision
         else:
-            model_id, revision = self.model, self.revision
+            # A local folder is its files' content (rr.model_identity), never its path alone.
+            model_id, revision = self.model, local_identity(self.model) or self.revision
             if revision is None:
                 # The commit the hub cache resolved to, so 'main' moving on changes the key.
                 revision = getattr(self._load_config(), "_commit_hash", None) or "unversioned"
@@ -476,6 +482,11 @@ class HFGenerator(ConfiguredDecoding):
         self.prefix_counts["computed"] += prefill.computed_tokens
 
     @property
+    def prefix_cache(self) -> bool:
+        """Whether this generator reuses shared prefixes on its device (``auto`` resolved there)."""
+        return resolve_prefix_cache(self.prefix_cache_setting, self._resolve_device())
+
+    @property
     def reuses_prefixes(self) -> bool:
         """Whether :meth:`generate_local` reuses shared prefixes (``prefix_cache``, and a model whose
         cache allows it: assumed until the model is loaded); ``rr plan`` predicts batches that way."""
@@ -488,6 +499,27 @@ class HFGenerator(ConfiguredDecoding):
             return None
         n = self.prefix_counts["prompt_tokens"]
         return {"queries": n, "hits": n - self.prefix_counts["computed"]}
+
+
+#: Devices where prefix reuse was measured faster than plain batched ``generate`` (``prefix_cache:
+#: auto`` turns it on there only): the CPU (benchmarks/README.md, the demo's prefill halved). On
+#: CUDA it is unmeasured until ``make gpu-check``'s line a5 runs on a GPU (benchmarks/gpu_check.py).
+PREFIX_CACHE_MEASURED_FASTER = ("cpu",)
+
+
+def check_prefix_cache(value: Any) -> bool | str:
+    """``generator.prefix_cache`` as given: ``True``, ``False`` or ``"auto"`` (else ValueError)."""
+    if isinstance(value, bool) or value == "auto":
+        return value
+    raise ValueError(f"generator.prefix_cache must be true, false or auto, not {value!r}")
+
+
+def resolve_prefix_cache(setting: bool | str, device: str) -> bool:
+    """The prefix-reuse switch on ``device`` (``cpu``, ``cuda``, ``cuda:1``, ...): ``auto`` is on only
+    where it was measured faster (:data:`PREFIX_CACHE_MEASURED_FASTER`); ``True`` / ``False`` as given."""
+    if setting == "auto":
+        return device.split(":", 1)[0] in PREFIX_CACHE_MEASURED_FASTER
+    return bool(setting)
 
 
 def _eos_ids(model: Any, tok: Any) -> set[int]:

@@ -34,6 +34,7 @@ from typing import Any
 from rr.generation import packaged
 from rr.generation.base import Completion, ConfiguredDecoding, check_local_model
 from rr.generation.hf import HFGenerator, render_chat
+from rr.model_identity import local_identity
 from rr.records import GenerationParams, Request
 from rr.registry import component
 
@@ -215,7 +216,7 @@ class LlamaCppGenerator(ConfiguredDecoding):
         **kwargs: Any,
     ) -> None:
         super().__init__(batch_size=batch_size, **kwargs)
-        check_local_model(model)
+        check_local_model(model, gguf=True)
         self.model = model
         self.tokenizer_name = tokenizer
         self.revision = revision
@@ -255,7 +256,8 @@ class LlamaCppGenerator(ConfiguredDecoding):
                 model_id, revision = self._spec.model_id, self._spec.revision
             else:
                 model_id = self.tokenizer_name or self.model_path().name
-                revision = self.revision or f"sha256:{file_sha256(self.model_path())}"
+                # The file's digest, cached per user by (path, size, mtime): read once, not per job.
+                revision = self.revision or local_identity(str(self.model_path())) or ""
             self._identity = {"model_id": model_id, "revision": revision + REVISION_SUFFIX}
         return self._identity
 

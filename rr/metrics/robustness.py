@@ -451,6 +451,7 @@ def robustness_table(
                     "accuracy": float(mine[SCORE].mean()),
                     "closed_book_accuracy": cb_acc,
                     "n_examples": int(sub[EXAMPLE].nunique()),
+                    "n_orders": int(mine[ORDER].nunique()),
                 }
             )
         if not per:  # closed-book-only group
@@ -461,6 +462,7 @@ def robustness_table(
                     **dict.fromkeys(("ndr", "rsr", "ror", "robustness", "accuracy"), math.nan),
                     "closed_book_accuracy": cb_acc,
                     "n_examples": int(group[EXAMPLE].nunique()),
+                    "n_orders": 0,
                 }
             )
         if per_retriever:
@@ -477,11 +479,21 @@ def robustness_table(
                 "accuracy": avg["accuracy"],
                 "closed_book_accuracy": cb_acc,
                 "n_examples": int(group[EXAMPLE].nunique()),
+                "n_orders": max(p["n_orders"] for p in per),
                 "retrievers": ",".join(retrievers),
             }
         )
 
-    metric_cols = ["ndr", "rsr", "ror", "robustness", "accuracy", "closed_book_accuracy", "n_examples"]
+    metric_cols = [
+        "ndr",
+        "rsr",
+        "ror",
+        "robustness",
+        "accuracy",
+        "closed_book_accuracy",
+        "n_examples",
+        "n_orders",
+    ]
     columns = (
         [*by_cols, retriever_col, *metric_cols] if per_retriever else [*by_cols, *metric_cols, "retrievers"]
     )
@@ -496,7 +508,12 @@ NOTE_NDR_TRIVIAL = (
 NOTE_RSR_ONE_K = (
     "RSR undefined: one k > 0 (RSR compares each k with the smaller ones; give grid.k two or more)"
 )
-NOTE_ROBUSTNESS = "robustness not shown: it combines NDR and RSR"
+NOTE_ROR_ONE_ORDER = "ROR degenerate: one document order, so no cell has a spread over orders (1 by construction, not a result)"
+NOTE_ALL_ZERO = (
+    "RSR and ROR degenerate: every k > 0 cell scores 0, so nothing can change with k or order "
+    "(1 by construction, not a result)"
+)
+NOTE_ROBUSTNESS = "robustness not shown: it combines NDR, RSR and ROR"
 
 
 def metric_notes(row: dict | pd.Series) -> dict[str, str]:
@@ -506,13 +523,18 @@ def metric_notes(row: dict | pd.Series) -> dict[str, str]:
 
     * ``ndr``: undefined without k = 0 rows; degenerate when closed-book accuracy is 0 (every score
       is >= 0, so NDR is 1 whatever the system does).
-    * ``rsr``: undefined with one k > 0 (NaN in the table).
-    * ``robustness``: not shown when NDR or RSR is not (it is their geometric mean with ROR).
+    * ``rsr``: undefined with one k > 0 (NaN in the table); degenerate, with ``ror``, when every k > 0
+      cell scores 0 (``accuracy`` 0: nothing can change with k or order).
+    * ``ror``: degenerate with one document order (the row's ``n_orders``, where it has one).
+    * ``robustness``: not shown when NDR, RSR or ROR is not (it is their geometric mean).
+
+    The report's robustness tables and the paper claims (:mod:`rr.reporting.paper_claims`) both read this
+    function, so a metric the table blanks is never the ground of a claim's verdict.
     """
 
     def value(name: str) -> float:
         v = row.get(name) if hasattr(row, "get") else None
-        return float(v) if isinstance(v, int | float | np.floating) else math.nan
+        return float(v) if isinstance(v, int | float | np.integer | np.floating) else math.nan
 
     notes: dict[str, str] = {}
     if math.isnan(value("accuracy")):  # no k > 0 rows: nothing to say per metric
@@ -523,6 +545,12 @@ def metric_notes(row: dict | pd.Series) -> dict[str, str]:
         notes["ndr"] = NOTE_NDR_TRIVIAL
     if math.isnan(value("rsr")):
         notes["rsr"] = NOTE_RSR_ONE_K
+    elif value("accuracy") == 0:
+        notes["rsr"] = NOTE_ALL_ZERO
+    if value("n_orders") == 1:
+        notes["ror"] = NOTE_ROR_ONE_ORDER
+    elif value("accuracy") == 0 and not math.isnan(value("ror")):
+        notes["ror"] = NOTE_ALL_ZERO
     if notes:
         notes["robustness"] = NOTE_ROBUSTNESS
     return notes

@@ -21,19 +21,25 @@ setting        ``;``-separated ``key=value`` conditions on the job's recorded sc
                ``=``: the run's values of that column must be exactly these
 printed        the value exactly as printed (``96.33``, ``higher than 80%``)
 value          the printed value as a fraction (``0.9633``; a percentage divided by 100)
-relation       ``=`` the value; ``~`` approximately the value (as printed); ``>`` / ``<``:
-               the paper states only a bound
+relation       ``=`` the value; ``~`` approximately the value (as printed: within
+               :data:`APPROX_TOLERANCE` of it); ``>`` / ``<``: the paper states only a bound
 note           what the paper says about it, or where rr's column differs in name
 =============  ===============================================================================
 
 ``claims/<paper>.yaml``: the paper's headline claims, each quoted with its location and written as a
-comparison rr can test on a run (see :class:`Claim`).
+comparison rr can test on a run, with the scope the paper states it in (see :class:`Claim`).
+
+``excerpts/<paper>.txt``: the passages of the paper the claims quote, as printed (whitespace and the line
+breaks' hyphenation normalised; ``[…]`` where the text extraction put a table or figure inside a
+sentence), one passage per paragraph: every quote occurs in one of them (:func:`quote_in`), and each
+passage in the paper's text (``tests/test_paper_claims.py``).
 
 This module only reads the data; :mod:`rr.reporting.paper_beside` matches it to a run.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -61,6 +67,12 @@ VALUE_COLUMNS = (
     "note",
 )
 RELATIONS = ("=", "~", ">", "<")
+#: What ``~`` ("approximately 14%") allows either side of the printed value: two percentage points (the papers
+#: print such values to the whole percent and call them approximate, or read them off a figure).
+APPROX_TOLERANCE = 0.02
+EXCERPTS_DIR = ROOT / "excerpts"
+#: Marks an omission in a quote or excerpt (the text extraction's tables and figures inside a sentence).
+ELLIPSIS = "[…]"
 
 
 def parse_setting(text: str) -> dict[str, str]:
@@ -118,6 +130,17 @@ class Claim:
         relation: For ``bound``: ``>`` or ``<``.
         threshold: For ``bound``.
         reading: How rr reads the quote into this comparison (where it is an interpretation).
+        scope_text: The paper's scope of the claim in words (which models, setting, what is pooled).
+        scope_models: Model ids the paper states it of (empty: LLMs in general).
+        scope_datasets: rr dataset names it is stated on (empty: any).
+        scope_pooled: The paper pools ``scope_datasets`` (rr tests each of them on its own).
+        scope_setting: Setting the paper measured it in (beyond ``scope``, which rr needs to test at all):
+            a run without it is outside the paper's scope, not a counterexample.
+        scope_condition: A condition on the model's own measurement (``rgb_closed_book_accuracy>0.7``:
+            RGB Table 7 keeps models with closed-book accuracy above 70%).
+        tolerance: For ``approx``: how far from ``threshold`` still counts as the printed value.
+        evaluable: Whether rr's score tables can test it; ``why_not`` says why not.
+        why_not: Where ``evaluable`` is false: the reason, printed by the report.
     """
 
     id: str
@@ -134,15 +157,28 @@ class Claim:
     relation: str = ""
     threshold: float = float("nan")
     reading: str = ""
+    scope_text: str = ""
+    scope_models: tuple[str, ...] = ()
+    scope_datasets: tuple[str, ...] = ()
+    scope_pooled: bool = False
+    scope_setting: dict[str, str] = field(default_factory=dict)
+    scope_condition: str = ""
+    tolerance: float = APPROX_TOLERANCE
+    evaluable: bool = True
+    why_not: str = ""
 
     @classmethod
     def from_dict(cls, paper: str, d: dict[str, Any]) -> Claim:
         kind = d["kind"]
-        if kind not in ("direction", "no_gain", "bound"):
+        if kind not in ("direction", "no_gain", "bound", "approx"):
             raise ValueError(f"claim {d.get('id')}: unknown kind {kind!r}")
+        if kind == "approx" and "threshold" not in d:
+            raise ValueError(f"claim {d.get('id')}: an approx claim needs the printed value as threshold")
+        if d.get("evaluable", True) is False and not d.get("why_not"):
+            raise ValueError(f"claim {d.get('id')}: a claim rr cannot evaluate says why (why_not)")
         if kind == "bound" and d.get("relation") not in (">", "<"):
             raise ValueError(f"claim {d.get('id')}: a bound needs relation '>' or '<'")
-        if kind != "bound" and not (d.get("a") and d.get("b")):
+        if kind in ("direction", "no_gain") and not (d.get("a") and d.get("b")):
             raise ValueError(f"claim {d.get('id')}: a {kind} claim needs settings a and b")
         return cls(
             id=f"{paper}.{d['id']}",
@@ -159,7 +195,65 @@ class Claim:
             relation=str(d.get("relation", "")),
             threshold=float(d.get("threshold", float("nan"))),
             reading=str(d.get("reading", "")).strip(),
+            **_scope_fields(d.get("paper_scope") or {}),
+            tolerance=float(d.get("tolerance", APPROX_TOLERANCE)),
+            evaluable=bool(d.get("evaluable", True)),
+            why_not=str(d.get("why_not", "")).strip(),
         )
+
+
+def _scope_fields(scope: dict[str, Any]) -> dict[str, Any]:
+    """A claim's ``paper_scope`` mapping (``text``, ``models``, ``datasets``, ``pooled``, ``setting``,
+    ``condition``) as :class:`Claim`'s ``scope_*`` fields."""
+    unknown = set(scope) - {"text", "models", "datasets", "pooled", "setting", "condition"}
+    if unknown:
+        raise ValueError(f"paper_scope: unknown key(s) {sorted(unknown)}")
+    return {
+        "scope_text": " ".join(str(scope.get("text", "")).split()),
+        "scope_models": tuple(str(m) for m in scope.get("models") or ()),
+        "scope_datasets": tuple(str(m) for m in scope.get("datasets") or ()),
+        "scope_pooled": bool(scope.get("pooled", False)),
+        "scope_setting": parse_setting(scope.get("setting", "")),
+        "scope_condition": str(scope.get("condition", "")),
+    }
+
+
+def normalise_text(text: str) -> str:
+    r"""``text`` with the line breaks' hyphenation joined and whitespace collapsed (what a quote and the
+    paper's extracted text are compared on): ``"re-\ntrieval"`` -> ``"retrieval"``."""
+    joined = re.sub(r"(?<=[a-z])-\s*\n\s*(?=[a-z])", "", text)  # re-\ntrieval: one word broken
+    return " ".join(re.sub(r"-\s*\n\s*", "-", joined).split())  # GPT-\n4o: a hyphen at a line break
+
+
+def quote_in(quote: str, text: str, spaces: bool = True) -> bool:
+    """Whether ``quote`` occurs verbatim in ``text`` (both :func:`normalise_text`-ed); an :data:`ELLIPSIS` in
+    the quote marks omitted text: its parts must occur in order. ``spaces=False`` compares without any
+    whitespace or hyphen (an excerpt against the paper's extracted text, which drops spaces around bold
+    words: ``"thatplacing"``, adds some: ``"LLMs ."``, and cannot tell ``"task-\\nrelevant"`` from a word
+    broken at the line end)."""
+
+    def norm(t: str) -> str:
+        return normalise_text(t) if spaces else re.sub(r"[\s-]", "", normalise_text(t))
+
+    hay = norm(text)
+    at = 0
+    for part in (norm(p) for p in quote.split(ELLIPSIS)):
+        if not part:
+            continue
+        i = hay.find(part, at)
+        if i < 0:
+            return False
+        at = i + len(part)
+    return True
+
+
+@cache
+def paper_excerpts(paper: str) -> tuple[str, ...]:
+    """The shipped excerpts of ``paper``'s text (``excerpts/<paper>.txt``, one per paragraph)."""
+    path = EXCERPTS_DIR / f"{paper}.txt"
+    if not path.exists():
+        return ()
+    return tuple(p.strip() for p in re.split(r"\n\s*\n", path.read_text()) if p.strip())
 
 
 @cache

@@ -57,3 +57,36 @@ def extract_answer(raw: str) -> tuple[str, bool]:
         if answer:
             return answer, False
     return "", False
+
+
+#: The values of ``scoring.text``: which text of a model's output the judge scores.
+#:
+#: * ``extracted``: the strategy's answer, what :func:`extract_answer` takes from the final output
+#:   (after the last ``Answer:``, else the first non-empty line); ``strategy=rgb`` extracts nothing,
+#:   its answer is its whole stripped response. rr's own experiments and Cao et al.'s.
+#: * ``whole``: the whole generation, stripped: what BERGEN's ``match_score`` reads (the
+#:   query-level study's Match) and RGB's ``checkanswer``.
+#: * ``first_line``: ``raw.split("\n")[0].strip()``, exactly as lost-in-the-middle's
+#:   ``get_metrics_for_example`` cuts the response before ``best_subspan_em`` (SURE's Y): the first
+#:   line even when it is empty.
+SCORED_TEXTS = ("extracted", "whole", "first_line")
+
+
+def scored_text(raw: str, answer: str, text: str) -> str:
+    """The text the judge scores under ``scoring.text=text`` (see :data:`SCORED_TEXTS`).
+
+    Args:
+        raw: The model's full final-step output.
+        answer: The strategy's answer (its ``prediction``).
+        text: One of :data:`SCORED_TEXTS`.
+
+    Raises:
+        ValueError: ``text`` is not one of :data:`SCORED_TEXTS`.
+    """
+    if text == "extracted":
+        return answer
+    if text == "whole":
+        return raw.strip()
+    if text == "first_line":
+        return raw.split("\n")[0].strip()
+    raise ValueError(f"scoring.text must be one of {', '.join(SCORED_TEXTS)}, got {text!r}")

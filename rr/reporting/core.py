@@ -46,6 +46,7 @@ from rr.jobfolder import RETRIEVAL_FILE, JobSummary, is_started, read_config, re
 from rr.registry import Registry, origin_of
 from rr.reporting.coverage import Coverage, coverage
 from rr.results import (  # noqa: F401 (varying: sections import it from here)
+    distinct_examples,
     example_set,
     find_score_files,
     identify_examples,
@@ -559,7 +560,7 @@ def _index(
         "# rr report",
         "",
         f"Read {len(ctx.jobs)} job(s), {len(scores)} score rows, "
-        f"{scores['example_id'].nunique()} distinct examples from `{paths}`. "
+        f"{distinct_examples(scores)} distinct examples from `{paths}`. "
         f"Intervals: {ctx.confidence:.0%} example-level (cluster) bootstrap, "
         f"{ctx.n_resamples} resamples, seed {ctx.seed}.",
         "",

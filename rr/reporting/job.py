@@ -100,7 +100,7 @@ def print_summary(
     counts = (
         f"requests {s.requests}, unique {s.unique_requests}, model calls {s.model_calls}, "
         f"cache hits {s.cache_hits}; answer-extraction fallbacks {s.answer_extraction_fallbacks} "
-        "(outputs without an 'Answer:' marker: their first non-empty line is taken as the answer); "
+        "(outputs without an 'Answer:' marker: with scoring.text=extracted their first non-empty line is scored); "
         f"rows truncated to fit the window {s.rows_truncated_to_fit_window}; "
         f"rows over the window (not sent) {s.rows_over_window or 0}; wall {s.wall_s:.1f}s"
     )
@@ -115,7 +115,11 @@ def print_summary(
         )
     else:
         console.print(escape(counts))
-    console.print(escape(f"results: {output_dir}/scores.parquet  (rr.results.load('{output_dir}'))"))
+    # One line, never wrapped (a path with a space was cut at it), the path quoted so it pastes.
+    console.print(
+        escape(f"results: {output_dir}/scores.parquet  (rr.results.load({str(output_dir)!r}))"),
+        soft_wrap=True,
+    )
 
 
 def judge_fallback_lines(counters: dict[str, int]) -> list[str]:

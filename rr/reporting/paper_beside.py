@@ -11,12 +11,7 @@ its interval (the small-sample intervals ``rr report`` prints everywhere: :func:
 and :func:`rr.reporting.robustness.robustness_ci`) and a verdict: *inside the interval* or *outside*
 (for a bound the paper states, ``> 0.8``: whether the interval reaches the bound's side).
 
-*Claims.* Each claim (:class:`rr.papers.Claim`) is tested per model and dataset of the run, on the rows
-of its ``scope``: a ``direction`` claim (a above b) by a paired test over the examples both sides
-answered (:func:`rr.stats.paired_permutation_test` of per-example values; for NDR, RSR, ROR and their
-geometric mean a paired example bootstrap of the difference, :func:`rr.stats.bootstrap_cluster_means`),
-a ``bound`` by the metric's interval. Verdicts: *holds*, *contradicted*, *not decided at this n*, or
-*no matching setting in this run*.
+*Claims.* Their verdicts are :mod:`rr.reporting.paper_claims`'s; this section lays both tables out.
 """
 
 from __future__ import annotations
@@ -25,14 +20,13 @@ import math
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
-import numpy as np
 import pandas as pd
 
 from rr.metrics.rgb import correct, noise_ratio_of
-from rr.papers import Claim, paper_claims, paper_values, parse_setting
+from rr.papers import APPROX_TOLERANCE, paper_claims, paper_values, parse_setting
 from rr.perturbations.base import PerturbationTag
 from rr.reporting.core import CI_HIGH, CI_LOW, Item, ReportContext, ReportTable, SectionSkipped, section
-from rr.stats import bootstrap_cluster_means, bootstrap_mean, paired_permutation_test
+from rr.stats import bootstrap_mean
 
 INSIDE, OUTSIDE, NO_MATCH = "inside the interval", "outside", "no matching setting in this run"
 NOT_MEASURED = "not measured in this run"
@@ -45,7 +39,7 @@ ALPHA = 0.05
 RAG_KEYS = frozenset(
     {"noise_ratio", "counterfactual", "doc_perturbation", "n_docs_given", "retriever", "order", "k"}
 )
-_ROBUSTNESS = ("ndr", "rsr", "ror", "robustness")
+ROBUSTNESS = ("ndr", "rsr", "ror", "robustness")
 #: Setting keys that are the metric's parameters, not conditions on rows (SURE's perturbation and
 #: subset: its rates pair each perturbed row with the unperturbed one).
 METRIC_PARAMS = frozenset({"perturbation", "subset", "module", "query_kind"})
@@ -93,7 +87,7 @@ DERIVED: dict[str, tuple[str, Callable[[str], object]]] = {
 }
 
 
-def _values_of(rows: pd.DataFrame, key: str) -> dict[object, object] | None:
+def values_of(rows: pd.DataFrame, key: str) -> dict[object, object] | None:
     """Each distinct value of the column behind ``key`` -> the key's value for it (None: no such column).
     Score tables have millions of rows and few distinct values, so settings are matched on these."""
     column, fn = DERIVED.get(key, (key, lambda v: v))
@@ -104,7 +98,7 @@ def _values_of(rows: pd.DataFrame, key: str) -> dict[object, object] | None:
 
 def _hit(rows: pd.DataFrame, key: str, options: list[str]) -> pd.Series | None:
     """Whether each row's value of ``key`` is one of ``options`` (None: the rows lack its column)."""
-    values = _values_of(rows, key)
+    values = values_of(rows, key)
     if values is None:
         return None
     column = DERIVED[key][0] if key in DERIVED else key
@@ -144,7 +138,7 @@ def select(rows: pd.DataFrame, setting: Mapping[str, str]) -> pd.DataFrame:
         return out.iloc[0:0]
     out = out[out_rag | out["job_id"].isin(out.loc[out_rag, "job_id"].unique())]
     for key, options in exact.items():
-        values = _values_of(out[out["k"].astype(int) > 0] if key in RAG_KEYS else out, key)
+        values = values_of(out[out["k"].astype(int) > 0] if key in RAG_KEYS else out, key)
         assert values is not None
         if not all(any(_same(p, w) for p in values.values()) for w in options):
             return out.iloc[0:0]
@@ -165,7 +159,7 @@ class Estimate:
     per_example: pd.Series | pd.DataFrame | None = None
 
 
-def _mean_of(rows: pd.DataFrame, values: pd.Series, ctx: ReportContext) -> Estimate:
+def mean_of(rows: pd.DataFrame, values: pd.Series, ctx: ReportContext) -> Estimate:
     frame = rows.assign(_v=values.astype(float))
     r = bootstrap_mean(
         frame, "_v", n_resamples=ctx.n_resamples, confidence=ctx.confidence, seed=ctx.seed, small_sample=True
@@ -189,7 +183,7 @@ def _rate(column: str, closed_book: bool = False, among: str | None = None) -> C
         if part.empty:
             return None
         values = correct(part["score"]) if column == "correct" else part[column].fillna(False).astype(bool)
-        return _mean_of(part, values, ctx)
+        return mean_of(part, values, ctx)
 
     return fn
 
@@ -237,7 +231,7 @@ def _sure(rate: str) -> Callable[..., Estimate | None]:
             pairs = pairs[pairs["subset"] == subset]
         if pairs.empty:
             return None
-        return _mean_of(pairs, (pairs["C"] == want), ctx)
+        return mean_of(pairs, (pairs["C"] == want), ctx)
 
     return fn
 
@@ -256,7 +250,7 @@ def _rare(score: str) -> Callable[..., Estimate | None]:
         if trials.empty:
             return None
         per = trials.groupby("example_id", as_index=False)["robust"].mean()
-        return _mean_of(per, per["robust"], ctx)
+        return mean_of(per, per["robust"], ctx)
 
     return fn
 
@@ -296,7 +290,7 @@ METRICS: dict[str, tuple[Callable[..., Estimate | None] | None, str]] = {
     ),
     **{
         m: (_robustness(m), f"{m.upper() if m != 'robustness' else 'geometric mean of NDR, RSR, ROR'}")
-        for m in _ROBUSTNESS
+        for m in ROBUSTNESS
     },
 }
 
@@ -312,7 +306,8 @@ def _verdict(value: float, relation: str, est: Estimate) -> str:
         return INSIDE if hi > value else OUTSIDE
     if relation == "<":
         return INSIDE if lo < value else OUTSIDE
-    return INSIDE if lo - 1e-12 <= value <= hi + 1e-12 else OUTSIDE
+    tol = APPROX_TOLERANCE if relation == "~" else 1e-12  # "approximately 14%": within the stated tolerance
+    return INSIDE if lo - tol <= value <= hi + tol else OUTSIDE
 
 
 def _model_rows(scores: pd.DataFrame, models: Mapping[str, str], ids: str) -> pd.DataFrame:
@@ -380,164 +375,6 @@ def compare_values(
     return pd.DataFrame(out)
 
 
-# ----------------------------------------------------------------------------- claims
-
-
-def _groups(
-    scores: pd.DataFrame, models: Mapping[str, str], across_models: bool
-) -> list[tuple[str, str, pd.DataFrame]]:
-    """(model id, dataset, rows) for every recorded model and dataset of the run, the rows with a
-    ``model_id`` column (the recorded model id); with ``across_models`` one group per dataset (model "")."""
-    jobs = scores["job_id"].astype(str)
-    known = scores[jobs.isin(list(models))]
-    codes, uniques = pd.factorize(known["job_id"].astype(str))
-    known = known.assign(model_id=np.asarray([models[u] for u in uniques], dtype=object)[codes])
-    if across_models:
-        return [("", str(d), rows) for d, rows in known.groupby(known["dataset"].astype(str), sort=True)]
-    return [
-        (str(m), str(d), rows)
-        for (m, d), rows in known.groupby(["model_id", known["dataset"].astype(str)], sort=True)
-    ]
-
-
-def _paired(
-    claim: Claim, a: Estimate, b: Estimate, ctx: ReportContext
-) -> tuple[float, float, float, float, str]:
-    """(difference a - b, its interval low, high, p-value, test) over the examples both sides have."""
-    pa, pb = a.per_example, b.per_example
-    assert pa is not None and pb is not None
-    common = pa.index.intersection(pb.index)
-    if len(common) < 2:
-        return math.nan, math.nan, math.nan, math.nan, "fewer than 2 shared examples"
-    if claim.metric in _ROBUSTNESS:
-        assert isinstance(pa, pd.DataFrame) and isinstance(pb, pd.DataFrame)
-        parts = ["ndr", "rsr", "ror"] if claim.metric == "robustness" else [claim.metric]
-        vals = pd.concat(
-            [pa.loc[common, parts].add_prefix("a_"), pb.loc[common, parts].add_prefix("b_")], axis=1
-        ).astype(float)
-
-        def gm(m: Mapping[str, np.ndarray], side: str) -> np.ndarray:
-            return np.prod([m[f"{side}_{p}"] for p in parts], axis=0) ** (1 / len(parts))
-
-        res = bootstrap_cluster_means(
-            vals,
-            {"diff": lambda m: gm(m, "a") - gm(m, "b")},
-            n_resamples=ctx.n_resamples,
-            confidence=ctx.confidence,
-            seed=ctx.seed,
-            method="BCa",
-            small_sample=True,
-        )["diff"]
-        return (
-            res.statistic,
-            res.ci_low,
-            res.ci_high,
-            math.nan,
-            f"paired example bootstrap of the difference (BCa, small-sample, {len(common)} examples)",
-        )
-    r = paired_permutation_test(
-        pa.loc[common].to_numpy(float),
-        pb.loc[common].to_numpy(float),
-        n_resamples=max(ctx.n_resamples, 999),  # as the paired_comparisons section
-        seed=ctx.seed,
-        confidence=ctx.confidence,
-        small_sample=True,
-    )
-    return r.statistic, r.ci_low, r.ci_high, r.p_value, f"paired permutation test ({len(common)} examples)"
-
-
-def _decide(kind: str, diff: float, lo: float, hi: float, p: float) -> str:
-    """The verdict of a paired comparison (a above b for ``direction``, a not above b for ``no_gain``)."""
-    if math.isnan(diff):
-        return UNDECIDED
-    if not math.isnan(p):  # a permutation test: significance from p, direction from the difference
-        above, below = p < ALPHA and diff > 0, p < ALPHA and diff < 0
-    else:  # a bootstrap: the interval of the difference
-        above, below = lo > 0, hi < 0
-    if kind == "direction":
-        return HOLDS if above else CONTRADICTED if below else UNDECIDED
-    return CONTRADICTED if above else HOLDS if (not math.isnan(hi) and hi <= 0) or below else UNDECIDED
-
-
-def evaluate_claims(
-    scores: pd.DataFrame, ctx: ReportContext, claims: tuple[Claim, ...] | None = None
-) -> pd.DataFrame:
-    """One row per claim and (model, dataset) of the run that has its setting (one row saying *no
-    matching setting in this run* for a claim no part of the run has)."""
-    claims = paper_claims() if claims is None else claims
-    models = job_models(ctx)
-    groups = {across: _groups(scores, models, across) for across in (False, True)}
-    out = []
-    for claim in claims:
-        base: dict[str, object] = {
-            "claim": claim.id,
-            "location": claim.location,
-            "quote": claim.quote,
-            "reading": claim.reading,
-        }
-        found = False
-        fn = METRICS[claim.metric][0]
-        fn_a, fn_b = (METRICS[m or claim.metric][0] for m in (claim.metric_a, claim.metric_b))
-        assert fn is not None and fn_a is not None and fn_b is not None, claim.id
-        across = "model_id" in claim.a or "model_id" in claim.b
-        scope, scope_params = split_setting(claim.scope)
-        for mid, dataset, rows in groups[across]:
-            scoped = select(rows, scope) if scope else rows
-            if scoped.empty:
-                continue
-            rec: dict[str, object] = {**base, "model": mid, "dataset": dataset}
-            if claim.kind == "bound":
-                est = fn(scoped, ctx, **scope_params)
-                if est is None:
-                    continue
-                lo, hi = est.ci_low, est.ci_high
-                ok = lo > claim.threshold if claim.relation == ">" else hi < claim.threshold
-                bad = hi < claim.threshold if claim.relation == ">" else lo > claim.threshold
-                rec.update(
-                    {
-                        "a": est.value,
-                        "a" + CI_LOW: lo,
-                        "a" + CI_HIGH: hi,
-                        "b": math.nan,
-                        "diff": math.nan,
-                        "p_value": math.nan,
-                        "test": f"{claim.metric} {claim.relation} {claim.threshold:g}: the metric's interval "
-                        f"({est.n} examples)",
-                        "verdict": HOLDS if ok else CONTRADICTED if bad else UNDECIDED,
-                    }
-                )
-            else:
-                (cond_a, params_a), (cond_b, params_b) = split_setting(claim.a), split_setting(claim.b)
-                side_a = select(scoped, cond_a) if cond_a else scoped
-                side_b = select(scoped, cond_b) if cond_b else scoped
-                if side_a.empty or side_b.empty:
-                    continue
-                ea = fn_a(side_a, ctx, **{**scope_params, **params_a})
-                eb = fn_b(side_b, ctx, **{**scope_params, **params_b})
-                if ea is None or eb is None:
-                    continue
-                diff, lo, hi, p, test = _paired(claim, ea, eb, ctx)
-                rec.update(
-                    {
-                        "a": ea.value,
-                        "a" + CI_LOW: ea.ci_low,
-                        "a" + CI_HIGH: ea.ci_high,
-                        "b": eb.value,
-                        "diff": diff,
-                        "diff" + CI_LOW: lo,
-                        "diff" + CI_HIGH: hi,
-                        "p_value": p,
-                        "test": test,
-                        "verdict": _decide(claim.kind, diff, lo, hi, p),
-                    }
-                )
-            found = True
-            out.append(rec)
-        if not found:
-            out.append({**base, "model": "", "dataset": "", "test": "", "verdict": NO_MATCH})
-    return pd.DataFrame(out)
-
-
 # ----------------------------------------------------------------------------- the section
 
 
@@ -557,10 +394,13 @@ def _papers_of_run(ctx: ReportContext, matched: set[str]) -> set[str]:
 )
 def paper_beside(df: pd.DataFrame, ctx: ReportContext) -> Iterator[Item]:
     """The papers' values with rr's beside them, and each claim's verdict."""
+    from rr.reporting.paper_claims import claims_caption, evaluate_claims  # it imports this module's metrics
+
     values = compare_values(df, ctx)
     claims = evaluate_claims(df, ctx)
     matched = set(values.loc[values["verdict"] != NO_MATCH, "paper"]) | {
-        c.split(".", 1)[0] for c in claims.loc[claims["verdict"] != NO_MATCH, "claim"]
+        c.split(".", 1)[0]
+        for c in claims.loc[claims["dataset"].fillna("") != "", "claim"]  # tested on the run
     }
     papers = _papers_of_run(ctx, matched)
     if not papers:
@@ -580,7 +420,7 @@ def paper_beside(df: pd.DataFrame, ctx: ReportContext) -> Iterator[Item]:
             "recorded: the job's model id (summary.json), the dataset and every condition of the setting; "
             f"rr = the metric on the matched rows with its {ctx.confidence:.0%} small-sample interval; verdict: "
             f"{INSIDE!r} / {OUTSIDE!r} (relation > or <: the paper states a bound, and the verdict says whether the "
-            f"interval reaches its side) / {NO_MATCH!r}. Here: "
+            f"interval reaches its side; ~: the paper says approximately, within {APPROX_TOLERANCE:g}) / {NO_MATCH!r}. Here: "
             + ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
             + "."
         ),
@@ -589,12 +429,7 @@ def paper_beside(df: pd.DataFrame, ctx: ReportContext) -> Iterator[Item]:
         "paper_claims",
         "Each paper claim tested on this run",
         claims,
-        caption=(
-            "rr/papers/claims, per model and dataset of the run: direction claims (a above b) by a paired test "
-            f"over the examples both sides answered (two-sided, alpha {ALPHA}: permutation test of per-example "
-            "values, or a paired example bootstrap of the difference for NDR/RSR/ROR and their geometric mean); "
-            f"bounds by the metric's interval. Verdicts {HOLDS!r}, {CONTRADICTED!r}, {UNDECIDED!r}, {NO_MATCH!r}."
-        ),
+        caption=claims_caption(),
     )
 
 

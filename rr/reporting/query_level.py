@@ -37,6 +37,7 @@ from rr.reporting.core import (
     system_label,
     varying,
 )
+from rr.results import follow_split_ids
 from rr.stats import bootstrap_mean
 
 ORACLE = "oracle"
@@ -98,9 +99,13 @@ def retrieval_section(df: pd.DataFrame, ctx: ReportContext) -> Iterator[Item]:
         raise _no_runs()
     parts = []
     for k in ks:
-        for measure in ("recall", "precision"):
+        for measure, label in (
+            ("recall", "Recall"),
+            ("precision", "Precision"),
+            ("bergen_recall", "BERGEN Recall"),
+        ):
             t = ql.retriever_table(metrics, f"{measure}@{k}").reset_index()
-            t.insert(1, "measure", f"{measure.capitalize()}@{k}")
+            t.insert(1, "measure", f"{label}@{k}")
             parts.append(t)
     table = pd.concat(parts, ignore_index=True)
     yield ReportTable(
@@ -110,7 +115,9 @@ def retrieval_section(df: pd.DataFrame, ctx: ReportContext) -> Iterator[Item]:
         caption=(
             "rr.analysis.query_level.retriever_table over every job's runs/*.trec judged with its "
             "qrels.trec (ir_measures): mean over queries, the variants of a kind (typo@0.1#1..5) "
-            "pooled; column none = original queries."
+            "pooled; column none = original queries. Recall@k is rr's (hits in rank order; a query "
+            "with no hits scores 0); BERGEN Recall@k is the paper's tool's (pytrec_eval on the "
+            "retriever's scores, ties broken by docid; a query with no hits left out of the mean)."
         ),
         digits=1,
     )
@@ -254,6 +261,7 @@ def correlations_section(df: pd.DataFrame, ctx: ReportContext) -> Iterator[Item]
     rows = []
     for key, g in _groups(df):
         ret = metrics[metrics["job_id"].isin(set(g["job_id"]))] if "job_id" in g.columns else metrics
+        ret = follow_split_ids(ret, g)  # a run names a query by the id its dataset gave
         ret = ret.drop_duplicates(["retriever", "example_id", "query_perturbation"])
         for retriever in sorted(set(g.loc[g["k"] == k, "retriever"].astype(str)) - {ORACLE}):
             if not (ret["retriever"] == retriever).any():

@@ -38,6 +38,7 @@ from rr.data.base import Corpus
 from rr.errors import ConfigError, require_non_negative, require_positive
 from rr.hashing import content_hash
 from rr.job_env import progress_enabled
+from rr.model_identity import model_identity
 from rr.records import Hit
 from rr.registry import component
 from rr.retrieval.bm25 import index_text
@@ -98,6 +99,8 @@ def resolve_model(model: str) -> str:
 def _model_identity(model: str, revision: str | None = None) -> str:
     """A machine-independent name for the weights behind ``model`` (cache keys); a pinned
     hub ``revision`` is appended as ``@<revision>``."""
+    # A local folder is its files' content; a hub id its commit where known (rr.model_identity).
+    revision = model_identity(model, revision) or revision
     if revision:
         return f"{model}@{revision}"
     if model.startswith(PACKAGED_PREFIX):

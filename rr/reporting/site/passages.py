@@ -6,6 +6,7 @@ from __future__ import annotations
 import concurrent.futures
 import json
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -15,9 +16,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rr.jobfolder import CONFIG_FILE
-from rr.reporting.core import JobInfo, ReportContext
-from rr.reporting.site.clock import _Clock
-from rr.reporting.site.encoding import _json, _json_strings, _runs_json
+from rr.reporting.core import JobInfo
+from rr.reporting.site.clock import Clock
+from rr.reporting.site.encoding import json_strings, runs_json, to_json
 from rr.reporting.site.format import PassageShard as P
 
 #: Byte budget of a passage shard.
@@ -59,21 +60,32 @@ def _texts_in(corpus: Any, ids: list[str]) -> pa.Table:
     return pa.table({"title": pa.array(titles, pa.string()), "text": pa.array(texts, pa.string())})
 
 
-class _Passages:
-    """Every passage the rows show, each once: numbered in order of first use, texts from the
-    jobs' corpora (one read per distinct corpus config, of the passages shown only)."""
+@dataclass(frozen=True)
+class PassageFiles:
+    """What :meth:`Passages.write` wrote: the passage shards and what it could read."""
 
-    def __init__(self, ctx: ReportContext, loader: Callable[[Path], Any] | None) -> None:
+    shards: list[int]  # first passage number of each p/p-NNNN.js
+    corpora: list[dict[str, Any]]  # per corpus: format.Index.corpora's {name, status}
+    count: int  # passages written
+    unreadable: int  # of them, those without a text
+    notes: tuple[str, ...]  # the corpora that could not be read
+
+
+class Passages:
+    """Every passage the rows show, each once: numbered in order of first use (by the documents
+    stage, :func:`rr.reporting.site.documents.number_documents`), texts from the jobs' corpora
+    (one read per distinct corpus config, of the passages shown only), written by :meth:`write`."""
+
+    def __init__(self, jobs: Sequence[JobInfo], loader: Callable[[Path], Any] | None) -> None:
         self.loader = loader
         self.notes: list[str] = []
         self.corpus_of_job: dict[str, int] = {}
         self.corpora: list[dict[str, Any]] = []
-        self.jobs: dict[str, JobInfo] = {j.job_id: j for j in ctx.jobs}
+        self.jobs: dict[str, JobInfo] = {j.job_id: j for j in jobs}
         self.ids: list[str] = []  # passage id by number
         self.corpus: list[int] = []  # its corpus by number
         self.maps: list[dict[Any, int]] = []  # per corpus: passage id -> number
         self.pending: list[list[tuple[np.ndarray, np.ndarray]]] = []  # per corpus: not in maps yet
-        self.shards: list[int] = []
         self.unreadable = 0
 
     def _corpus(self, job: str) -> int:
@@ -202,11 +214,11 @@ class _Passages:
         self._texts_future = self._reading.submit(self._shard_texts)
 
     def _shard_texts(self) -> tuple[pa.Array, pa.Array]:
-        """The titles and texts as JSON literals (:func:`_json_strings`), by number."""
+        """The titles and texts as JSON literals (:func:`json_strings`), by number."""
         table = self._texts()
-        return _json_strings(table.column("title")), _json_strings(table.column("text"))
+        return json_strings(table.column("title")), json_strings(table.column("text"))
 
-    def write(self, data: Path, clock: _Clock) -> None:
+    def write(self, data: Path, clock: Clock) -> PassageFiles:
         """Write the passage shards, ~:data:`PASSAGE_SHARD_BYTES` each (``corpus``: the wait for
         the texts). A shard's titles and texts are joined by pyarrow from their JSON literals."""
         if getattr(self, "_texts_future", None) is None:
@@ -226,12 +238,12 @@ class _Passages:
             start = bounds[-1]
             base = int(cum[start - 1]) if start else 0
             bounds.append(min(int(np.searchsorted(cum, base + PASSAGE_SHARD_BYTES, "right")) + 1, n))
-        shard_titles, shard_texts = _runs_json(titles, bounds), _runs_json(texts, bounds)
+        shard_titles, shard_texts = runs_json(titles, bounds), runs_json(texts, bounds)
         for shard, (start, end) in enumerate(zip(bounds[:-1], bounds[1:], strict=True)):
             text = (
-                f'RR.load("{P.kind}",{shard},{{"{P.first}":{start},"{P.id}":{_json(ids[start:end])},'
-                f'"{P.c}":{_json(self.corpus[start:end])},"{P.title}":{next(shard_titles)},'
+                f'RR.load("{P.kind}",{shard},{{"{P.first}":{start},"{P.id}":{to_json(ids[start:end])},'
+                f'"{P.c}":{to_json(self.corpus[start:end])},"{P.title}":{next(shard_titles)},'
                 f'"{P.text}":{next(shard_texts)}}});\n'
             )
             (data / "p" / f"p-{shard:04d}.js").write_bytes(text.encode("utf-8"))
-            self.shards.append(start)
+        return PassageFiles(bounds[:-1], self.corpora_info(), n, self.unreadable, tuple(self.notes))

@@ -1,0 +1,181 @@
+"""What a model *is*, for job ids and cache keys (CONVENTIONS.md item 7): never only its name or path.
+
+* ``packaged:<alias>``: the package's name and version, which the alias pins in rr's code (the
+  ``hf`` / ``llamacpp`` / ``dense`` backends put them in their cache keys); nothing is added to the
+  job id, so the demo keeps its id.
+* a local folder: ``sha256:<digest>`` of its files (weights, config, tokenizer; documentation and
+  hidden files left out), each file streamed once and its digest kept in a per-user cache keyed by
+  (path, size, mtime), so a 140 GB folder is read once, not once per job.
+* a local file (a ``.gguf``): the same, for that one file.
+* a hub id without a pinned revision: the commit the hub's ``main`` (or the named branch) points
+  to: asked of the hub when online, else read from the local hub cache; ``None`` when neither
+  knows (offline and never downloaded: the job cannot load it either).
+
+The job id (:func:`rr.config.job_id`) adds :func:`model_identity` beside each component's ``model``;
+the backends use :func:`local_identity` for their cache keys.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import threading
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+PACKAGED_PREFIX = "packaged:"
+#: File names left out of a folder's identity: documentation and licences change no output.
+_SKIPPED_SUFFIXES = (".md", ".txt.license", ".gitattributes")
+_SKIPPED_NAMES = ("LICENSE", "LICENSE.txt", "NOTICE", "USE_POLICY.md")
+#: Targets whose ``model`` names a hub repository when it is not a path (others: API names).
+HUB_TARGETS = (
+    "rr.generation.hf.HFGenerator",
+    "rr.generation.vllm.VLLMGenerator",
+    "rr.retrieval.dense.DenseRetriever",
+)
+_CHUNK = 1 << 24
+_lock = threading.Lock()
+#: (model, revision) -> hub commit, per process (one hub request per model and process).
+_hub_memo: dict[tuple[str, str | None], str | None] = {}
+
+
+def cache_file() -> Path:
+    """The per-user file of file digests: ``$RR_IDENTITY_CACHE``, else ``$XDG_CACHE_HOME/rr`` or
+    ``~/.cache/rr``, ``model_identity.json``."""
+    if os.environ.get("RR_IDENTITY_CACHE"):
+        return Path(os.environ["RR_IDENTITY_CACHE"])
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "rr" / "model_identity.json"
+
+
+def _load_cache() -> dict[str, str]:
+    try:
+        data = json.loads(cache_file().read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _save_cache(entries: dict[str, str]) -> None:
+    path = cache_file()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(entries, sort_keys=True))
+        os.replace(tmp, path)
+    except OSError as e:  # a read-only home: identities are still right, only recomputed next time
+        log.debug("model identity cache %s not written: %s", path, e)
+
+
+def _stat_key(path: Path) -> str:
+    st = path.stat()
+    return f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}"
+
+
+def _digest(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(_CHUNK):
+            h.update(block)
+    return h.hexdigest()
+
+
+def file_digests(paths: list[Path]) -> list[str]:
+    """sha256 of each file, read only for files whose (path, size, mtime) the user cache lacks."""
+    with _lock:
+        cache = _load_cache()
+        keys = [_stat_key(p) for p in paths]
+        missing = [(k, p) for k, p in zip(keys, paths, strict=True) if k not in cache]
+        if missing:
+            size = sum(p.stat().st_size for _, p in missing)
+            if size > 1 << 30:  # minutes for a large model: said (a warning shows before logging is set up)
+                log.warning(
+                    "rr: reading %.1f GB of model files once for the model's identity (a few s per GB; "
+                    "then kept in %s)",
+                    size / 1e9,
+                    cache_file(),
+                )
+            for key, path in missing:
+                cache[key] = _digest(path)
+            _save_cache(cache)
+        return [cache[k] for k in keys]
+
+
+def _identity_files(folder: Path) -> list[Path]:
+    files = []
+    for root, dirs, names in os.walk(folder, followlinks=True):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in sorted(names):
+            if name.startswith(".") or name in _SKIPPED_NAMES or name.endswith(_SKIPPED_SUFFIXES):
+                continue
+            files.append(Path(root) / name)
+    return files
+
+
+def local_identity(model: str) -> str | None:
+    """``sha256:<64 hex>`` of a local model folder's files (relative names and contents) or of a
+    local file; ``None`` when ``model`` is not an existing local path (a hub id, ``packaged:``)."""
+    if model.startswith(PACKAGED_PREFIX):
+        return None
+    path = Path(os.path.expanduser(model))
+    if not path.exists():
+        return None
+    if path.is_file():
+        return "sha256:" + file_digests([path])[0]
+    files = _identity_files(path)
+    digests = file_digests(files)
+    listing = [[f.relative_to(path).as_posix(), d] for f, d in zip(files, digests, strict=True)]
+    return "sha256:" + hashlib.sha256(json.dumps(listing).encode()).hexdigest()
+
+
+def _hub_cache_commit(model: str, revision: str | None) -> str | None:
+    """The commit the local hub cache's ``refs/<revision or main>`` holds for ``model``."""
+    try:
+        from huggingface_hub import constants
+    except ImportError:
+        return None
+    ref = Path(constants.HF_HUB_CACHE) / f"models--{model.replace('/', '--')}" / "refs" / (revision or "main")
+    try:
+        return ref.read_text().strip() or None
+    except OSError:
+        return None
+
+
+def hub_commit(model: str, revision: str | None = None) -> str | None:
+    """The commit ``model`` at ``revision`` (a branch or tag; ``None`` = main) resolves to: asked of
+    the hub (3 s timeout) unless ``HF_HUB_OFFLINE`` is set, else the local hub cache's ref."""
+    key = (model, revision)
+    if key not in _hub_memo:
+        commit = None
+        offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on")
+        if not offline:
+            try:
+                from huggingface_hub import HfApi
+
+                commit = HfApi().model_info(model, revision=revision, timeout=3).sha
+            except Exception as e:  # no network, unknown id, gated: the cache may still know
+                log.debug("hub revision of %s not known online: %s", model, e)
+        _hub_memo[key] = commit or _hub_cache_commit(model, revision)
+    return _hub_memo[key]
+
+
+def _is_commit(revision: str | None) -> bool:
+    return revision is not None and len(revision) == 40 and all(c in "0123456789abcdef" for c in revision)
+
+
+def model_identity(model: str, revision: str | None = None, hub: bool = True) -> str | None:
+    """What the job id adds beside ``model``: a local path's content digest, a hub id's commit
+    (``hub``: only for components that load hub repositories), ``None`` where the config already
+    says it all (``packaged:``, a pinned commit) or nothing is known."""
+    if model.startswith(PACKAGED_PREFIX):
+        return None
+    local = local_identity(model)
+    if local is not None:
+        return local
+    if not hub or _is_commit(revision) or "/" not in model.strip("/"):
+        # A name without an owner is a hub alias (e.g. gpt2) or an API model: left as before.
+        return None
+    return hub_commit(model, revision)

@@ -1,0 +1,407 @@
+"""The paper's claims beside this run (:mod:`rr.papers` ``claims/``), the claims half of the
+``paper_beside`` report section (:mod:`rr.reporting.paper_beside`, which holds the values half).
+
+Each claim (:class:`rr.papers.Claim`) is tested per model and dataset of the run, on the rows of its
+``scope``: a ``direction`` claim (a above b) by a paired test over the examples both sides answered
+(:func:`rr.stats.paired_permutation_test` of per-example values; for NDR, RSR, ROR and their geometric
+mean a paired example bootstrap of the difference, :func:`rr.stats.bootstrap_cluster_means`), a ``bound``
+by the metric's interval, an ``approx`` (the paper's "about 12%") by whether the interval lies within the
+claim's tolerance of the printed value. Verdicts: *holds*, *contradicted*, *not decided at this n*, or
+*no matching setting in this run*, and two that decide nothing:
+
+* *degenerate here*: the metric is one the report's robustness table blanks on these rows
+  (:func:`rr.metrics.robustness.metric_notes`, the same function: NDR with closed-book accuracy 0, ROR with
+  one document order, RSR and ROR when every k > 0 cell scores 0), with its reason;
+* *outside the paper's scope (...)*: the run is not what the paper stated the claim of (another model, k
+  grid, retriever, dataset, a model below the paper's condition); the verdict names what differs and adds
+  what the run shows on its own ("on this run: does not hold"), so a small model at k 1-3 never
+  *contradicts* a claim about the paper's models at k 5-100.
+
+A claim rr's score tables cannot test (``evaluable: false``) gets one row saying why.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping
+
+import numpy as np
+import pandas as pd
+
+from rr.metrics.robustness import metric_notes, robustness_table
+from rr.papers import Claim, paper_claims
+from rr.reporting.core import CI_HIGH, CI_LOW, ReportContext
+from rr.reporting.paper_beside import (
+    ALPHA,
+    CONTRADICTED,
+    HOLDS,
+    METRICS,
+    NO_MATCH,
+    ROBUSTNESS,
+    UNDECIDED,
+    Estimate,
+    job_models,
+    mean_of,
+    select,
+    split_setting,
+    values_of,
+)
+from rr.stats import bootstrap_cluster_means, paired_permutation_test
+
+
+def _groups(
+    scores: pd.DataFrame, models: Mapping[str, str], across_models: bool
+) -> list[tuple[str, str, pd.DataFrame]]:
+    """(model id, dataset, rows) for every recorded model and dataset of the run, the rows with a
+    ``model_id`` column (the recorded model id); with ``across_models`` one group per dataset (model "")."""
+    jobs = scores["job_id"].astype(str)
+    known = scores[jobs.isin(list(models))]
+    codes, uniques = pd.factorize(known["job_id"].astype(str))
+    known = known.assign(model_id=np.asarray([models[u] for u in uniques], dtype=object)[codes])
+    if across_models:
+        return [("", str(d), rows) for d, rows in known.groupby(known["dataset"].astype(str), sort=True)]
+    return [
+        (str(m), str(d), rows)
+        for (m, d), rows in known.groupby(["model_id", known["dataset"].astype(str)], sort=True)
+    ]
+
+
+def _paired(
+    claim: Claim, a: Estimate, b: Estimate, ctx: ReportContext
+) -> tuple[float, float, float, float, str]:
+    """(difference a - b, its interval low, high, p-value, test) over the examples both sides have."""
+    pa, pb = a.per_example, b.per_example
+    assert pa is not None and pb is not None
+    common = pa.index.intersection(pb.index)
+    if len(common) < 2:
+        return math.nan, math.nan, math.nan, math.nan, "fewer than 2 shared examples"
+    if claim.metric in ROBUSTNESS:
+        assert isinstance(pa, pd.DataFrame) and isinstance(pb, pd.DataFrame)
+        parts = ["ndr", "rsr", "ror"] if claim.metric == "robustness" else [claim.metric]
+        vals = pd.concat(
+            [pa.loc[common, parts].add_prefix("a_"), pb.loc[common, parts].add_prefix("b_")], axis=1
+        ).astype(float)
+
+        def gm(m: Mapping[str, np.ndarray], side: str) -> np.ndarray:
+            return np.prod([m[f"{side}_{p}"] for p in parts], axis=0) ** (1 / len(parts))
+
+        res = bootstrap_cluster_means(
+            vals,
+            {"diff": lambda m: gm(m, "a") - gm(m, "b")},
+            n_resamples=ctx.n_resamples,
+            confidence=ctx.confidence,
+            seed=ctx.seed,
+            method="BCa",
+            small_sample=True,
+        )["diff"]
+        return (
+            res.statistic,
+            res.ci_low,
+            res.ci_high,
+            math.nan,
+            f"paired example bootstrap of the difference (BCa, small-sample, {len(common)} examples)",
+        )
+    r = paired_permutation_test(
+        pa.loc[common].to_numpy(float),
+        pb.loc[common].to_numpy(float),
+        n_resamples=max(ctx.n_resamples, 999),  # as the paired_comparisons section
+        seed=ctx.seed,
+        confidence=ctx.confidence,
+        small_sample=True,
+    )
+    return r.statistic, r.ci_low, r.ci_high, r.p_value, f"paired permutation test ({len(common)} examples)"
+
+
+def _decide(kind: str, diff: float, lo: float, hi: float, p: float) -> str:
+    """The verdict of a paired comparison (a above b for ``direction``, a not above b for ``no_gain``)."""
+    if math.isnan(diff):
+        return UNDECIDED
+    if not math.isnan(p):  # a permutation test: significance from p, direction from the difference
+        above, below = p < ALPHA and diff > 0, p < ALPHA and diff < 0
+    else:  # a bootstrap: the interval of the difference
+        above, below = lo > 0, hi < 0
+    if kind == "direction":
+        return HOLDS if above else CONTRADICTED if below else UNDECIDED
+    return CONTRADICTED if above else HOLDS if (not math.isnan(hi) and hi <= 0) or below else UNDECIDED
+
+
+#: The verdicts that decide nothing (prefixes; the rest of the text says why).
+DEGENERATE, OUTSIDE_SCOPE, NOT_EVALUABLE = (
+    "degenerate here",
+    "outside the paper's scope",
+    "not evaluable from rr's tables",
+)
+#: How an in-scope verdict reads after "on this run:" when the run is outside the paper's scope.
+ON_THIS_RUN = {HOLDS: "holds", CONTRADICTED: "does not hold", UNDECIDED: UNDECIDED}
+#: The robustness metrics each metric rests on (for :func:`degenerate_reason`).
+RESTS_ON = {"ndr": ("ndr",), "rsr": ("rsr",), "ror": ("ror",), "robustness": ("ndr", "rsr", "ror")}
+
+
+# ----------------------------------------------------------------------------- metrics only claims read
+
+
+def _accuracy(rows: pd.DataFrame, ctx: ReportContext) -> Estimate | None:
+    """Cao's task performance: the mean score of the k > 0 rows (the robustness table's ``accuracy``)."""
+    part = rows[rows["k"].astype(int) > 0]
+    return None if part.empty else mean_of(part, part["score"], ctx)
+
+
+def _perfect_ndr_gain(rows: pd.DataFrame, ctx: ReportContext) -> Estimate | None:
+    """Cao Fig. 5's gap between perfect NDR and actual performance: the mean over k > 0 cells of
+    ``max(f(q, k, o), f(q, 0)) - f(q, k, o)`` (:func:`rr.analysis.cao.perfect_ndr_curve`'s rule)."""
+    k = rows["k"].astype(int)
+    closed = rows[k == 0].groupby("example_id")["score"].mean()
+    rag = rows[k > 0]
+    if rag.empty or closed.empty:
+        return None
+    base = rag["example_id"].map(closed)
+    rag = rag[base.notna()]
+    if rag.empty:
+        return None
+    base = base[base.notna()].astype(float)
+    return mean_of(rag, np.maximum(rag["score"].astype(float), base) - rag["score"].astype(float), ctx)
+
+
+#: Metrics the claims read that the values do not (name -> (function, what it is)).
+CLAIM_METRICS = {
+    "accuracy": (_accuracy, "Cao's task performance: the mean score over k > 0 cells"),
+    "perfect_ndr_gain": (_perfect_ndr_gain, "Cao Fig. 5: perfect-NDR performance minus actual, over k > 0"),
+}
+
+
+def metric_fn(name: str) -> Callable[..., Estimate | None] | None:
+    """The function computing metric ``name`` beside the paper (None: rr does not compute it there)."""
+    if name in CLAIM_METRICS:
+        return CLAIM_METRICS[name][0]
+    return METRICS[name][0] if name in METRICS else None
+
+
+def degenerate_reason(rows: pd.DataFrame, metric: str) -> str:
+    """Why ``metric`` is degenerate on ``rows`` (one system's rows), as the report's robustness table says it
+    (:func:`rr.metrics.robustness.metric_notes` of :func:`rr.metrics.robustness.robustness_table`); ``""``
+    where it is not, or is not a robustness metric. Perfect-NDR gain rests on NDR (0 by construction where
+    closed-book accuracy is 0)."""
+    parts = RESTS_ON.get(metric, ("ndr",) if metric == "perfect_ndr_gain" else ())
+    if not parts:
+        return ""
+    try:
+        row = robustness_table(rows, by=()).iloc[0]
+    except ValueError:  # not a table the robustness metrics are defined on: the metric says so itself
+        return ""
+    notes = metric_notes(row)
+    return "; ".join(dict.fromkeys(notes[p] for p in parts if p in notes))
+
+
+# ----------------------------------------------------------------------------- scope
+
+
+def _shown(values: Iterable[object]) -> str:
+    """The run's values of a setting key, numbers in numeric order: ``1, 2, 3``."""
+
+    def key(v: str) -> tuple[int, float, str]:
+        try:
+            return (0, float(v), v)
+        except ValueError:
+            return (1, 0.0, v)
+
+    return ", ".join(sorted({str(v) for v in values}, key=key))
+
+
+def _condition(text: str) -> tuple[str, str, float]:
+    for rel in (">", "<"):
+        name, sep, value = text.partition(rel)
+        if sep:
+            return name.strip(), rel, float(value)
+    raise ValueError(f"paper_scope condition {text!r}: not <metric> > <value> or <metric> < <value>")
+
+
+def outside_scope(
+    claim: Claim, model: str, dataset: str, rows: pd.DataFrame, ctx: ReportContext
+) -> list[str]:
+    """What of this model's rows on ``dataset`` lies outside the paper's scope of ``claim`` (empty: inside)."""
+    out = []
+    if model and claim.scope_models and model not in claim.scope_models:
+        out.append(f"model {model}, not one the paper states it of")
+    if claim.scope_datasets and dataset not in claim.scope_datasets:
+        out.append(f"dataset {dataset} (paper: {', '.join(claim.scope_datasets)})")
+    rag = rows[rows["k"].astype(int) > 0]
+    for key, want in claim.scope_setting.items():
+        if not select(rows, {key: want}).empty:
+            continue
+        values = values_of(rag, key)
+        run = _shown(values.values()) if values else "not recorded"
+        out.append(f"{key} {run} (paper: {want.replace('+', ', ')})")
+    if claim.scope_condition and model:
+        name, rel, bound = _condition(claim.scope_condition)
+        fn = metric_fn(name)
+        est = fn(rows, ctx) if fn is not None else None
+        if est is None:
+            out.append(f"{name} not measured (paper: models with {name} {rel} {bound:g})")
+        elif not (est.value > bound if rel == ">" else est.value < bound):
+            out.append(f"{name} {est.value:.2f} (paper: models with {name} {rel} {bound:g})")
+    return out
+
+
+# ----------------------------------------------------------------------------- verdicts
+
+
+def _approx(claim: Claim, est: Estimate) -> str:
+    lo, hi = est.ci_low, est.ci_high
+    if math.isnan(lo) or math.isnan(hi):
+        lo = hi = est.value
+    band_lo, band_hi = claim.threshold - claim.tolerance, claim.threshold + claim.tolerance
+    if band_lo - 1e-12 <= lo and hi <= band_hi + 1e-12:
+        return HOLDS
+    return CONTRADICTED if hi < band_lo or lo > band_hi else UNDECIDED
+
+
+def _single(claim: Claim, rows: pd.DataFrame, ctx: ReportContext, params: Mapping[str, str]) -> dict | None:
+    """A ``bound`` or ``approx`` claim on one set of rows (None: the rows lack what the metric needs)."""
+    fn = metric_fn(claim.metric)
+    assert fn is not None, claim.id
+    est = fn(rows, ctx, **params)
+    if est is None:
+        return None
+    rec: dict[str, object] = {
+        "a": est.value,
+        "a" + CI_LOW: est.ci_low,
+        "a" + CI_HIGH: est.ci_high,
+        "b": math.nan,
+        "diff": math.nan,
+        "p_value": math.nan,
+    }
+    why = degenerate_reason(rows, claim.metric)
+    if claim.kind == "approx":
+        rec["test"] = (
+            f"{claim.metric} ~ {claim.threshold:g} (within {claim.tolerance:g}): the metric's interval "
+            f"({est.n} examples)"
+        )
+        rec["verdict"] = _approx(claim, est)
+    else:
+        lo, hi = est.ci_low, est.ci_high
+        ok = lo > claim.threshold if claim.relation == ">" else hi < claim.threshold
+        bad = hi < claim.threshold if claim.relation == ">" else lo > claim.threshold
+        rec["test"] = (
+            f"{claim.metric} {claim.relation} {claim.threshold:g}: the metric's interval ({est.n} examples)"
+        )
+        rec["verdict"] = HOLDS if ok else CONTRADICTED if bad else UNDECIDED
+    if why:
+        rec["verdict"] = f"{DEGENERATE}: {why}"
+    return rec
+
+
+def _pair(claim: Claim, scoped: pd.DataFrame, ctx: ReportContext, params: Mapping[str, str]) -> dict | None:
+    """A ``direction`` or ``no_gain`` claim: side a against side b on the scoped rows."""
+    (cond_a, params_a), (cond_b, params_b) = split_setting(claim.a), split_setting(claim.b)
+    side_a = select(scoped, cond_a) if cond_a else scoped
+    side_b = select(scoped, cond_b) if cond_b else scoped
+    if side_a.empty or side_b.empty:
+        return None
+    fn_a, fn_b = (metric_fn(m or claim.metric) for m in (claim.metric_a, claim.metric_b))
+    assert fn_a is not None and fn_b is not None, claim.id
+    ea = fn_a(side_a, ctx, **{**params, **params_a})
+    eb = fn_b(side_b, ctx, **{**params, **params_b})
+    if ea is None or eb is None:
+        return None
+    diff, lo, hi, p, test = _paired(claim, ea, eb, ctx)
+    rec: dict[str, object] = {
+        "a": ea.value,
+        "a" + CI_LOW: ea.ci_low,
+        "a" + CI_HIGH: ea.ci_high,
+        "b": eb.value,
+        "diff": diff,
+        "diff" + CI_LOW: lo,
+        "diff" + CI_HIGH: hi,
+        "p_value": p,
+        "test": test,
+        "verdict": _decide(claim.kind, diff, lo, hi, p),
+    }
+    reasons: dict[str, list[str]] = {}  # reason -> the sides it holds on (both sides once, where they agree)
+    for side, cond, rows, metric in (
+        ("a", cond_a, side_a, claim.metric_a or claim.metric),
+        ("b", cond_b, side_b, claim.metric_b or claim.metric),
+    ):
+        if why := degenerate_reason(rows, metric):
+            reasons.setdefault(why, []).append(f"{side} ({', '.join(f'{k}={v}' for k, v in cond.items())})")
+    if reasons:
+        rec["verdict"] = f"{DEGENERATE}: " + "; ".join(f"{' and '.join(s)}: {w}" for w, s in reasons.items())
+    return rec
+
+
+def _in_scope(verdict: str, outside: list[str]) -> str:
+    """The verdict of a run part of which lies outside the paper's scope: what lies outside, then what this run
+    shows on its own."""
+    if not outside:
+        return verdict
+    return f"{OUTSIDE_SCOPE} ({'; '.join(outside)}); on this run: {ON_THIS_RUN.get(verdict, verdict)}"
+
+
+def evaluate_claims(
+    scores: pd.DataFrame, ctx: ReportContext, claims: tuple[Claim, ...] | None = None
+) -> pd.DataFrame:
+    """One row per claim and (model, dataset) of the run that has its setting (one row saying *no
+    matching setting in this run* for a claim no part of the run has, and one saying *not evaluable* with
+    the reason for a claim rr's tables cannot test)."""
+    claims = paper_claims() if claims is None else claims
+    models = job_models(ctx)
+    groups = {across: _groups(scores, models, across) for across in (False, True)}
+    out = []
+    for claim in claims:
+        base: dict[str, object] = {
+            "claim": claim.id,
+            "location": claim.location,
+            "quote": claim.quote,
+            "reading": claim.reading,
+            "scope": claim.scope_text,
+        }
+        if not claim.evaluable:
+            out.append(
+                {
+                    **base,
+                    "model": "",
+                    "dataset": "",
+                    "test": "",
+                    "verdict": f"{NOT_EVALUABLE}: {claim.why_not}",
+                }
+            )
+            continue
+        found = False
+        across = "model_id" in claim.a or "model_id" in claim.b
+        scope, scope_params = split_setting(claim.scope)
+        for mid, dataset, rows in groups[across]:
+            scoped = select(rows, scope) if scope else rows
+            if scoped.empty:
+                continue
+            got = (
+                _single(claim, scoped, ctx, scope_params)
+                if claim.kind in ("bound", "approx")
+                else _pair(claim, scoped, ctx, scope_params)
+            )
+            if got is None:
+                continue
+            outside = outside_scope(claim, mid, dataset, scoped, ctx)
+            if claim.scope_pooled and not outside and claim.scope_datasets:
+                got["test"] = (
+                    f"{got['test']}; the paper pools {', '.join(claim.scope_datasets)}: this is {dataset} alone"
+                )
+            got["verdict"] = _in_scope(str(got["verdict"]), outside)
+            out.append({**base, "model": mid, "dataset": dataset, **got})
+            found = True
+        if not found:
+            out.append({**base, "model": "", "dataset": "", "test": "", "verdict": NO_MATCH})
+    return pd.DataFrame(out)
+
+
+def claims_caption() -> str:
+    """The caption of the report's ``paper_claims`` table."""
+    return (
+        "rr/papers/claims, per model and dataset of the run: direction claims (a above b) by a paired test "
+        f"over the examples both sides answered (two-sided, alpha {ALPHA}: permutation test of per-example "
+        "values, or a paired example bootstrap of the difference for NDR/RSR/ROR and their geometric mean); "
+        "bounds by the metric's interval; approx claims by whether the interval lies within the stated "
+        f"tolerance. Verdicts {HOLDS!r}, {CONTRADICTED!r}, {UNDECIDED!r}, {NO_MATCH!r}; {DEGENERATE!r} where the "
+        "metric is one the robustness table blanks on these rows (its reason follows); "
+        f"{OUTSIDE_SCOPE!r} where the run is not what the paper states the claim of (model, setting, dataset: "
+        "named), followed by what this run shows on its own; the scope column is the paper's; "
+        f"{NOT_EVALUABLE!r} with the reason where rr's score tables cannot test the claim."
+    )
