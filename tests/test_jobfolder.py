@@ -77,9 +77,17 @@ def test_migration_1_to_2_a_summary_without_an_environment(tmp_path: Path) -> No
     assert "environment" not in s.to_dict()
 
 
+def test_migration_2_to_3_a_summary_without_a_public_model(tmp_path: Path) -> None:
+    old = stored(2)
+    assert MIGRATIONS[2](old) == {**old, "summary_version": 3}
+    s = read_stored(2, tmp_path)
+    assert s.public_model is None and s.model_id == "rr-simulated-reader"  # readers fall back to it
+    assert "public_model" not in s.to_dict()
+
+
 def test_the_current_version_reads_into_typed_records(tmp_path: Path) -> None:
     s = read_stored(SUMMARY_VERSION, tmp_path)
-    assert s.model_id == "rr-simulated-reader"
+    assert s.model_id == "rr-simulated-reader" and s.public_model == "rr-simulated-reader"
     assert s.environment == EnvironmentRecord(
         "218b13699483", True, [], 0, lock_files=["locks/rr.txt", "locks/rr-data.txt"]
     )
@@ -116,7 +124,7 @@ def test_the_version_is_written_first_and_the_summary_round_trips(tmp_path: Path
     s = JobSummary(job_id="abc", rows=3).with_fields(planted={"reps": 2})
     write_summary(tmp_path, s)
     data = json.loads((tmp_path / SUMMARY_FILE).read_text())
-    assert next(iter(data)) == "summary_version" and data["summary_version"] == SUMMARY_VERSION == 2
+    assert next(iter(data)) == "summary_version" and data["summary_version"] == SUMMARY_VERSION == 3
     assert "approximate_indexes" not in data and data["planted"] == {"reps": 2}
     back = read_summary(tmp_path)
     assert back is not None and back.to_dict() == data

@@ -35,11 +35,11 @@ from rr.reporting.paper_beside import (
     ALPHA,
     CONTRADICTED,
     HOLDS,
-    METRICS,
     NO_MATCH,
     ROBUSTNESS,
     UNDECIDED,
     Estimate,
+    estimator,
     job_models,
     mean_of,
     select,
@@ -173,7 +173,10 @@ def metric_fn(name: str) -> Callable[..., Estimate | None] | None:
     """The function computing metric ``name`` beside the paper (None: rr does not compute it there)."""
     if name in CLAIM_METRICS:
         return CLAIM_METRICS[name][0]
-    return METRICS[name][0] if name in METRICS else None
+    try:
+        return estimator(name)  # a registered metric (rr.metrics.SPECS)
+    except KeyError:
+        return None
 
 
 def degenerate_reason(rows: pd.DataFrame, metric: str) -> str:
