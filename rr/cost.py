@@ -314,7 +314,9 @@ class StepTiming:
         params = prepared.request(by_length[mid]).params
         probe = replace(params, max_new_tokens=min(params.max_new_tokens, CALIBRATION_TOKENS))
         singles = [by_length[0]] + ([by_length[-1]] if tokens[by_length[-1]] != tokens[by_length[0]] else [])
-        probes = [[k] for k in singles] + ([window] if m >= 2 else [])
+        # The batch second: a budget that ends after two probes still has rows to fit decode on (one
+        # prompt alone, scaled by rows, over-estimates a batched step several-fold)
+        probes = [[singles[0]]] + ([window] if m >= 2 else []) + [[k] for k in singles[1:]]
         bar = tqdm(
             total=sum(len(p) for p in probes),  # the step's own batch joins when it fits the budget
             desc=f"rr plan: timing {step} on this machine",
@@ -332,13 +334,19 @@ class StepTiming:
                 gen.generate([prepared.prompt(by_length[0])], warm)
                 if m >= 2:
                     gen.generate([prepared.prompt(k) for k in window[:2]], warm)
+            timed: list[BatchTiming] = []  # this call's batches
+
+            def spent() -> float:  # the wall time, or what the batches say they took if more
+                return max(time.perf_counter() - t_start, sum(t.prefill_s + t.decode_s for t in timed))
+
             for keys in probes:
                 so_far = Throughput.from_timings(pool)
                 steps = max(probe.max_new_tokens - 1, 0)
                 cost = so_far.batch_seconds(len(keys), max(tokens[k] for k in keys), steps) if so_far else 0.0
-                if so_far is not None and time.perf_counter() - t_start + cost > budget:
+                if so_far is not None and spent() + cost > budget:
                     break  # the budget would be spent: fit on what was timed
                 timings = self._timed(gen, [prepared.prompt(k) for k in keys], probe)
+                timed.extend(timings)
                 pool.extend(timings)
                 bar.update(len(keys))
             fitted = Throughput.from_timings(pool)
@@ -349,16 +357,23 @@ class StepTiming:
             def what() -> str:
                 return f"{len(pool)} batches ({sum(t.rows for t in pool)} prompts) timed here"
 
-            left = budget - (time.perf_counter() - t_start)
-            if (
-                m >= 2
-                and params.max_new_tokens > probe.max_new_tokens
-                and fitted.batch_seconds(m, tokens[window[-1]], steps) <= left
-            ):
-                bar.total += len(window)
+            left = budget - spent()
+            # The step's own batch (how early its decoding stops), else 2 of its prompts when a whole
+            # batch would overrun the budget: decode taken to run to max_new_tokens over-estimated
+            # the demo's answers (100 new tokens allowed, about 30 used) 3-fold.
+            own_keys = next(
+                (
+                    keys
+                    for keys in (window, window[len(window) // 2 - 1 : len(window) // 2 + 1])
+                    if len(keys) >= 2 and fitted.batch_seconds(len(keys), tokens[keys[-1]], steps) <= left
+                ),
+                None,
+            )
+            if m >= 2 and params.max_new_tokens > probe.max_new_tokens and own_keys is not None:
+                bar.total += len(own_keys)
                 bar.refresh()
-                own = self._timed(gen, [prepared.prompt(k) for k in window], params)
-                bar.update(len(window))
+                own = self._timed(gen, [prepared.prompt(k) for k in own_keys], params)
+                bar.update(len(own_keys))
                 pool.extend(own)
                 share = Throughput.from_timings(own)
                 refit = Throughput.from_timings(pool)

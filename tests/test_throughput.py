@@ -426,3 +426,21 @@ def test_a_job_records_its_batches_pooled_with_the_plans_without_its_first(tmp_p
     # 12 prompts in batches of 4: 3 batches, the first (10 s of one-off cost) left out
     assert pooled[:2] == plan_pool and len(pooled) == 2 + 2
     assert all(t.prefill_s < 10 for t in pooled)
+
+
+def test_a_tight_budget_times_two_of_the_steps_own_prompts(tmp_path: Path) -> None:
+    """Issue 43: when a whole batch of the step's own prompts would overrun the budget, 2 of them are
+    timed with the step's own decoding (decode was taken to run to max_new_tokens: the demo's cold
+    plan said 3x its wall time)."""
+    from rr.cost import PlanningLLM, StepTiming
+
+    gen = _AffineCPU()
+    # hand-worked (_affine_seconds, the probes' 8 new tokens): the shortest prompt alone 3.25 s, the
+    # batch of 102-105 7.5 s, the longest alone 3.32 s: 14.07 s of 21; then a whole own batch (11 new
+    # tokens) would take 0.5 + 4.2 + 10 x 0.4 = 8.7 s > 6.93 s left, two of its prompts 5.58 s
+    timing = StepTiming(budget_s=21.0, store=ThroughputStore(tmp_path / "tp"))
+    llm = PlanningLLM(gen, GenerationCache(tmp_path, gen.identity(), writer="t"), timing=timing)
+    llm.generate(prompts(range(100, 108)), step="vanilla:answer")
+    (step,) = llm.steps
+    assert "this step's own included" in step.timed_on
+    assert gen.calls[-1] == (2, 11)
