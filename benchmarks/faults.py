@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import random
 import shutil
@@ -181,9 +180,10 @@ def calls_of(path: Path) -> int:
 def table(root: Path):
     import pandas as pd
 
+    from rr.jobfolder import SCORES_FILE
     from rr.results import CELL_KEYS
 
-    df = pd.read_parquet(root / "job" / "scores.parquet")
+    df = pd.read_parquet(root / "job" / SCORES_FILE)
     cols = [c for c in df.columns if c != "job_id"]
     return df[cols].sort_values(["strategy", "example_id", *CELL_KEYS]).reset_index(drop=True)
 
@@ -218,6 +218,8 @@ def run_to_end(root: Path, events: Path, env: dict[str, str] | None = None) -> i
 
 
 def kill_trial(root: Path, phase: str, rng: random.Random) -> dict:
+    from rr.jobfolder import SUMMARY_FILE
+
     event, count, max_delay = PHASES[phase]
     ev = root / "attempt1.events"
     proc = start(root, ev)
@@ -237,7 +239,7 @@ def kill_trial(root: Path, phase: str, rng: random.Random) -> dict:
             "load": "model load",
             "calls": "generation",
         }.get(last, "scores.parquet -> summary.json")
-        if last == "scores" and (root / "job" / "summary.json").exists():
+        if last == "scores" and (root / "job" / SUMMARY_FILE).exists():
             landed = "after summary.json"
     rc2 = run_to_end(root, root / "attempt2.events")
     return {
@@ -252,6 +254,8 @@ def kill_trial(root: Path, phase: str, rng: random.Random) -> dict:
 
 def disk_full_trial(root: Path, free_kib: int, ref) -> dict:
     """The job on a tmpfs with ``free_kib`` KiB left; then space is freed and the job re-run."""
+    from rr.jobfolder import read_summary
+
     root.mkdir(parents=True)
     logs = root.with_name(root.name + "-logs")  # off the full disk: instrumentation must not fail
     mounted = (
@@ -276,7 +280,7 @@ def disk_full_trial(root: Path, free_kib: int, ref) -> dict:
         bad = bad_cache_lines(root)
         (root / "filler").unlink(missing_ok=True)
         rc2 = run_to_end(root, logs / "attempt2.events")
-        summary = json.loads((root / "job" / "summary.json").read_text()) if rc2 == 0 else {}
+        summary = read_summary(root / "job") if rc2 == 0 else None
         return {
             "mode": "tmpfs" if mounted else "RLIMIT_FSIZE",
             "free_kib": free_kib,
@@ -284,7 +288,7 @@ def disk_full_trial(root: Path, free_kib: int, ref) -> dict:
             "error_is_disk_full": rc == 0 or enospc,
             "temporaries": left,
             "torn_cache_lines": bad,
-            "skipped_on_resume": summary.get("cache_torn_lines"),
+            "skipped_on_resume": summary.cache_torn_lines if summary is not None else None,
             "identical": rc2 == 0 and same_table(root, ref),
             "crash": rc2 != 0 or (rc != 0 and not enospc),
         }

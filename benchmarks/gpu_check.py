@@ -822,10 +822,10 @@ def run_rr_job(fx: Fixtures, device: str) -> tuple[Any, dict]:
     return result.scores, result.summary
 
 
-def _stage_times(summary: dict) -> str:
-    t = summary["timings_s"]
-    parts = [f"{name.split(':')[0]} {sec:.1f}" for name, sec in t.items() if sec >= 0.05]
-    return f"{summary['wall_s']:.1f} s (" + ", ".join(parts) + ")"
+def _stage_times(summary: Any) -> str:
+    """``12.3 s (retrieve 1.0, generate 9.8, ...)`` of a :class:`rr.jobfolder.JobSummary`."""
+    parts = [f"{name.split(':')[0]} {sec:.1f}" for name, sec in summary.timings_s.items() if sec >= 0.05]
+    return f"{summary.wall_s:.1f} s (" + ", ".join(parts) + ")"
 
 
 def check_d_cpu(fx: Fixtures) -> str:
@@ -833,7 +833,7 @@ def check_d_cpu(fx: Fixtures) -> str:
     scores, summary = run_rr_job(fx, "cpu")
     fx.refs["job_cpu"] = (scores, summary)
     return (
-        f"{len(scores)} rows, {summary['model_calls']} model calls, accuracy {summary['accuracy']:.3f} (random weights); "
+        f"{len(scores)} rows, {summary.model_calls} model calls, accuracy {summary.accuracy:.3f} (random weights); "
         f"cpu {_stage_times(summary)}"
     )
 

@@ -325,6 +325,7 @@ def write_sweep(root: Path, rows_target: int, models: int = len(MODELS)) -> int:
     """A sweep of ``len(DATASETS)`` x ``models`` Cao-grid jobs of about ``rows_target`` rows in all;
     returns its rows."""
     sys.path.insert(0, str(REPO))
+    from rr.jobfolder import CONFIG_FILE
     from tests.synthetic import write_job
 
     per_job = rows_target / (len(DATASETS) * models)
@@ -334,7 +335,7 @@ def write_sweep(root: Path, rows_target: int, models: int = len(MODELS)) -> int:
         for m in MODELS[:models]:
             df = cao_job_rows(d, m, n_examples, 0)
             folder = write_job(root, df)
-            (folder / "config.yaml").write_text(json.dumps(job_config(d, m, n_examples, 0)))  # JSON is YAML
+            (folder / CONFIG_FILE).write_text(json.dumps(job_config(d, m, n_examples, 0)))  # JSON is YAML
             total += len(df)
     return total
 
@@ -553,18 +554,18 @@ def task_job(args: dict) -> dict:
     clock["planted"], clock["planted_cpu"] = stage_wall.get("planted", 0.0), stage_cpu.get("planted", 0.0)
     reader = clock.get("generate", 0.0) + clock.get("count_tokens", 0.0)
     own = wall - reader - clock.get("planted", 0.0)
-    retrieve = summary["timings_s"].get("retrieve", 0.0)
-    n_req = summary["requests"]
+    retrieve = summary.timings_s.get("retrieve", 0.0)
+    n_req = summary.requests
     own_cpu = cpu - sum(clock.get(f"{k}_cpu", 0.0) for k in ("generate", "count_tokens", "planted"))
     return {
         "wall_s": round(wall, 2),
-        "requests": summary["requests"],
+        "requests": summary.requests,
         "rows": len(result.scores),
         "reader_s": round(reader, 2),
         "planted_s": round(clock.get("planted", 0.0), 2),
         "retrieve_s": retrieve,
-        "own_ms_per_request": round(1000 * own / summary["requests"], 3),
-        "own_ms_per_request_no_retrieval": round(1000 * (own - retrieve) / summary["requests"], 3),
+        "own_ms_per_request": round(1000 * own / summary.requests, 3),
+        "own_ms_per_request_no_retrieval": round(1000 * (own - retrieve) / summary.requests, 3),
         "own_cpu_ms_per_request": round(1000 * own_cpu / n_req, 3),
         # the per-request path (render, fit the window, key, dedup, cache, judge, score rows): the
         # generate and judge stages' CPU less the reader's; fixed per job: data, retrieval, write
@@ -583,7 +584,7 @@ def task_job(args: dict) -> dict:
         "reader_cpu_s": round(clock.get("generate_cpu", 0.0) + clock.get("count_tokens_cpu", 0.0), 2),
         "planted_cpu_s": round(clock.get("planted_cpu", 0.0), 2),
         "rows_per_s": round(len(result.scores) / wall, 1),
-        "timings_s": summary["timings_s"],
+        "timings_s": summary.timings_s,
     }
 
 
@@ -655,14 +656,16 @@ def stage_sweep(jobs: int, n: int, passages: int, strategies: str, work: Path, r
     r |= measure(
         "sweep", jobs=jobs, n=n, passages=passages, strategies=strategies, out=str(out), cache=str(cache)
     )
-    summaries = [json.loads(p.read_text()) for p in out.rglob("summary.json")]
-    walls = sorted(s["wall_s"] for s in summaries)
+    from rr.jobfolder import SUMMARY_FILE, read_summary
+
+    summaries = [s for p in out.rglob(SUMMARY_FILE) if (s := read_summary(p.parent)) is not None]
+    walls = sorted(s.wall_s or 0.0 for s in summaries)
     r |= {
         "jobs_done": len(summaries),
-        "requests": sum(s["requests"] for s in summaries),
+        "requests": sum(s.requests or 0 for s in summaries),
         "job_wall_s_median": walls[len(walls) // 2],
         "job_wall_s_min_max": [min(walls), max(walls)] if walls else None,
-        "rows": sum(s["rows"] for s in summaries),
+        "rows": sum(s.rows or 0 for s in summaries),
         "cache_mib": round(du(cache / "generations") / MIB, 1),
         "cache_models": len(list((cache / "generations").iterdir())),
     }

@@ -159,6 +159,7 @@ def job_rows(n_questions: int, generator: str, strategy: str, seed: int):
 
 def write_sweep(root: Path, n_questions: int, n_systems: int, text_chars: int) -> dict:
     sys.path.insert(0, str(REPO))
+    from rr.jobfolder import CONFIG_FILE, JobSummary, write_summary
     from rr.results import write_scores
 
     root.mkdir(parents=True, exist_ok=True)
@@ -176,9 +177,9 @@ def write_sweep(root: Path, n_questions: int, n_systems: int, text_chars: int) -
         folder = root / "sweep" / f"{gen}-{strategy}"
         folder.mkdir(parents=True)
         write_scores(df, folder)
-        (folder / "config.yaml").write_text(json.dumps(config))  # JSON is YAML
+        (folder / CONFIG_FILE).write_text(json.dumps(config))  # JSON is YAML
         summary = {"job_id": f"{gen}-{strategy}", "name": "cao2025", "model": {"model_id": MODEL_IDS[m % 3]}}
-        (folder / "summary.json").write_text(json.dumps(summary))
+        write_summary(folder, JobSummary.from_dict(summary))
         rows += len(df)
     return {"rows": rows, "corpus_passages": n_passages}
 

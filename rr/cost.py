@@ -224,8 +224,8 @@ class StepTiming:
     of 8 rows is not taken to cost 8 single prompts. If one batch of the step's own prompts with
     its own decoding parameters is predicted to fit in what is left of the budget, it is generated
     too and times how early the step's batches stop; else decode is taken to run to
-    ``max_new_tokens`` (an upper bound). Nothing generated here is cached. The fit is recorded in
-    ``paths.cache_dir`` (:class:`~rr.generation.throughput.ThroughputStore`) for the job's own
+    ``max_new_tokens`` (an upper bound). Nothing generated here is cached. The fit is recorded per machine
+    (:class:`~rr.generation.throughput.ThroughputStore`, the user's cache) for the job's own
     check. ``--no-timing`` uses the throughput recorded by an earlier plan or job. A step's wall time is then
     :func:`~rr.generation.throughput.step_seconds` of its prompts' tokens as the job will batch them.
 
@@ -261,7 +261,10 @@ class StepTiming:
         key = gen.throughput_key()
         backend = content_hash(key, 16)
         mkey = (backend, step)
-        if self.budget_s is not None and mkey not in self.measured:  # every step: its own probes
+        # Every step its own probes while the budget lasts (model loads included); after it, the fit
+        # of the steps timed so far (the budget was a floor: every step was probed, 3 min for 60 s).
+        spent = self.budget_s is not None and self.seconds >= self.budget_s and backend in self.latest
+        if self.budget_s is not None and mkey not in self.measured and not spent:
             t0 = time.perf_counter()
             found = self.measure(gen, backend, step, prepared, tokens, self.budget_s - self.seconds)
             self.seconds += time.perf_counter() - t0
@@ -269,7 +272,8 @@ class StepTiming:
                 self.measured[mkey] = found
                 self.latest[backend] = (replace(found[0], steps_share=1.0), found[1])
                 if self.store is not None:
-                    self.store.put(key, found[0], f"rr plan: {step}: {found[1]}")
+                    pool = self.pool.get(backend, [])
+                    self.store.put(key, found[0], f"rr plan: {step}: {found[1]}", pool)
         recorded = self.store.get(key) if self.store is not None else None
         tp: Throughput
         if mkey in self.measured:
@@ -277,7 +281,7 @@ class StepTiming:
         elif backend in self.latest:
             tp, basis = self.latest[backend][0], "the budget spent: as fitted on earlier steps"
         elif recorded is not None:
-            tp, basis = recorded, "recorded by an earlier plan or job here"
+            tp, basis = recorded, "recorded by an earlier plan or job on this machine"
         else:
             return None, ""
         order = sorted(tokens, key=prepared.prompt)  # the order the job sends them in
@@ -310,7 +314,9 @@ class StepTiming:
         params = prepared.request(by_length[mid]).params
         probe = replace(params, max_new_tokens=min(params.max_new_tokens, CALIBRATION_TOKENS))
         singles = [by_length[0]] + ([by_length[-1]] if tokens[by_length[-1]] != tokens[by_length[0]] else [])
-        probes = [[k] for k in singles] + ([window] if m >= 2 else [])
+        # The batch second: a budget that ends after two probes still has rows to fit decode on (one
+        # prompt alone, scaled by rows, over-estimates a batched step several-fold)
+        probes = [[singles[0]]] + ([window] if m >= 2 else []) + [[k] for k in singles[1:]]
         bar = tqdm(
             total=sum(len(p) for p in probes),  # the step's own batch joins when it fits the budget
             desc=f"rr plan: timing {step} on this machine",
@@ -328,8 +334,19 @@ class StepTiming:
                 gen.generate([prepared.prompt(by_length[0])], warm)
                 if m >= 2:
                     gen.generate([prepared.prompt(k) for k in window[:2]], warm)
+            timed: list[BatchTiming] = []  # this call's batches
+
+            def spent() -> float:  # the wall time, or what the batches say they took if more
+                return max(time.perf_counter() - t_start, sum(t.prefill_s + t.decode_s for t in timed))
+
             for keys in probes:
+                so_far = Throughput.from_timings(pool)
+                steps = max(probe.max_new_tokens - 1, 0)
+                cost = so_far.batch_seconds(len(keys), max(tokens[k] for k in keys), steps) if so_far else 0.0
+                if so_far is not None and spent() + cost > budget:
+                    break  # the budget would be spent: fit on what was timed
                 timings = self._timed(gen, [prepared.prompt(k) for k in keys], probe)
+                timed.extend(timings)
                 pool.extend(timings)
                 bar.update(len(keys))
             fitted = Throughput.from_timings(pool)
@@ -340,16 +357,23 @@ class StepTiming:
             def what() -> str:
                 return f"{len(pool)} batches ({sum(t.rows for t in pool)} prompts) timed here"
 
-            left = budget - (time.perf_counter() - t_start)
-            if (
-                m >= 2
-                and params.max_new_tokens > probe.max_new_tokens
-                and fitted.batch_seconds(m, tokens[window[-1]], steps) <= left
-            ):
-                bar.total += len(window)
+            left = budget - spent()
+            # The step's own batch (how early its decoding stops), else 2 of its prompts when a whole
+            # batch would overrun the budget: decode taken to run to max_new_tokens over-estimated
+            # the demo's answers (100 new tokens allowed, about 30 used) 3-fold.
+            own_keys = next(
+                (
+                    keys
+                    for keys in (window, window[len(window) // 2 - 1 : len(window) // 2 + 1])
+                    if len(keys) >= 2 and fitted.batch_seconds(len(keys), tokens[keys[-1]], steps) <= left
+                ),
+                None,
+            )
+            if m >= 2 and params.max_new_tokens > probe.max_new_tokens and own_keys is not None:
+                bar.total += len(own_keys)
                 bar.refresh()
-                own = self._timed(gen, [prepared.prompt(k) for k in window], params)
-                bar.update(len(window))
+                own = self._timed(gen, [prepared.prompt(k) for k in own_keys], params)
+                bar.update(len(own_keys))
                 pool.extend(own)
                 share = Throughput.from_timings(own)
                 refit = Throughput.from_timings(pool)
@@ -562,13 +586,13 @@ def cost_job(
     timed = (timing.seconds - timed0) if timing is not None else 0.0
     load = sum(timing.load_s.values()) if timing is not None else 0.0  # every model the job loads
     cost = JobCost(
-        job_id=s["job_id"],
-        name=str(s.get("name")),
+        job_id=s.job_id,
+        name=str(s.name),
         overrides=list(overrides or []),
-        examples=int(s["examples"]),
-        rows=int(s["rows"]),
+        examples=int(s.examples or 0),
+        rows=int(s.rows or 0),
         steps=steps,
-        counters=dict(s.get("counters", {})),
+        counters=dict(s.counters),
         seconds=round(seconds, 3),
         cpu_seconds=round(time.process_time() - c0, 3),
         exact_tokens=exact_tokens,
@@ -617,23 +641,30 @@ def compose_jobs(
     overrides: list[str], multirun: bool, config_dir: str | None = None
 ) -> list[tuple[list[str], DictConfig]]:
     """The composed config of each job ``rr [-m] overrides`` would run."""
+    return compose_many_jobs([overrides], multirun, config_dir)[0]
+
+
+def compose_many_jobs(
+    command_lines: list[list[str]], multirun: bool, config_dir: str | None = None
+) -> list[list[tuple[list[str], DictConfig]]]:
+    """:func:`compose_jobs` of each command line, in one Hydra session (composing many is faster so)."""
     from hydra import compose
 
     from rr.config import hydra_context
     from rr.resume import sweep_jobs
 
-    out = []
+    result = []
     with hydra_context(config_dir):
-        if multirun:
-            # the sweeper's params (sweep=NAME files) come from a compose without the swept values
-            from hydra.core.override_parser.overrides_parser import OverridesParser
+        for overrides in command_lines:
+            if multirun:
+                # the sweeper's params (sweep=NAME files) come from a compose without the swept values
+                from hydra.core.override_parser.overrides_parser import OverridesParser
 
-            parsed = OverridesParser.create().parse_overrides(overrides)
-            fixed = [str(o.input_line) for o in parsed if not o.is_sweep_override()]
-            hcfg = compose("config", overrides=fixed, return_hydra_config=True)
-            jobs = sweep_jobs(overrides, hcfg.hydra.sweeper.get("params"))
-        else:
-            jobs = [overrides]
-        for job in jobs:
-            out.append((job, compose("config", overrides=job)))
-    return out
+                parsed = OverridesParser.create().parse_overrides(overrides)
+                fixed = [str(o.input_line) for o in parsed if not o.is_sweep_override()]
+                hcfg = compose("config", overrides=fixed, return_hydra_config=True)
+                jobs = sweep_jobs(overrides, hcfg.hydra.sweeper.get("params"))
+            else:
+                jobs = [overrides]
+            result.append([(job, compose("config", overrides=job)) for job in jobs])
+    return result

@@ -29,7 +29,10 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rr.jobfolder import EnvironmentRecord
 
 #: The source tree rr runs from (an editable install: ``make install``).
 ROOT = Path(__file__).resolve().parent.parent
@@ -247,15 +250,15 @@ def environment() -> dict[str, Any]:
     return record()
 
 
-def describe(env: dict[str, Any] | None) -> str:
+def describe(env: EnvironmentRecord | None) -> str:
     """A job's environment in a few characters: ``<lock>`` (matches it), ``<lock>*`` (installed set
     differs from it), ``?`` (no record: an older job, or rr outside its source tree)."""
-    if not env or not env.get("lock"):
+    if env is None or not env.lock:
         return "?"
-    return f"{env['lock']}{'' if env.get('matches_lock') else '*'}"
+    return f"{env.lock}{'' if env.matches_lock else '*'}"
 
 
-def environments_note(envs: dict[str, dict[str, Any] | None]) -> str | None:
+def environments_note(envs: dict[str, EnvironmentRecord | None]) -> str | None:
     """One sentence when the jobs ``{job id: summary's environment record}`` did not all run in one
     locked environment (several locks, an installed set that differs from its lock, or jobs
     without a record beside jobs with one); ``None`` when they did, or when none has a record."""
@@ -277,15 +280,15 @@ def environments_note(envs: dict[str, dict[str, Any] | None]) -> str | None:
     return note + "".join(f"; {line}" for line in what_differs(envs))
 
 
-def what_differs(envs: dict[str, dict[str, Any] | None]) -> list[str]:
+def what_differs(envs: dict[str, EnvironmentRecord | None]) -> list[str]:
     """Per job whose installed set differed from its lock: ``<job>: <difference>, ...`` (its
     record's listed differences: versions, and packages imported from outside the environment)."""
     lines = []
     for jid, env in sorted(envs.items()):
-        if not env or not env.get("lock") or env.get("matches_lock"):
+        if not env or not env.lock or env.matches_lock:
             continue
-        listed = list(env.get("differences") or [])
-        more = int(env.get("n_differences") or len(listed)) - len(listed)
+        listed = list(env.differences)
+        more = (env.n_differences or len(listed)) - len(listed)
         shown = ", ".join(listed) if listed else "not listed in its summary.json"
         lines.append(f"{jid} differs: {shown}" + (f" and {more} more" if more > 0 else ""))
     return lines

@@ -17,16 +17,19 @@ A job's folder (``run_job``'s ``output_dir``) holds:
   reader of job folders takes for a job of its own.
 
 Writers and readers use these names and :func:`write_summary` / :func:`read_summary`; a summary
-carries :data:`SUMMARY_VERSION` (``summary_version``); one written before versions reads as version 0.
+carries :data:`SUMMARY_VERSION` (``summary_version``); an older one (one written before versions is
+version 0) is migrated on read, one :data:`MIGRATIONS` step per version. Readers use the summary's
+attributes (:class:`JobSummary` and its nested records), never its JSON keys.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field, fields
+import warnings
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -43,37 +46,184 @@ HISTORY_DIR = "history"
 
 #: The format of ``summary.json``: 1 = the fields of :class:`JobSummary` (0: a summary without
 #: ``summary_version``, written before it; same fields, some possibly absent); 2 adds
-#: ``environment`` (:mod:`rr.environment`; absent from older summaries).
-SUMMARY_VERSION = 2
+#: ``environment`` (:mod:`rr.environment`; absent from older summaries); 3 adds ``public_model``. An
+#: older summary is read through :data:`MIGRATIONS`, one step per version.
+SUMMARY_VERSION = 3
 
 #: Fields written only when the job has them (absent otherwise, as before versions).
 _OPTIONAL = ("approximate_indexes", "planted", "examples_available", "data_scope")
 
 
-@dataclass
-class JobSummary(Mapping[str, Any]):
-    """A job's ``summary.json``, typed. Fields are written in this order (``extra`` last).
+# ----------------------------------------------------------------------------- the nested records
 
-    Also a read-only mapping of the JSON's keys to values (``summary["rows"]``, ``summary.get(...)``,
-    ``"closed_book_accuracy" in summary``): a key the file lacks (an older job) is not in it.
+
+class _Record:
+    """A nested record of the summary: read from its JSON object, the keys it does not know kept in
+    ``extra`` (a newer version's), and written back as read (its fields in order, then ``extra``)."""
+
+    extra: dict[str, Any]
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Self:
+        names = {f.name for f in fields(cls)} - {"extra"}  # type: ignore[arg-type]
+        known = {k: v for k, v in data.items() if k in names}
+        return cls(**known, extra={k: v for k, v in data.items() if k not in names})  # type: ignore[call-arg]
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "extra"}  # type: ignore[arg-type]
+        return {**out, **self.extra}
+
+
+@dataclass
+class GenerationStep(_Record):
+    """One step of the model under test (``summary.json`` ``generation_steps``, in the order they ran).
 
     Attributes:
-        summary_version: :data:`SUMMARY_VERSION` when written; 0 for a summary without one.
+        step: The step's name (``closed_book``, ``vanilla:answer``, ...).
+        requests, unique: Its requests, and the distinct ones among them (by cache key).
+        cache_hits, model_calls: Distinct requests answered from the cache / sent to the model.
+        over_window: Distinct prompts not sent: prompt plus ``max_new_tokens`` exceeds the window.
+        seconds: Wall seconds of the step (rounded to ms).
+        extra: Keys this version does not know, kept as read.
+    """
+
+    step: str = ""
+    requests: int = 0
+    unique: int = 0
+    cache_hits: int = 0
+    model_calls: int = 0
+    over_window: int = 0
+    seconds: float = 0.0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class PrefixCacheStats(_Record):
+    """A vLLM engine's prefix cache during the job (``summary.json`` ``prefix_cache[<generator>]``).
+
+    Attributes:
+        queries: Prompt tokens looked up in the cache.
+        hits: Prompt tokens found there.
+        extra: Keys this version does not know, kept as read.
+    """
+
+    queries: int = 0
+    hits: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class EnvironmentRecord(_Record):
+    """The Python environment the job ran in (``summary.json`` ``environment``, :func:`rr.environment.record`).
+
+    Attributes:
+        lock: The first 12 hex digits of the sha256 of the lock files (``None``: no lock beside rr).
+        matches_lock: Whether the installed distributions are exactly the locked ones (``None``: no lock).
+        differences: The first few that are not (``name: installed X, locked Y``), sorted.
+        n_differences: How many there are in all (``None``: no lock).
+        lock_files: The lock files it was compared with (``locks/rr.txt`` + ``locks/rr-data.txt``, or
+            on a GPU node ``locks/rr-gpu.txt`` + ``locks/rr-data.txt``; empty in older summaries).
+        extra: Keys this version does not know, kept as read.
+    """
+
+    lock: str | None = None
+    matches_lock: bool | None = None
+    differences: list[str] = field(default_factory=list)
+    n_differences: int | None = None
+    lock_files: list[str] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+#: The robustness-table columns of a :class:`MetricRow`, in the order they are written.
+METRIC_COLUMNS = ("ndr", "rsr", "ror", "robustness", "accuracy", "closed_book_accuracy", "n_examples")
+
+
+@dataclass
+class MetricRow:
+    """One row of the job's robustness table (``summary.json`` ``metrics``; :func:`rr.summary.job_metrics`):
+    one system on one retriever, or its mean over retrievers.
+
+    Attributes:
+        system: The columns that name the system, in order: ``generator``, ``strategy`` and every
+            perturbation column that varies within the job (:func:`rr.summary.summary_groups`).
+        retriever: The retriever (``none`` for a closed-book-only system; ``mean(a,b)`` for the
+            mean over retrievers).
+        ndr, rsr, ror, robustness: Cao et al.'s metrics, each in [0, 1] (NaN where undefined:
+            :func:`rr.metrics.robustness.metric_notes` says why).
+        accuracy: Mean score of the k > 0 rows (NaN without any).
+        closed_book_accuracy: Mean score of the system's k = 0 rows (NaN without any).
+        n_examples: Distinct examples behind the row.
+        n_orders: Document orders among its k > 0 rows (ROR with one is degenerate:
+            :func:`rr.metrics.robustness.metric_notes`); ``None`` in a summary written before it was.
+
+    ``None``: a row that does not hold the column (the robustness table always writes them all).
+    """
+
+    system: dict[str, Any] = field(default_factory=dict)
+    retriever: str = ""
+    ndr: float | None = None
+    rsr: float | None = None
+    ror: float | None = None
+    robustness: float | None = None
+    accuracy: float | None = None
+    closed_book_accuracy: float | None = None
+    n_examples: int | None = None
+    n_orders: int | None = None
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> MetricRow:
+        """A row as the robustness table has it: every column besides ``retriever``, the
+        metrics (:data:`METRIC_COLUMNS`) and ``n_orders`` names the system."""
+        own = {"retriever", *METRIC_COLUMNS, "n_orders"}
+        return cls(
+            system={k: v for k, v in data.items() if k not in own},
+            **{k: v for k, v in data.items() if k in own},
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The row as the robustness table has it: the system columns, ``retriever``, the metrics."""
+        orders = {} if self.n_orders is None else {"n_orders": self.n_orders}
+        return {
+            **self.system,
+            "retriever": self.retriever,
+            **{c: getattr(self, c) for c in METRIC_COLUMNS},
+            **orders,
+        }
+
+
+# ----------------------------------------------------------------------------- the summary
+
+
+@dataclass
+class JobSummary:
+    """A job's ``summary.json``, typed. Fields are written in this order (``extra`` last).
+
+    Read it by attribute (``summary.rows``, ``summary.metrics[0].ndr``); :meth:`to_dict` is the JSON
+    object as written. A field the file lacks (an older job) keeps its default and is listed in
+    ``absent`` (not written back either); :attr:`accuracy_of_all_rows` says how to read ``accuracy``.
+
+    Attributes:
+        summary_version: :data:`SUMMARY_VERSION` (an older file is migrated on read: :data:`MIGRATIONS`).
         job_id, name, model: The job's id, its ``name`` setting, the model under test's identity.
+        public_model: Which public model it is, apart from where it was loaded from
+            (:func:`rr.generation.base.public_model`: ``generator.model_name``, the API's reported
+            model, a local folder's hub id, else the model setting); ``None`` in older summaries.
         examples, rows, cells: Examples run, score-table rows, distinct (strategy, cell) pairs.
         example_set: Which examples it ran: ``{"examples": n, "fingerprint": ...}`` of their
             :func:`rr.results.example_key` values (:func:`rr.results.example_set`).
-        requests ... generation_steps: The model under test's request counts (:class:`LLMStats`).
+        requests ... completion_tokens: The model under test's request counts (:class:`LLMStats`).
+        generation_steps: The model under test's steps (:class:`GenerationStep`), in the order they ran.
         accuracy, closed_book_accuracy: Mean score over k > 0 rows and over k = 0 rows (``None``: no rows).
         answer_recall: Retriever -> k -> answer recall of the unperturbed queries.
         cells_short_of_k: The (retriever, k, query perturbation) cells in which the retriever returned
             fewer than k documents for some queries: ``queries``, ``queries_short``, ``fewest``.
-        counters, prefix_cache, other_models, metrics: Named counts, vLLM's prefix cache, the other
-            models' request counts, the robustness metrics (``rr.summary.job_metrics``).
+        counters: Named counts (``rr.runtime.Runtime.count``).
+        prefix_cache: Generator name -> vLLM's prefix cache during the job (:class:`PrefixCacheStats`).
+        other_models: The other models' request counts.
+        metrics: The robustness table (:class:`MetricRow`, :func:`rr.summary.job_metrics`).
         timings_s, wall_s, versions: Seconds per stage, in all, and the installed versions.
         environment: The lock the job's packages came from and whether they matched it
-            (:func:`rr.environment.environment`: ``lock``, ``matches_lock``, ``differences``); not
-            in the job id.
+            (:class:`EnvironmentRecord`; ``None`` in a summary written before version 2); not in the job id.
         index_rebuilds: Cached indexes found corrupt and rebuilt.
         approximate_indexes, planted, examples_available, data_scope: Written only when the job has
             them (an approximate dense index, a simulated reader's planted values, its data scope).
@@ -85,6 +235,7 @@ class JobSummary(Mapping[str, Any]):
     job_id: str = ""
     name: str | None = None
     model: Any = None
+    public_model: str | None = None
     examples: int | None = None
     example_set: dict[str, Any] | None = None
     rows: int | None = None
@@ -95,7 +246,7 @@ class JobSummary(Mapping[str, Any]):
     cache_hits: int | None = None
     prompt_tokens_generated_for: int | None = None
     completion_tokens: int | None = None
-    generation_steps: list[dict[str, Any]] = field(default_factory=list)
+    generation_steps: list[GenerationStep] = field(default_factory=list)
     cache_torn_lines: int | None = None
     retrieval_runs_cached: int | None = None
     retrieval_runs_computed: int | None = None
@@ -109,13 +260,13 @@ class JobSummary(Mapping[str, Any]):
     answer_recall: dict[str, dict[str, float]] = field(default_factory=dict)
     cells_short_of_k: list[dict[str, Any]] = field(default_factory=list)
     counters: dict[str, int] = field(default_factory=dict)
-    prefix_cache: dict[str, Any] = field(default_factory=dict)
+    prefix_cache: dict[str, PrefixCacheStats] = field(default_factory=dict)
     other_models: list[dict[str, Any]] = field(default_factory=list)
-    metrics: list[dict[str, Any]] = field(default_factory=list)
+    metrics: list[MetricRow] = field(default_factory=list)
     timings_s: dict[str, float] = field(default_factory=dict)
     wall_s: float | None = None
     versions: dict[str, str] = field(default_factory=dict)
-    environment: dict[str, Any] = field(default_factory=dict)
+    environment: EnvironmentRecord | None = None
     index_rebuilds: int | None = None
     approximate_indexes: dict[str, Any] | None = None
     planted: dict[str, Any] | None = None
@@ -124,41 +275,145 @@ class JobSummary(Mapping[str, Any]):
     extra: dict[str, Any] = field(default_factory=dict)
     absent: frozenset[str] = frozenset(_OPTIONAL)
 
+    @property
+    def model_id(self) -> str | None:
+        """The model under test's id (``model.model_id``; ``None`` when the summary records none)."""
+        model_id = self.model.get("model_id") if isinstance(self.model, dict) else None
+        return str(model_id) if model_id else None
+
+    @property
+    def accuracy_of_all_rows(self) -> bool:
+        """Whether ``accuracy`` is the mean score of *all* rows: a summary written before
+        ``closed_book_accuracy`` named the k = 0 rows apart (it lacks that field)."""
+        return "closed_book_accuracy" in self.absent
+
     def to_dict(self) -> dict[str, Any]:
         """The JSON object written to ``summary.json`` (fields in order, absent ones left out)."""
-        out = {f.name: getattr(self, f.name) for f in _FIELDS if f.name not in self.absent}
+        out = {f.name: _plain(getattr(self, f.name)) for f in _FIELDS if f.name not in self.absent}
         return {**out, **self.extra}
 
     def with_fields(self, **values: Any) -> JobSummary:
         """A copy with ``values`` set (and written, even an optional field)."""
-        d = {f.name: getattr(self, f.name) for f in fields(self)}
-        return JobSummary(**{**d, **values, "absent": self.absent - set(values)})
+        return replace(self, **values, absent=self.absent - set(values))
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> JobSummary:
-        """A summary as read from JSON; a missing ``summary_version`` is version 0."""
+        """A summary as read from JSON, migrated to :data:`SUMMARY_VERSION` (:func:`migrate`)."""
+        data = migrate(data)
         known = {f.name for f in _FIELDS}
         values = {k: v for k, v in data.items() if k in known}
-        values.setdefault("summary_version", 0)
+        for name, read in _NESTED.items():
+            if values.get(name) is not None:
+                values[name] = read(values[name])
         return cls(
             **values,
             extra={k: v for k, v in data.items() if k not in known},
             absent=frozenset(known - set(data) - {"summary_version"}),
         )
 
-    # the read-only mapping of the written JSON
+    # the old read-only mapping of the written JSON: kept for one release, with a warning
     def __getitem__(self, key: str) -> Any:
+        _warn_mapping()
         return self.to_dict()[key]
 
+    def get(self, key: str, default: Any = None) -> Any:
+        _warn_mapping()
+        return self.to_dict().get(key, default)
+
+    def __contains__(self, key: object) -> bool:
+        _warn_mapping()
+        return key in self.to_dict()
+
+    def keys(self) -> Any:
+        _warn_mapping()
+        return self.to_dict().keys()
+
+    def items(self) -> Any:
+        _warn_mapping()
+        return self.to_dict().items()
+
     def __iter__(self) -> Iterator[str]:
+        _warn_mapping()
         return iter(self.to_dict())
 
-    def __len__(self) -> int:
-        return len(self.to_dict())
 
+_warned: list[bool] = []
+
+
+def _warn_mapping() -> None:
+    """Warn once per process that a summary was read as a mapping (its keys), not by attribute."""
+    if not _warned:
+        _warned.append(True)
+        warnings.warn(
+            "reading a JobSummary by key (summary['rows'], summary.get(...), 'x' in summary) is "
+            "deprecated: read its attributes (summary.rows), or summary.to_dict() for the JSON",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+
+
+def _plain(value: Any) -> Any:
+    """A field's value as JSON holds it: nested records (and lists / dicts of them) as dicts."""
+    if hasattr(value, "to_dict"):
+        return value.to_dict()
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+#: Field -> how its JSON value reads as its typed record(s).
+_NESTED: dict[str, Callable[[Any], Any]] = {
+    "generation_steps": lambda steps: [GenerationStep.from_dict(s) for s in steps],
+    "prefix_cache": lambda per: {name: PrefixCacheStats.from_dict(s) for name, s in per.items()},
+    "metrics": lambda rows: [MetricRow.from_dict(r) for r in rows],
+    "environment": EnvironmentRecord.from_dict,
+}
 
 #: The fields written to ``summary.json`` (not the bookkeeping ``extra`` and ``absent``).
 _FIELDS = [f for f in fields(JobSummary) if f.name not in ("extra", "absent")]
+
+
+# ----------------------------------------------------------------------------- migrations
+
+
+def _from_version_0(data: dict[str, Any]) -> dict[str, Any]:
+    """0 -> 1: a summary written before ``summary_version`` holds version 1's fields, some possibly
+    absent (``closed_book_accuracy`` before the k = 0 rows were named apart: its ``accuracy`` is the
+    mean of all rows, :attr:`JobSummary.accuracy_of_all_rows`); they stay absent."""
+    return {"summary_version": 1, **data}
+
+
+def _from_version_1(data: dict[str, Any]) -> dict[str, Any]:
+    """1 -> 2: version 2 adds ``environment``; a version-1 summary has none (it stays absent:
+    ``None``, which ``rr report`` shows as ``?``, no record)."""
+    return {**data, "summary_version": 2}
+
+
+def _from_version_2(data: dict[str, Any]) -> dict[str, Any]:
+    """2 -> 3: version 3 adds ``public_model``; a version-2 summary has none (it stays absent: readers
+    fall back to ``model.model_id``)."""
+    return {**data, "summary_version": 3}
+
+
+#: Version n -> the function that turns a version-n summary (its JSON object) into version n + 1.
+MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    0: _from_version_0,
+    1: _from_version_1,
+    2: _from_version_2,
+}
+
+
+def migrate(data: Mapping[str, Any]) -> dict[str, Any]:
+    """A summary's JSON object brought to :data:`SUMMARY_VERSION`, one :data:`MIGRATIONS` step at a
+    time (no ``summary_version``: version 0). A newer version than this rr knows is read as it is."""
+    out = dict(data)
+    version = out.get("summary_version", 0)
+    while isinstance(version, int) and version in MIGRATIONS:
+        out = MIGRATIONS[version](out)
+        version = out["summary_version"]
+    return out
 
 
 def write_summary(job_dir: str | Path, summary: JobSummary) -> Path:

@@ -91,8 +91,13 @@ def file_digests(paths: list[Path]) -> list[str]:
         missing = [(k, p) for k, p in zip(keys, paths, strict=True) if k not in cache]
         if missing:
             size = sum(p.stat().st_size for _, p in missing)
-            if size > 1 << 30:
-                log.info("hashing %.1f GB of model files once (identity cached per user)", size / 1e9)
+            if size > 1 << 30:  # minutes for a large model: said (a warning shows before logging is set up)
+                log.warning(
+                    "rr: reading %.1f GB of model files once for the model's identity (a few s per GB; "
+                    "then kept in %s)",
+                    size / 1e9,
+                    cache_file(),
+                )
             for key, path in missing:
                 cache[key] = _digest(path)
             _save_cache(cache)

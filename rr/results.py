@@ -241,9 +241,14 @@ def identify_examples(df: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
       example's question and answers: per job and example id, the question of its unperturbed
       row (a perturbed query keeps its original's identity); without a ``question`` column, the
       id alone.
-    * An ``example_id`` whose rows hold more than one key (two datasets that use the same ids for
-      different questions) is split: each such row's id becomes ``<id>~<first 8 of its key>``
-      (:data:`SPLIT_ID`), so every grouping, pairing and count by ``example_id`` keeps them apart.
+    * An ``example_id`` whose rows of one ``dataset`` hold more than one key (two files of one
+      dataset name that use the same ids for different questions) is split: each such row's id
+      becomes ``<id>~<first 8 of its key>`` (:data:`SPLIT_ID`), so every grouping, pairing and
+      count by ``example_id`` keeps them apart. An example is its dataset and its content: the
+      same id in datasets of different names is not split (everything that pools, pairs or counts
+      examples does so within a dataset: ``dataset`` is a system column,
+      :func:`rr.analysis.intervals.system_by`); :func:`follow_split_ids` names a job's own
+      per-example files (``prompts.parquet``, ``runs/*.trec``) as the table does.
 
     Returns:
         The table (a copy when anything changed) and one line per thing done, to be said to the user.
@@ -284,7 +289,10 @@ def identify_examples(df: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
                 f"{int(missing.sum())} rows{whose} have neither an example_key nor a question: their "
                 "examples are matched by id alone"
             )
-    id_codes, id_names = pd.factorize(df["example_id"])
+    # an example's place: its dataset and id (an id is split only within one dataset)
+    id_codes = _codes(df, [c for c in ("dataset", "example_id") if c in df.columns])
+    id_names = np.empty(int(id_codes.max()) + 1, dtype=object)
+    id_names[id_codes] = df["example_id"].to_numpy(dtype=object)
     key_codes, key_names = pd.factorize(df["example_key"])
     width = len(key_names) + 1
     pairs, row_pair = np.unique(id_codes.astype(np.int64) * width + key_codes, return_inverse=True)
@@ -301,7 +309,7 @@ def identify_examples(df: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
         )
         rows = split[row_pair]
         df["example_id"] = np.where(rows, named[row_pair], df["example_id"].to_numpy(dtype=object))
-        names = sorted(map(str, id_names[per_id > 1]), key=natural_key)
+        names = sorted(set(map(str, id_names[per_id > 1])), key=natural_key)
         notes.append(
             f"{len(names)} example id(s) ({_listed(names)}) hold different questions or answers in different "
             f"jobs: {SPLIT_NOTE} as <id>~<fingerprint>, never pooled or paired"
@@ -322,6 +330,53 @@ def given_id(example_id: str, key: str) -> str:
     """The id a dataset gave an example, from the one :func:`identify_examples` may have split."""
     suffix = "~" + str(key)[:8]
     return example_id[: -len(suffix)] if example_id.endswith(suffix) else example_id
+
+
+def distinct_examples(df: pd.DataFrame) -> int:
+    """How many examples a (pooled) score table holds: its distinct (``dataset``, ``example_id``)
+    (an example is its dataset and its content; :func:`identify_examples` split the ids that
+    hold several contents within one dataset)."""
+    return len(df[[c for c in ("dataset", "example_id") if c in df.columns]].drop_duplicates())
+
+
+def given_ids(df: pd.DataFrame) -> pd.Series:
+    """Each row's ``example_id`` as its dataset gave it (:func:`given_id`: a split
+    ``<id>~<fingerprint>`` back to ``<id>``), the name a job's own per-example files use."""
+    ids = df["example_id"].astype(str)
+    if "example_key" not in df.columns:
+        return ids
+    split = ids.str.contains("~", regex=False).to_numpy()
+    if not split.any():
+        return ids
+    ids = ids.copy()
+    keys = df["example_key"].astype(str).to_numpy()[split]
+    ids[split] = [given_id(e, k) for e, k in zip(ids[split].tolist(), keys.tolist(), strict=True)]
+    return ids
+
+
+def follow_split_ids(frame: pd.DataFrame, scores: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` (rows a job stored per example: ``job_id`` and the ``example_id`` its dataset gave,
+    as in ``prompts.parquet`` or a TREC run) with each ``example_id`` as ``scores`` (a table
+    :func:`identify_examples` named) names that job's example: ids it split follow. Returns
+    ``frame`` itself when nothing was split, else a copy."""
+    if "example_id" not in frame.columns or "job_id" not in frame.columns or "job_id" not in scores.columns:
+        return frame
+    given = given_ids(scores)
+    named = scores["example_id"].astype(str)
+    changed = (given != named).to_numpy()
+    if not changed.any():
+        return frame
+    jobs = scores["job_id"].astype(str).to_numpy()[changed]
+    places = zip(jobs.tolist(), given[changed].tolist(), strict=True)
+    to_split = dict(zip(places, named[changed].tolist(), strict=True))
+    out = frame.copy()
+    out["example_id"] = [
+        to_split.get((j, e), e)
+        for j, e in zip(
+            frame["job_id"].astype(str).tolist(), frame["example_id"].astype(str).tolist(), strict=True
+        )
+    ]
+    return out
 
 
 def natural_key(text: str) -> tuple:

@@ -15,8 +15,8 @@ import numpy as np
 import pandas as pd
 
 from rr.environment import environment
-from rr.generation.base import PlantedScores, PrefixCacheReporting
-from rr.jobfolder import JobSummary
+from rr.generation.base import PlantedScores, PrefixCacheReporting, public_model
+from rr.jobfolder import EnvironmentRecord, GenerationStep, JobSummary, MetricRow, PrefixCacheStats
 from rr.results import CELL_KEYS, varying
 from rr.retrieval.base import ApproximateSearch, RebuildsIndexes, Retriever
 from rr.retrieval.runs import RunCache
@@ -187,6 +187,7 @@ def build_summary(
         job_id=job_id,
         name=name,
         model=llm.identity,
+        public_model=public_model(llm.generator),
         examples=examples,
         example_set=example_set,
         rows=len(scores),
@@ -197,7 +198,7 @@ def build_summary(
         cache_hits=stats["cache_hits"],
         prompt_tokens_generated_for=stats["prompt_tokens"],
         completion_tokens=stats["completion_tokens"],
-        generation_steps=stats["steps"],
+        generation_steps=[GenerationStep.from_dict(step) for step in stats["steps"]],
         cache_torn_lines=sum(m.cache.torn_lines for m in rt.all_llms),
         retrieval_runs_cached=run_cache.hits,
         retrieval_runs_computed=run_cache.misses,
@@ -218,7 +219,7 @@ def build_summary(
         counters=dict(sorted(rt.counters.items())),
         # vLLM: prompt tokens looked up in / found in its prefix cache during this job
         prefix_cache={
-            other.generator.name: cache_stats
+            other.generator.name: PrefixCacheStats.from_dict(cache_stats)
             for other in rt.all_llms
             if isinstance(other.generator, PrefixCacheReporting)
             and (cache_stats := other.generator.prefix_cache_stats()) is not None
@@ -227,11 +228,11 @@ def build_summary(
             {"model": other.identity, **{k: v for k, v in asdict(other.stats).items() if k != "steps"}}
             for other in rt.all_llms[1:]
         ],
-        metrics=metrics,
+        metrics=[MetricRow.from_dict(row) for row in metrics],
         timings_s=timings,
         wall_s=round(time.perf_counter() - t_start, 3),
         versions={"python": platform.python_version(), **package_versions()},
-        environment=environment(),
+        environment=EnvironmentRecord.from_dict(environment()),
         index_rebuilds=sum(r.index_rebuilds for r in retrievers if isinstance(r, RebuildsIndexes)),
     )
     optional: dict[str, Any] = {}

@@ -7,7 +7,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from rr.jobfolder import SCORES_FILE, SUMMARY_FILE
+from rr.jobfolder import METRIC_COLUMNS, SCORES_FILE, SUMMARY_FILE, JobSummary
 from rr.registry import component
 
 log = logging.getLogger(__name__)
@@ -21,7 +21,7 @@ class NullLogger:
         pass
 
     def log_job(
-        self, job_id: str, config: dict[str, Any], summary: dict[str, Any], scores: Any, output_dir: str
+        self, job_id: str, config: dict[str, Any], summary: JobSummary, scores: Any, output_dir: str
     ) -> None:
         """Called once, after the score table and summary are written."""
 
@@ -46,7 +46,7 @@ def scrub_secrets(node: Any) -> Any:
     return node
 
 
-def flat_summary(summary: dict[str, Any]) -> dict[str, float | int | str]:
+def flat_summary(summary: JobSummary) -> dict[str, float | int | str]:
     """The numbers of a job's ``summary.json`` as flat W&B summary keys.
 
     Counts (``requests``, ``model_calls``, ...), ``timings_s/<stage>``, ``counters/<name>``,
@@ -54,21 +54,21 @@ def flat_summary(summary: dict[str, Any]) -> dict[str, float | int | str]:
     (NDR, RSR, ROR, robustness, accuracy per row of the job's robustness table).
     """
     out: dict[str, float | int | str] = {}
-    for key, value in summary.items():
+    for key, value in summary.to_dict().items():  # every number the JSON holds at its top
         if isinstance(value, bool | int | float) and not isinstance(value, bool):
             out[key] = value
-    for stage, sec in (summary.get("timings_s") or {}).items():
+    for stage, sec in summary.timings_s.items():
         out[f"timings_s/{stage}"] = sec
-    for name, n in (summary.get("counters") or {}).items():
+    for name, n in summary.counters.items():
         out[f"counters/{name}"] = n
-    for retriever, per_k in (summary.get("answer_recall") or {}).items():
+    for retriever, per_k in summary.answer_recall.items():
         for k, v in per_k.items():
             out[f"answer_recall/{retriever}/k={k}"] = v
-    for row in summary.get("metrics") or []:
-        prefix = f"metrics/{row.get('strategy')}/{row.get('retriever')}"
-        for m in ("ndr", "rsr", "ror", "robustness", "accuracy", "closed_book_accuracy"):
-            if isinstance(row.get(m), int | float):
-                out[f"{prefix}/{m}"] = row[m]
+    for row in summary.metrics:
+        prefix = f"metrics/{row.system.get('strategy')}/{row.retriever}"
+        for m in METRIC_COLUMNS[:-1]:  # not n_examples
+            if isinstance(value := getattr(row, m), int | float):
+                out[f"{prefix}/{m}"] = value
     return out
 
 
@@ -128,7 +128,7 @@ class WandbLogger:
         self.errors: list[str] = []
 
     def log_job(
-        self, job_id: str, config: dict[str, Any], summary: dict[str, Any], scores: Any, output_dir: str
+        self, job_id: str, config: dict[str, Any], summary: JobSummary, scores: Any, output_dir: str
     ) -> None:
         """Log one finished job (see the class docstring); never raises."""
         try:
@@ -136,9 +136,7 @@ class WandbLogger:
         except Exception as err:  # W&B must never cost the job its results
             self._failed("logging", err, output_dir)
 
-    def _log(
-        self, job_id: str, config: dict[str, Any], summary: dict[str, Any], scores: Any, out: Path
-    ) -> None:
+    def _log(self, job_id: str, config: dict[str, Any], summary: JobSummary, scores: Any, out: Path) -> None:
         import os
 
         import pandas as pd
@@ -146,7 +144,7 @@ class WandbLogger:
 
         run_dir = self.dir or os.environ.get("WANDB_DIR") or str(out)
         Path(run_dir).mkdir(parents=True, exist_ok=True)
-        name = summary.get("name") or "rr"
+        name = summary.name or "rr"
         self.run = wandb.init(
             project=self.project,
             entity=self.entity,
@@ -164,8 +162,8 @@ class WandbLogger:
         run = self.run
         run.summary.update(flat_summary(summary))
         tables: dict[str, Any] = {}
-        if summary.get("metrics"):
-            tables["robustness"] = wandb.Table(dataframe=pd.DataFrame(summary["metrics"]))
+        if summary.metrics:
+            tables["robustness"] = wandb.Table(dataframe=pd.DataFrame([m.to_dict() for m in summary.metrics]))
         if self.table_rows > 0 and len(scores):
             tables["scores_sample"] = wandb.Table(dataframe=_table_frame(scores, self.table_rows))
         if tables:

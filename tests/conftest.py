@@ -7,6 +7,7 @@ model is shared across tests (and with the demo) through ``RR_MODEL_CACHE`` / ``
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -33,6 +34,9 @@ REPO = Path(__file__).resolve().parent.parent
 CONF_DIR = PACKAGE_CONFIG_DIR
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+# Throughputs are recorded per machine in the user's cache: the tests' (tiny batches, loaded
+# cores) go to a folder of their own, and each test gets a fresh one (the autouse fixture below).
+os.environ["RR_THROUGHPUT_DIR"] = tempfile.mkdtemp(prefix="rr-test-throughput-")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
@@ -120,3 +124,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     rewriting ``item._nodeid``, which pytest 9 no longer reads, so every test became its own unit and
     a module's tests ran on both workers (the vLLM engine and module fixtures built twice)."""
     items.sort(key=lambda item: -MODULE_SECONDS.get(item.module.__name__.rsplit(".", 1)[-1], 0))
+
+
+@pytest.fixture(autouse=True)
+def own_throughput_records(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Each test's recorded throughputs (``RR_THROUGHPUT_DIR``), so none sees another test's."""
+    folder = tmp_path / "throughput"
+    monkeypatch.setenv("RR_THROUGHPUT_DIR", str(folder))
+    return folder

@@ -16,6 +16,7 @@ from omegaconf import open_dict
 
 from rr.config import instantiate
 from rr.environment import environment
+from rr.jobfolder import EnvironmentRecord
 from rr.pipeline import run_job
 from rr.records import MetaKey
 from rr.results import REQUIRED, load
@@ -90,7 +91,9 @@ def test_outputs_written(tiny_run) -> None:
             (per["bm25"][metric] + per["dense"][metric]) / 2
         )
     assert (out / "config.yaml").exists() and (out / "retrieval.csv").exists()
-    assert summary["environment"] == environment()  # the lock's hash and whether it is what is installed
+    assert res.summary.environment == EnvironmentRecord.from_dict(
+        environment()
+    )  # the lock's hash and whether it is what is installed
     # the prompts as sent live in prompts.parquet, which rr.results.load never reads
     pd.testing.assert_frame_equal(load(out), res.scores.drop(columns=["prompt"], errors="ignore"))
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ from rr.environment import (
     locked_pins,
     record,
 )
+from rr.jobfolder import EnvironmentRecord
 from rr.reporting import build_report
 
 from .synthetic import write_synthetic_sweep
@@ -158,24 +160,24 @@ def test_environment_is_cached_per_process() -> None:
 
 
 def test_environments_note() -> None:
-    env_a = {"lock": "aaaaaaaaaaaa", "matches_lock": True}
-    env_b = {"lock": "bbbbbbbbbbbb", "matches_lock": True}
-    assert environments_note({"j1": env_a, "j2": dict(env_a)}) is None
-    assert environments_note({"j1": None, "j2": {}}) is None  # old jobs: nothing to compare
+    env_a = EnvironmentRecord(lock="aaaaaaaaaaaa", matches_lock=True)
+    env_b = EnvironmentRecord(lock="bbbbbbbbbbbb", matches_lock=True)
+    assert environments_note({"j1": env_a, "j2": replace(env_a)}) is None
+    assert environments_note({"j1": None, "j2": EnvironmentRecord()}) is None  # old jobs: nothing to compare
     note = environments_note({"j1": env_a, "j2": env_b, "j3": env_a})
     assert note == (
         "the jobs ran in different environments (lock aaaaaaaaaaaa: 2 job(s) (j1, j3); "
         "lock bbbbbbbbbbbb: 1 job(s) (j2)); a difference may come from package versions"
     )
-    note = environments_note({"j1": {**env_a, "matches_lock": False}})
+    note = environments_note({"j1": replace(env_a, matches_lock=False)})
     assert note is not None and "lock aaaaaaaaaaaa, installed set differs: 1 job(s) (j1)" in note
     assert note.endswith("; j1 differs: not listed in its summary.json")
-    shadowed = {
-        **env_a,
-        "matches_lock": False,
-        "differences": ["tqdm: imports /x/tqdm (no metadata there), locked 4.70.1"],
-        "n_differences": 3,
-    }
+    shadowed = replace(
+        env_a,
+        matches_lock=False,
+        differences=["tqdm: imports /x/tqdm (no metadata there), locked 4.70.1"],
+        n_differences=3,
+    )
     note = environments_note({"j1": env_a, "j2": shadowed})
     assert note is not None and note.endswith(
         "; j2 differs: tqdm: imports /x/tqdm (no metadata there), locked 4.70.1 and 2 more"

@@ -155,7 +155,8 @@ def test_a_jobs_wall_time_is_its_summarys_number_unrounded() -> None:
     # 0.1503 s shows as 0.2 in rr status; rounded to 0.15 first, the sweep table showed 0.1 (the
     # full suite saw exactly that: '0.1' == '0.2').
     from rr.commands.status import job_record
+    from rr.jobfolder import JobSummary
 
-    rec = job_record("done", "abc", "/x", {"wall_s": 0.1503}, wall_s=9.0)
+    rec = job_record("done", "abc", "/x", JobSummary(wall_s=0.1503), wall_s=9.0)
     assert rec["wall_s"] == 0.1503 and f"{rec['wall_s']:.1f}" == "0.2"
     assert job_record("failed", "abc", "/x", None, wall_s=1.23456)["wall_s"] == 1.23

@@ -5,41 +5,111 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
 
-from rr.jobfolder import SUMMARY_FILE, SUMMARY_VERSION, JobSummary, read_summary, write_summary
+import pytest
+
+from rr.environment import describe
+from rr.jobfolder import (
+    MIGRATIONS,
+    SUMMARY_FILE,
+    SUMMARY_VERSION,
+    EnvironmentRecord,
+    GenerationStep,
+    JobSummary,
+    MetricRow,
+    PrefixCacheStats,
+    read_summary,
+    write_summary,
+)
 from rr.pipeline import run_job
 from rr.resume import finished, folder_state
 
 from .conftest import compose_config
 
-ROOT = Path(__file__).resolve().parents[1] / "rr"
+REPO = Path(__file__).resolve().parents[1]
+ROOT = REPO / "rr"
 
-#: A summary as jobs wrote it before ``summary_version`` (and before ``closed_book_accuracy``).
-OLD = {
-    "job_id": "0123456789ab",
-    "name": "old",
-    "examples": 2,
-    "rows": 4,
-    "accuracy": 0.25,
-    "model_calls": 3,
-    "metrics": [],
-    "wall_s": 1.5,
-    "a_plugin_key": {"x": 1},
-}
+#: Summaries as each older version wrote them (and the current one), one file per version.
+STORED = Path(__file__).resolve().parent / "summaries"
 
 
-def test_an_old_summary_without_a_version_still_reads(tmp_path: Path) -> None:
-    (tmp_path / SUMMARY_FILE).write_text(json.dumps(OLD))
-    (tmp_path / "scores.parquet").write_bytes(b"")
+def stored(version: int) -> dict:
+    return json.loads((STORED / f"v{version}.json").read_text())
+
+
+def read_stored(version: int, tmp_path: Path) -> JobSummary:
+    (tmp_path / SUMMARY_FILE).write_text((STORED / f"v{version}.json").read_text())
     s = read_summary(tmp_path)
     assert s is not None
-    assert s.summary_version == 0
+    return s
+
+
+def test_every_version_step_has_a_migration_and_a_stored_summary() -> None:
+    assert sorted(MIGRATIONS) == list(range(SUMMARY_VERSION))
+    assert sorted(int(p.stem[1:]) for p in STORED.glob("v*.json")) == list(range(SUMMARY_VERSION + 1))
+
+
+def test_migration_0_to_1_a_summary_without_a_version(tmp_path: Path) -> None:
+    """Version 0 (written before ``summary_version``, and before ``closed_book_accuracy``)."""
+    old = stored(0)
+    assert MIGRATIONS[0](old) == {"summary_version": 1, **old}
+    s = read_stored(0, tmp_path)
+    (tmp_path / "scores.parquet").write_bytes(b"")
+    assert s.summary_version == SUMMARY_VERSION
     assert (s.job_id, s.rows, s.accuracy, s.model_calls) == ("0123456789ab", 4, 0.25, 3)
-    assert s.closed_book_accuracy is None and "closed_book_accuracy" not in s  # absent, not null
+    # absent, not null: its accuracy is the mean of all rows
+    assert s.closed_book_accuracy is None and s.accuracy_of_all_rows
     assert s.extra == {"a_plugin_key": {"x": 1}}
-    assert s.to_dict() == {"summary_version": 0, **OLD}
+    assert s.to_dict() == {"summary_version": SUMMARY_VERSION, **old}
     assert finished(tmp_path, "0123456789ab") is not None and finished(tmp_path, "other") is None
+
+
+def test_migration_1_to_2_a_summary_without_an_environment(tmp_path: Path) -> None:
+    old = stored(1)
+    assert MIGRATIONS[1](old) == {**old, "summary_version": 2}
+    s = read_stored(1, tmp_path)
+    assert s.environment is None and describe(s.environment) == "?"  # no record: an older job
+    assert not s.accuracy_of_all_rows and s.closed_book_accuracy == 0.5
+    assert s.generation_steps == [GenerationStep("closed_book", 2, 2, 0, 2, 0, 0.004)]
+    assert s.metrics[0].system == {"generator": "simulated", "strategy": "vanilla"}
+    assert "environment" not in s.to_dict()
+
+
+def test_migration_2_to_3_a_summary_without_a_public_model(tmp_path: Path) -> None:
+    old = stored(2)
+    assert MIGRATIONS[2](old) == {**old, "summary_version": 3}
+    s = read_stored(2, tmp_path)
+    assert s.public_model is None and s.model_id == "rr-simulated-reader"  # readers fall back to it
+    assert "public_model" not in s.to_dict()
+
+
+def test_the_current_version_reads_into_typed_records(tmp_path: Path) -> None:
+    s = read_stored(SUMMARY_VERSION, tmp_path)
+    assert s.model_id == "rr-simulated-reader" and s.public_model == "rr-simulated-reader"
+    assert s.environment == EnvironmentRecord(
+        "218b13699483", True, [], 0, lock_files=["locks/rr.txt", "locks/rr-data.txt"]
+    )
+    assert s.prefix_cache == {"vllm": PrefixCacheStats(queries=120, hits=80)}
+    assert [st.step for st in s.generation_steps] == ["closed_book", "vanilla:answer"]
+    assert [(m.retriever, m.rsr) for m in s.metrics] == [
+        ("bm25", 1.0),
+        ("dense", 0.5),
+        ("mean(bm25,dense)", 0.75),
+    ]
+    assert s.metrics[2] == MetricRow.from_dict(stored(SUMMARY_VERSION)["metrics"][2])
+    assert s.to_dict() == stored(SUMMARY_VERSION)  # the JSON as written (key order aside)
+
+
+def test_reading_a_summary_by_key_still_works_and_warns() -> None:
+    import rr.jobfolder
+
+    s = JobSummary.from_dict(stored(SUMMARY_VERSION))
+    rr.jobfolder._warned.clear()
+    with pytest.warns(DeprecationWarning, match="read its attributes"):
+        assert s["rows"] == 10
+    assert s.get("cells") == 5 and "environment" in s and s["metrics"][0]["retriever"] == "bm25"
 
 
 def test_a_torn_or_missing_summary_reads_as_none(tmp_path: Path) -> None:
@@ -54,7 +124,7 @@ def test_the_version_is_written_first_and_the_summary_round_trips(tmp_path: Path
     s = JobSummary(job_id="abc", rows=3).with_fields(planted={"reps": 2})
     write_summary(tmp_path, s)
     data = json.loads((tmp_path / SUMMARY_FILE).read_text())
-    assert next(iter(data)) == "summary_version" and data["summary_version"] == SUMMARY_VERSION == 2
+    assert next(iter(data)) == "summary_version" and data["summary_version"] == SUMMARY_VERSION == 3
     assert "approximate_indexes" not in data and data["planted"] == {"reps": 2}
     back = read_summary(tmp_path)
     assert back is not None and back.to_dict() == data
@@ -73,22 +143,86 @@ def test_a_job_writes_a_versioned_summary_that_reads_back_byte_for_byte(tmp_path
     back = read_summary(tmp_path / "job")
     assert back is not None and json.dumps(back.to_dict(), indent=1, default=str) == text
     # the returned summary is the written one (its stage timings go on: the write stage ends after)
-    returned = {k: v for k, v in result.summary.items() if k != "timings_s"}
+    returned = {k: v for k, v in result.summary.to_dict().items() if k != "timings_s"}
     assert returned == {k: v for k, v in data.items() if k != "timings_s"} and data["rows"] > 0
     assert folder_state(tmp_path / "job").state == "done"
 
 
-#: The job folder's names, each spelled only in rr/jobfolder.py.
-NAMES = ("config.yaml", "summary.json", "scores.parquet", "prompts.parquet")
+#: Each folder format's owner, and the file names spelled there alone.
+OWNERS = {
+    "rr/jobfolder.py": ("config.yaml", "summary.json", "scores.parquet", "prompts.parquet"),
+    "rr/sweepfolder.py": ("multirun.yaml", "failed.json", "interrupted.json", "running.json"),
+}
+#: Where a name may not be spelled: rr, and the scripts beside it that read its folders.
+SCANNED = ("rr", "tools", "benchmarks")
 
 
-def test_the_job_folder_names_are_spelled_in_one_module() -> None:
+def spelled_outside_owner(files: list[Path]) -> list[str]:
+    """``path:line: text`` of each line of ``files`` that spells a folder format's name as a string
+    outside that format's owner."""
     found = []
-    for path in sorted(ROOT.rglob("*.py")):
-        rel = path.relative_to(ROOT).as_posix()
-        if rel == "jobfolder.py":
-            continue
+    for path in files:
+        rel = path.relative_to(REPO).as_posix()
+        names = [n for owner, names in OWNERS.items() if rel != owner for n in names]
+        pattern = re.compile("|".join(rf"[\"']{re.escape(name)}[\"']" for name in names))
         for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            if re.search("|".join(rf"[\"']{re.escape(name)}[\"']" for name in NAMES), line):
-                found.append(f"rr/{rel}:{n}: {line.strip()}")
-    assert not found, "spell these with rr.jobfolder's constants:\n" + "\n".join(found)
+            if pattern.search(line):
+                found.append(f"{rel}:{n}: {line.strip()}")
+    return found
+
+
+def test_the_folder_names_are_spelled_in_their_owner_alone() -> None:
+    files = sorted(p for folder in SCANNED for p in (REPO / folder).rglob("*.py"))
+    assert any(p.parts[-2] == "benchmarks" for p in files) and any(p.parts[-2] == "tools" for p in files)
+    found = spelled_outside_owner(files)
+    assert not found, "spell these with rr.jobfolder's / rr.sweepfolder's constants:\n" + "\n".join(found)
+
+
+def test_the_owner_scan_finds_a_name_spelled_elsewhere(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys.modules[__name__], "REPO", tmp_path)
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "x.py").write_text('a = "multirun.yaml"\nb = SUMMARY_FILE\n')
+    (tmp_path / "rr").mkdir()
+    (tmp_path / "rr" / "sweepfolder.py").write_text('MULTIRUN_FILE = "multirun.yaml"\n')
+    files = [tmp_path / "tools" / "x.py", tmp_path / "rr" / "sweepfolder.py"]
+    assert spelled_outside_owner(files) == ['tools/x.py:1: a = "multirun.yaml"']
+
+
+#: A summary read by its JSON keys: ``summary["rows"]``, ``summary.get(...)``, ``summary.items()``,
+#: ``"x" in summary`` (any name holding ``summary``; ``job.summary`` too).
+KEY_READ = re.compile(
+    r"""\b\w*summary\w*\s*(\[\s*["']|\.get\(|\.items\(\)|\.keys\(\))|["']\w+["']\s+(not\s+)?in\s+[\w.]*summary\b"""
+)
+
+
+def test_summaries_are_read_by_attribute_outside_their_owner() -> None:
+    """rr, its tools and its benchmarks read a job's summary through :class:`JobSummary`'s attributes
+    (its JSON keys are spelled in rr/jobfolder.py alone)."""
+    found = []
+    for folder in ("rr", "tools", "benchmarks"):
+        for path in sorted((REPO / folder).rglob("*.py")):
+            rel = path.relative_to(REPO).as_posix()
+            if rel == "rr/jobfolder.py":
+                continue
+            for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+                if KEY_READ.search(line):
+                    found.append(f"{rel}:{n}: {line.strip()}")
+    assert not found, "read these summaries by attribute (rr.jobfolder.JobSummary):\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize(
+    ("line", "read"),
+    [
+        ('x = summary["rows"]', True),
+        ("x = job.summary.get('environment')", True),
+        ('if "closed_book_accuracy" not in summary:', True),
+        ("for k, v in s.summary.items():", True),
+        ("x = summary.rows", False),
+        ("run.summary.update(flat)", False),
+        ("x = summary.to_dict().items()", False),
+    ],
+)
+def test_the_key_read_pattern(line: str, read: bool) -> None:
+    assert bool(KEY_READ.search(line)) == read

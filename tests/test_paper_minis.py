@@ -147,6 +147,8 @@ def test_query_level_mini_reported(tmp_path: Path) -> None:
     )
     df = job.scores
     assert set(df["query_perturbation"]) == {"none", "typo@0.25#1", "typo@0.25#2"}
+    # BERGEN's Match reads the whole generation (scoring.text: whole), not the extracted answer
+    assert (df["prediction"] == df["raw_output"].str.strip()).all()
     sections = ["query_level_retrieval", "query_level_match", "query_level_correlations"]
     out = rendered(tmp_path / "jobs", tmp_path / "report", sections)
     assert out, "the query-level sections wrote no tables"

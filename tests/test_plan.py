@@ -35,7 +35,7 @@ def test_plan_matches_the_real_job_then_sees_its_cache(tmp_path: Path) -> None:
     t = total(before.steps)
     real = run_job(cfg, tmp_path / "job").summary
     # the job recorded what its batches took, for `rr plan --no-timing` and its next CPU check
-    assert list((tmp_path / "cache" / "throughput").glob("*.json"))
+    assert list((tmp_path / "throughput").glob("*.json"))  # per machine (RR_THROUGHPUT_DIR), conftest
     assert [s.step for s in before.steps] == [s["step"] for s in real["generation_steps"]]
     assert t.requests == real["requests"] == 1 * (1 + 2 * 2)
     assert t.unique == real["unique_requests"] and t.to_generate == real["model_calls"] and t.cached == 0
@@ -140,7 +140,7 @@ def test_plan_cli_writes_json(tmp_path: Path, capsys) -> None:
     assert plan["wall_seconds"][0] > sum(s["seconds"] for s in job["steps"])
     assert "expected wall time on this machine ~" in stdout and "time here" in stdout
     assert not list((tmp_path / "cache").glob("generations/*/*.jsonl"))  # timing caches nothing
-    assert list((tmp_path / "cache" / "throughput").glob("*.json"))  # but records the throughput
+    assert list((tmp_path / "throughput").glob("*.json"))  # but records the throughput, per machine
 
 
 def test_plan_keeps_the_jobs_progress_bars_and_plans_other_models(tmp_path: Path, monkeypatch) -> None:

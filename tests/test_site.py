@@ -678,14 +678,14 @@ def test_json_runs_are_the_runs_json_lists_a_few_at_a_time() -> None:
     runs, and runs across the chunks)."""
     import pyarrow as pa
 
-    from rr.reporting.site import _json_strings, _runs_json
+    from rr.reporting.site.encoding import json_strings, runs_json
 
     values = ["plain", 'a "quote"', "back\\slash", "new\nline\ttab", None, "é \u2028", "", "x"]
     bounds = [0, 2, 2, 5, 6, 8]
-    literals = _json_strings(pa.array(values))
-    got = list(_runs_json(literals, bounds, per=2))
+    literals = json_strings(pa.array(values))
+    got = list(runs_json(literals, bounds, per=2))
     assert [json.loads(g) for g in got] == [values[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
-    numbers = list(_runs_json(pa.array([str(i) for i in range(7)], pa.large_string()), [0, 3, 7], per=1))
+    numbers = list(runs_json(pa.array([str(i) for i in range(7)], pa.large_string()), [0, 3, 7], per=1))
     assert numbers == ["[0,1,2]", "[3,4,5,6]"]
 
 
@@ -754,6 +754,16 @@ def test_data_files_hold_exactly_the_declared_fields(sweep: dict[str, Any]) -> N
     assert all(list(f) == names(fmt.FlipCount) for f in overview["flip_counts"].values())
     assert all(list(p) == names(fmt.OverviewPair) for p in overview["pairs"])
     assert all(list(p) == names(fmt.PairApart) for p in overview["pairs_apart"])
+    assert overview["jobs"] and all(list(j) == names(fmt.OverviewJob) for j in overview["jobs"])
+    sections = overview["sections"]
+    section = names(fmt.Section)
+    assert all(
+        [f for f in section if f in s] == list(s) and {"name", "title", "items"} <= set(s) for s in sections
+    )
+    items = [it for s in sections for it in s["items"]]
+    tables, figures = [it for it in items if "table" in it], [it for it in items if "figure" in it]
+    assert tables and all(list(t) == names(fmt.Table) for t in tables)
+    assert len(tables) + len(figures) == len(items) and all(list(f) == names(fmt.Figure) for f in figures)
     for f in sorted((site / "data").glob("rows-*.js")):
         assert list(site_payload(f)) == names(fmt.RowsChunk)
     perturbed = 0

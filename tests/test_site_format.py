@@ -36,6 +36,12 @@ READS: dict[str, dict[str, tuple[type[fmt.Record], ...]]] = {
     },
     "overview.js": {
         "d": (fmt.Overview,),
+        "j": (fmt.OverviewJob,),
+        "sw": (fmt.Sweep,),
+        "sj": (fmt.SweepJob,),
+        "sec": (fmt.Section,),
+        "t": (fmt.Table,),
+        "it": (fmt.Table, fmt.Figure),
         "f": (fmt.FlipCount,),
         "p": (fmt.OverviewPair, fmt.PairApart),
         "lo": (fmt.LeftOutJob,),
@@ -82,3 +88,73 @@ def test_every_data_file_has_a_record_and_fields_are_unique() -> None:
         names = [str(f) for f in record.fields().values()]
         assert len(names) == len(set(names)) and all(f.means for f in record.fields().values())
     assert "format_version" in fmt.Index.fields() and "format_version" in fmt.Overview.fields()
+
+
+def listed_records(field: fmt.Field) -> set[type[fmt.Record]]:
+    """The records a field holds a list of, as its meaning declares it ('list of A' or 'list of A and B')."""
+    m = re.match(r"list of (\w+)(?: and (\w+))?", field.means)
+    by_name = {r.__name__: r for r in fmt.RECORDS}
+    return {by_name[n] for n in (m.groups() if m else ()) if n in by_name}
+
+
+def iterated(text: str, reads: dict[str, tuple[type[fmt.Record], ...]]) -> list[tuple[str, str, str]]:
+    """``(variable, field, element variable)`` of each ``variable.field.forEach(function (element)``
+    (or map, filter, some) in ``text`` whose variable is a payload variable of ``reads``."""
+    found = re.findall(r"(?<![\w.])(\w+)\.(\w+)\.(?:forEach|map|filter|some)\(function \((\w+)", text)
+    return [(v, f, e) for v, f, e in found if v in reads]
+
+
+@pytest.mark.parametrize("name", sorted(READS))
+def test_every_list_of_records_a_script_walks_is_read_through_a_checked_variable(name: str) -> None:
+    """A script that walks a list of records (``d.jobs.forEach(function (j) ...``) names the element
+    with a variable of :data:`READS` that holds those records, so its field reads are checked too."""
+    reads = READS[name]
+    walked = 0
+    for variable, field_name, element in iterated(script(name), reads):
+        fields = {str(f): f for r in reads[variable] for f in r.fields().values()}
+        records = listed_records(fields[field_name]) if field_name in fields else set()
+        if not records:
+            continue  # a list of plain values (config_keys, answers, ...)
+        walked += 1
+        assert element in reads, f"{name}: {variable}.{field_name} is walked as `{element}`, not in READS"
+        assert records <= set(reads[element]), (
+            f"{name}: `{element}` holds {records}, READS says {reads[element]}"
+        )
+    if name == "overview.js":
+        assert walked >= 5  # jobs, sweeps and their jobs, sections (twice) and their items
+
+
+def test_a_list_walked_through_an_unchecked_variable_is_caught() -> None:
+    text = script("overview.js").replace("d.jobs.forEach(function (j)", "d.jobs.forEach(function (job)")
+    walks = [(f, e) for _v, f, e in iterated(text, READS["overview.js"])]
+    assert ("jobs", "job") in walks and "job" not in READS["overview.js"]
+    assert listed_records(fmt.Overview.jobs) == {fmt.OverviewJob}
+    assert listed_records(fmt.Section.items) == {fmt.Table, fmt.Figure}
+
+
+def test_the_overviews_sweeps_hold_exactly_the_declared_fields(
+    tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``overview.js``'s sweeps (read by the overview as ``sw`` and ``sj``): a sweep whose states
+    read, and one whose states do not (its configs no longer compose)."""
+    from types import SimpleNamespace
+
+    from rr.reporting.site import pages
+
+    for name in ("ok", "broken"):
+        (tmp_path / name / "0").mkdir(parents=True)
+        (tmp_path / name / "multirun.yaml").write_text("{}\n")
+    job = SimpleNamespace(job_id="j", state="done", path=tmp_path / "ok" / "0", detail="")
+
+    def status(root):
+        if root.name == "broken":
+            raise ValueError("does not compose")
+        return [job]
+
+    monkeypatch.setattr("rr.resume.status", status)
+    ctx = SimpleNamespace(jobs=[SimpleNamespace(path=tmp_path / n / "0") for n in ("ok", "broken")])
+    broken, ok = pages._sweeps(ctx)  # type: ignore[arg-type]
+    names = [str(f) for f in fmt.Sweep.fields().values()]
+    assert list(broken) == names and broken["error"] == "ValueError: does not compose"
+    assert list(ok) == [n for n in names if n != "error"]
+    assert [list(j) for j in ok["jobs"]] == [[str(f) for f in fmt.SweepJob.fields().values()]]

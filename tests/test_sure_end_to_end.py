@@ -32,6 +32,8 @@ def test_sure_mini_sweep_points(tmp_path: Path) -> None:
     assert set(orig["doc_perturbation"]) == {"none"}
     assert set(fmt["doc_perturbation"]) == {"format:json"}
     assert set(fmt["strategy"]) == {"sure_qa"} and sorted(set(fmt["k"])) == [0, 1]
+    # lost-in-the-middle's script scores the first line (scoring.text: first_line)
+    assert (fmt["prediction"] == fmt["raw_output"].str.split("\n").str[0].str.strip()).all()
     # the perturbed prompt shows the Fig. 9 JSON rendering of the same passage
     first = fmt[fmt["k"] == 1].iloc[0]
     paired = orig[(orig["k"] == 1) & (orig["example_id"] == first["example_id"])].iloc[0]

@@ -19,6 +19,7 @@ from rr.generation.throughput import (
     TimesBatches,
     affine_fit,
     format_seconds,
+    machine_dir,
     step_seconds,
 )
 from rr.records import GenerationParams, Request
@@ -156,7 +157,13 @@ def test_the_job_wires_the_threshold_and_the_record(tmp_path: Path) -> None:
     plan = plan_job(cfg, job_settings(cfg), tmp_path / "job")
     rt = make_runtime(plan, build_components(cfg, plan), None)
     assert rt.llm.warn_after_s == 30.0 and rt.llm.throughput is not None
-    assert rt.llm.throughput.dir == Path(cfg.paths.cache_dir) / "throughput"
+    # per machine (the user's cache; RR_THROUGHPUT_DIR in the tests), not per output folder
+    assert (
+        rt.llm.throughput.dir
+        == machine_dir()
+        == tmp_path / "throughput"
+        != Path(cfg.paths.cache_dir) / "throughput"
+    )
     assert rt.llm.plan_hint.startswith("rr plan")
 
 
@@ -220,6 +227,14 @@ class _AffineCPU(_SlowCPU):
         return [Completion("Answer: x", len(p.split()), params.max_new_tokens) for p in prompts]
 
 
+def prompts(lengths: range) -> list[Request]:
+    """One request per length: a prompt of ``n`` words (distinct per length), 11 new tokens."""
+    return [
+        Request.user(" ".join([f"q{n}"] + ["w"] * (n - 1)), GenerationParams(max_new_tokens=11))
+        for n in lengths
+    ]
+
+
 def test_plan_predicts_each_step_from_its_own_tokens_warm_and_batched(tmp_path: Path) -> None:
     from rr.cost import PlanningLLM, StepTiming
 
@@ -227,12 +242,6 @@ def test_plan_predicts_each_step_from_its_own_tokens_warm_and_batched(tmp_path: 
     store = ThroughputStore(tmp_path / "tp")
     timing = StepTiming(budget_s=1e9, store=store)
     llm = PlanningLLM(gen, GenerationCache(tmp_path, gen.identity(), writer="t"), timing=timing)
-
-    def prompts(lengths: range) -> list[Request]:
-        return [
-            Request.user(" ".join([f"q{n}"] + ["w"] * (n - 1)), GenerationParams(max_new_tokens=11))
-            for n in lengths
-        ]
 
     # closed-book: short prompts (no documents), 10-14 tokens; batches of 4 longest first: [14..11], [10]
     llm.generate(prompts(range(10, 15)), step="closed_book")
@@ -328,3 +337,110 @@ def test_hf_prefix_reuse_is_predicted_per_batch_on_its_unshared_tokens() -> None
     assert (
         HFGenerator(prefix_cache=True).reuses_prefixes and not HFGenerator(prefix_cache=False).reuses_prefixes
     )
+
+
+def test_throughput_is_recorded_per_machine_not_per_output_folder(tmp_path: Path) -> None:
+    """Issue 43: a new output folder on the same machine said 'nothing recorded for this backend here'."""
+    from rr.cost import PlanningLLM, StepTiming
+    from rr.generation.cache import GenerationCache as Cache
+
+    gen = _AffineCPU()
+    llm = PlanningLLM(
+        gen, Cache(tmp_path / "a", gen.identity(), writer="t"), timing=StepTiming(1e9, ThroughputStore())
+    )
+    llm.generate(
+        [Request.user(" ".join(["w"] * n), GenerationParams(max_new_tokens=5)) for n in range(10, 16)]
+    )
+    # a job in another output folder (its own paths.cache_dir) reads what the plan recorded
+    assert ThroughputStore().get(gen.throughput_key()) is not None
+    assert machine_dir() == tmp_path / "throughput"  # RR_THROUGHPUT_DIR (conftest): the user's cache
+
+
+def test_the_timing_budget_is_respected(tmp_path: Path) -> None:
+    """Issue 43: with --timing-budget 60 the demo's plan spent 3 min timing (every step was probed);
+    once the budget is spent, later steps are predicted from the fit of the steps timed so far."""
+    from rr.cost import CALIBRATION_TOKENS, PlanningLLM, StepTiming
+
+    gen = _AffineCPU()
+    timing = StepTiming(budget_s=0.0, store=ThroughputStore(tmp_path / "tp"))
+    llm = PlanningLLM(gen, GenerationCache(tmp_path, gen.identity(), writer="t"), timing=timing)
+
+    llm.generate(prompts(range(10, 15)), step="closed_book")
+    calls = len(gen.calls)
+    # the first step is timed (something must be): the warm-up, then its shortest prompt alone; the
+    # next probes would overrun the budget (they ran whatever was left)
+    assert gen.calls == [(1, 2), (2, 2), (1, CALIBRATION_TOKENS)]
+    llm.generate(prompts(range(100, 106)), step="vanilla:answer")
+    assert len(gen.calls) == calls  # nothing timed after the budget
+    closed, rag = llm.steps
+    assert rag.seconds is not None and rag.seconds > 0 and "budget spent" in rag.timed_on
+
+
+def test_a_job_over_the_threshold_in_steps_under_it_says_so_once(tmp_path: Path, caplog) -> None:
+    """Issue 43: a job over 10 minutes made of steps under 10 minutes never warned."""
+    gen = _SlowCPU()
+    store = ThroughputStore(tmp_path)
+    # 10 prompt tokens/s, 0.5 s per decode step and row, as recorded by an earlier plan
+    store.put(
+        gen.throughput_key(),
+        Throughput(prefill_tps=10.0, step_s_per_row=0.5, steps_share=1.0, rows=4),
+        "plan",
+    )
+    llm = LLM(gen, GenerationCache(tmp_path, gen.identity(), writer="t"), warn_after_s=40.0, throughput=store)
+
+    def step(word: str) -> list[Request]:  # 4 prompts of 20 tokens, 4 new tokens: ~4 x 2 + 4 x 3 x 0.5 = 14 s
+        return [
+            Request.user(" ".join([f"{word}{i}"] * 20), GenerationParams(max_new_tokens=4)) for i in range(4)
+        ]
+
+    with caplog.at_level(logging.WARNING, logger="rr.generation.client"):
+        for word in ("a", "b", "c", "d", "e"):
+            llm.generate(step(word), step=word)
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 1, lines
+    assert (
+        lines[0].startswith("c: the job is expected to take ~")
+        and "over the 40 s a step may take" in lines[0]
+    )
+
+
+def test_a_job_records_its_batches_pooled_with_the_plans_without_its_first(tmp_path: Path) -> None:
+    """Issue 43: the in-job estimate came from the previous step's rate, its first (start-up) batch
+    included; the record now pools every batch timed on this machine, fitted as rr plan fits."""
+    gen = _AffineCPU()
+    store = ThroughputStore(tmp_path)
+    plan_pool = [
+        BatchTiming(1, n, *_affine_seconds(1, n, 7)[:1], 7, _affine_seconds(1, n, 7)[1], 8) for n in (10, 100)
+    ]
+    fitted = Throughput.from_timings(plan_pool)
+    assert fitted is not None
+    store.put(gen.throughput_key(), fitted, "rr plan", plan_pool)
+    llm = LLM(gen, GenerationCache(tmp_path, gen.identity(), writer="t"), warn_after_s=1e9, throughput=store)
+    llm.generate(
+        [
+            Request.user(" ".join([f"q{n}"] + ["w"] * n), GenerationParams(max_new_tokens=8))
+            for n in range(20, 32)
+        ]
+    )
+    pooled = store.timings(gen.throughput_key())
+    # 12 prompts in batches of 4: 3 batches, the first (10 s of one-off cost) left out
+    assert pooled[:2] == plan_pool and len(pooled) == 2 + 2
+    assert all(t.prefill_s < 10 for t in pooled)
+
+
+def test_a_tight_budget_times_two_of_the_steps_own_prompts(tmp_path: Path) -> None:
+    """Issue 43: when a whole batch of the step's own prompts would overrun the budget, 2 of them are
+    timed with the step's own decoding (decode was taken to run to max_new_tokens: the demo's cold
+    plan said 3x its wall time)."""
+    from rr.cost import PlanningLLM, StepTiming
+
+    gen = _AffineCPU()
+    # hand-worked (_affine_seconds, the probes' 8 new tokens): the shortest prompt alone 3.25 s, the
+    # batch of 102-105 7.5 s, the longest alone 3.32 s: 14.07 s of 21; then a whole own batch (11 new
+    # tokens) would take 0.5 + 4.2 + 10 x 0.4 = 8.7 s > 6.93 s left, two of its prompts 5.58 s
+    timing = StepTiming(budget_s=21.0, store=ThroughputStore(tmp_path / "tp"))
+    llm = PlanningLLM(gen, GenerationCache(tmp_path, gen.identity(), writer="t"), timing=timing)
+    llm.generate(prompts(range(100, 108)), step="vanilla:answer")
+    (step,) = llm.steps
+    assert "this step's own included" in step.timed_on
+    assert gen.calls[-1] == (2, 11)

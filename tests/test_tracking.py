@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from rr.config import instantiate
+from rr.jobfolder import SUMMARY_VERSION, JobSummary, MetricRow
 from rr.pipeline import run_job
 from rr.tracking import WandbLogger, flat_summary, scrub_secrets
 
@@ -36,16 +37,21 @@ def test_scrub_secrets_and_flat_summary() -> None:
     cfg = {"generator": {"model": "m", "api_key": "sk-1", "AuthToken": "t"}, "db_password": "p", "seed": 0}
     assert scrub_secrets(cfg) == {"generator": {"model": "m"}, "seed": 0}
     flat = flat_summary(
-        {
-            "requests": 4,
-            "name": "x",
-            "timings_s": {"generate:vanilla": 1.5},
-            "counters": {"fallback": 2},
-            "answer_recall": {"bm25": {"1": 0.5}},
-            "metrics": [{"strategy": "vanilla", "retriever": "bm25", "ndr": 0.75, "generator": "g"}],
-        }
+        JobSummary(
+            requests=4,
+            name="x",
+            timings_s={"generate:vanilla": 1.5},
+            counters={"fallback": 2},
+            answer_recall={"bm25": {"1": 0.5}},
+            metrics=[
+                MetricRow.from_dict(
+                    {"strategy": "vanilla", "retriever": "bm25", "ndr": 0.75, "generator": "g"}
+                )
+            ],
+        )
     )
     assert flat == {
+        "summary_version": SUMMARY_VERSION,
         "requests": 4,
         "timings_s/generate:vanilla": 1.5,
         "counters/fallback": 2,

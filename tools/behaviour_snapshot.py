@@ -28,7 +28,10 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rr.jobfolder import JobSummary
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
@@ -105,9 +108,9 @@ def _steady(node: Any) -> Any:
     return node
 
 
-def summary_hash(path: Path) -> str:
-    summary = json.loads(path.read_text())
-    return _hash(_steady({k: v for k, v in summary.items() if k not in VOLATILE}))
+def summary_hash(summary: JobSummary) -> str:
+    """The hash of a job's summary as written (:meth:`rr.jobfolder.JobSummary.to_dict`) less :data:`VOLATILE`."""
+    return _hash(_steady({k: v for k, v in summary.to_dict().items() if k not in VOLATILE}))
 
 
 def run_jobs(out: Path) -> None:
@@ -130,13 +133,16 @@ def run_jobs(out: Path) -> None:
 
 
 def manifest(out: Path) -> dict[str, Any]:
+    from rr.jobfolder import SCORES_FILE, read_summary
+
     jobs = {}
     for folder in sorted(p for p in (out / "jobs").iterdir() if p.is_dir()):
-        summary = json.loads((folder / "summary.json").read_text())
+        summary = read_summary(folder)
+        assert summary is not None, f"{folder}: no readable summary"
         jobs[folder.name] = {
-            "job_id": summary["job_id"],
-            "scores": table_hash(folder / "scores.parquet"),
-            "summary": summary_hash(folder / "summary.json"),
+            "job_id": summary.job_id,
+            "scores": table_hash(folder / SCORES_FILE),
+            "summary": summary_hash(summary),
         }
     tables = {
         p.name: hashlib.sha256(p.read_bytes()).hexdigest()

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from rr.data.wiki_dump import _is_jsonl, write_chunks, write_shards
+from rr.data.wiki_dump import is_jsonl, write_chunks, write_shards
 from rr.errors import UserError
 
 
@@ -29,7 +29,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     a = p.parse_args(argv)
     progress = not a.no_progress
     try:
-        if _is_jsonl(Path(a.out)):
+        if is_jsonl(Path(a.out)):
             n = write_chunks(a.dump, a.out, a.max_pages, a.min_chars, a.workers, progress=progress)
             print(f"wrote {n} chunks to {a.out}")
         else:

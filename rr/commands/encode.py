@@ -67,7 +67,7 @@ def run_encode(cfg: DictConfig, output_dir: str | Path | None = None) -> dict[st
             "retriever", f"no dense retriever selected ({sorted(retrievers)}); e.g. retriever=bge_large"
         )
     corpus = instantiate(cfg.corpus).load()
-    summary: dict[str, Any] = {
+    record: dict[str, Any] = {
         "corpus": corpus.name,
         "passages": len(corpus),
         "shards": shards,
@@ -97,7 +97,7 @@ def run_encode(cfg: DictConfig, output_dir: str | Path | None = None) -> dict[st
                 "passages_per_s": round(rows / seconds, 1) if rows and seconds > 0 else None,
                 "store_complete": not store.missing(),
             }
-            summary["retrievers"].setdefault(key, []).append(entry)
+            record["retrievers"].setdefault(key, []).append(entry)
             print(
                 f"rr encode: {key} shard {shard}/{shards}: {report.encoded} blocks encoded, "
                 f"{report.skipped} already done, {report.rebuilt} rebuilt ({rows} passages, {seconds:.1f} s); "
@@ -105,8 +105,8 @@ def run_encode(cfg: DictConfig, output_dir: str | Path | None = None) -> dict[st
             )
     if output_dir is not None:
         with atomic_write(Path(output_dir) / ENCODE_SUMMARY) as f:
-            json.dump(summary, f, indent=2)
-    return summary
+            json.dump(record, f, indent=2)
+    return record
 
 
 def encode_main(argv: list[str]) -> int:

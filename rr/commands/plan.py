@@ -207,12 +207,12 @@ def process_age() -> float:
 
 
 def step_timing(jobs: list[tuple[list[str], DictConfig]], a: argparse.Namespace) -> StepTiming:
-    """How the steps are timed (``--timing-budget`` / ``--no-timing``), recorded in the first job's
-    ``paths.cache_dir``."""
+    """How the steps are timed (``--timing-budget`` / ``--no-timing``), recorded per machine
+    (:func:`~rr.generation.throughput.machine_dir`)."""
     from rr.config import job_settings
     from rr.job_env import progress_enabled
 
-    store = ThroughputStore(jobs[0][1].paths.cache_dir) if jobs else None
+    store = ThroughputStore() if jobs else None  # this machine's, whatever the output folder
     progress = progress_enabled() and bool(jobs and job_settings(jobs[0][1]).progress)
     return StepTiming(None if a.no_timing else a.timing_budget, store, progress)
 
@@ -330,7 +330,7 @@ def print_wall_time(console: Any, costs: list[JobCost], timing: StepTiming, star
         if c.wall_seconds is None:
             missing = sorted({s.step for s in c.steps if s.to_generate and s.seconds is None})
             why = (
-                "nothing recorded for this backend here (timing needs the hf backend; --no-timing "
+                "nothing recorded for this backend on this machine (timing needs the hf backend; --no-timing "
                 "uses what earlier plans and jobs recorded)"
                 if missing
                 else "nothing to time"

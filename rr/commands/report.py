@@ -125,7 +125,7 @@ def main(argv: list[str]) -> int:
     jobs = report.context.jobs if report.context is not None else []
     for note in report.context.notes if report.context is not None else []:
         print(f"  examples: {note}")
-    short = [c for job in jobs for c in job.summary.get("cells_short_of_k") or []]
+    short = [c for job in jobs for c in job.summary.cells_short_of_k]
     if short:
         print(
             f"  {len(short)} cell(s) hold fewer documents than their k (the retriever returned fewer); "

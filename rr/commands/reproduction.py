@@ -16,8 +16,13 @@ block between two markers::
 The blocks run the *simulated reader* (``generator=simulated``) on the synthetic task, at the size the
 page states: a job of it takes seconds, and its answers are a deterministic function of the prompt, so the
 tables are exactly reproducible anywhere. SURE's QA prompt and the query-level study's perturbed queries
-are not readable by the simulated reader; their records on the page are the hand-recorded runs of the
-packaged small model.
+are not readable by the simulated reader.
+
+A *real-model* block (:data:`REAL_BLOCKS`, ``rr reproduce-docs --only cao_real``) runs the packaged
+SmolLM2-135M-Instruct (``generator=hf``) on the bundled mini data instead, at the small size it states: minutes
+on a CPU, and its greedy answers may differ in the last digits across machines and library versions, so the
+suite does not regenerate it (``--check`` and the default run leave it alone). ``--work DIR`` keeps its jobs
+in ``DIR/<key>`` and reuses the finished ones, so the report part can be remade without rerunning the model.
 """
 
 from __future__ import annotations
@@ -52,6 +57,8 @@ class Block:
         multirun: Run them as ``rr -m`` (a sweep: one job per swept value).
         sections: ``rr report --only`` sections.
         tables: The tables shown: name -> the columns kept (empty: all).
+        reader: The reader's overrides (default :data:`READER`; ``()``: the packaged real model).
+        size: Questions per job where the block fixes its own (a real-model block), else the page's.
     """
 
     key: str
@@ -59,6 +66,13 @@ class Block:
     multirun: bool
     sections: tuple[str, ...]
     tables: dict[str, tuple[str, ...]]
+    reader: tuple[str, ...] = tuple(READER)
+    size: int | None = None
+
+    @property
+    def real(self) -> bool:
+        """Whether the block runs a real model (not the simulated reader)."""
+        return "generator=simulated" not in self.reader
 
 
 CLAIM_COLUMNS = ("claim", "model", "a", "a_ci_low", "a_ci_high", "b", "diff", "p_value", "test", "verdict")
@@ -92,10 +106,23 @@ BLOCKS: tuple[Block, ...] = (
     ),
 )
 
+#: Blocks that run the packaged real model (not in the default run or ``--check``: ``--only KEY``).
+REAL_BLOCKS: tuple[Block, ...] = (
+    Block(
+        "cao_real",
+        ("experiment=cao2025_mini", "strategy=[vanilla,ownknow,s2a]"),
+        False,
+        ("robustness", "paper_beside"),
+        {"robustness": (), "paper_claims": CLAIM_COLUMNS},
+        reader=(),
+        size=4,
+    ),
+)
+
 
 def command_line(block: Block, size: int) -> str:
     """The ``rr`` command that runs the block's jobs."""
-    words = ["rr", *(["-m"] if block.multirun else []), *block.overrides, *READER, f"dataset.n={size}"]
+    words = ["rr", *(["-m"] if block.multirun else []), *block.overrides, *block.reader, f"dataset.n={size}"]
     return " ".join(f"'{w}'" if "[" in w else w for w in words)
 
 
@@ -104,20 +131,27 @@ def run_block(block: Block, size: int, work: Path) -> str:
     from omegaconf import open_dict
 
     from rr.cost import compose_jobs
-    from rr.pipeline import run_job
+    from rr.pipeline import SUMMARY_FILE, run_job
     from rr.reporting.core import ReportTable, build_report, display_frame, to_markdown
 
-    overrides = [*block.overrides, *READER, f"dataset.n={size}"]
+    overrides = [*block.overrides, *block.reader, f"dataset.n={size}"]
     for i, (_, cfg) in enumerate(compose_jobs(overrides, multirun=block.multirun)):
         with open_dict(cfg):
             cfg.paths.output_root = str(work / "outputs")
             cfg.paths.cache_dir = str(work / "cache")
             cfg.progress = False
-        run_job(cfg, work / "jobs" / f"job{i}")
+        job = work / "jobs" / f"job{i}"
+        if not (job / SUMMARY_FILE).exists():  # a finished job of an earlier run in the same --work is kept
+            run_job(cfg, job)
     report = build_report(work / "jobs", work / "report", n_resamples=1000, seed=0, only=list(block.sections))
     items = {item.name: item for o in report.outcomes for item in o.items}
+    who = (
+        "the packaged SmolLM2-135M-Instruct (`generator=hf`, fp32, greedy) on the bundled mini data"
+        if block.real
+        else "the simulated reader on the synthetic task"
+    )
     lines = [
-        f"Made by `rr reproduce-docs --only {block.key}`: the simulated reader on the synthetic task, "
+        f"Made by `rr reproduce-docs --only {block.key}`: {who}, "
         f"{size} questions per job, seed 0; `rr report` intervals (1000 resamples, seed 0, the small-sample "
         "rules). The same jobs and sections from the command line:",
         "",
@@ -148,12 +182,19 @@ def _name(block: Block) -> str:
     return exp
 
 
-def generate(blocks: tuple[Block, ...] | list[Block], size: int = SIZE) -> dict[str, str]:
-    """key -> Markdown of each block, run in a fresh temporary folder."""
+def generate(
+    blocks: tuple[Block, ...] | list[Block], size: int = SIZE, work: Path | None = None
+) -> dict[str, str]:
+    """key -> Markdown of each block, run in a fresh temporary folder (``work``: in ``work/<key>``, kept, its
+    finished jobs reused). A block with its own ``size`` runs at that size."""
     out = {}
     for block in blocks:
+        n = block.size or size
+        if work is not None:
+            out[block.key] = run_block(block, n, work / block.key)
+            continue
         with tempfile.TemporaryDirectory(prefix=f"rr-repro-{block.key}-") as tmp:
-            out[block.key] = run_block(block, size, Path(tmp))
+            out[block.key] = run_block(block, n, Path(tmp))
     return out
 
 
@@ -190,18 +231,27 @@ def main(argv: list[str]) -> int:
         "into docs/reproduction.md between the page's markers (--check: compare instead, exit 1 on a difference).",
     )
     p.add_argument("--page", type=Path, default=PAGE, help=f"the page (default {PAGE})")
-    p.add_argument("--only", nargs="*", default=None, help=f"blocks ({', '.join(b.key for b in BLOCKS)})")
+    p.add_argument(
+        "--only",
+        nargs="*",
+        default=None,
+        help=f"blocks ({', '.join(b.key for b in BLOCKS)}; real-model blocks, only when named: "
+        f"{', '.join(b.key for b in REAL_BLOCKS)})",
+    )
+    p.add_argument(
+        "--work", type=Path, default=None, help="keep the jobs in WORK/<block> and reuse the finished ones"
+    )
     p.add_argument("--size", type=int, default=SIZE, help=f"questions per job (default {SIZE}: the page's)")
     p.add_argument("--check", action="store_true", help="compare with the page; exit 1 where it differs")
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    known = {b.key: b for b in BLOCKS}
+    known = {b.key: b for b in (*BLOCKS, *REAL_BLOCKS)}
     unknown = [k for k in args.only or [] if k not in known]
     if unknown:
         p.error(f"unknown block(s) {unknown}; blocks: {', '.join(known)}")
     chosen = [known[k] for k in args.only] if args.only else list(BLOCKS)
     page = args.page.read_text()
-    made = generate(chosen, args.size)
+    made = generate(chosen, args.size, args.work)
     new = fill(page, made)
     if args.check:
         if new == page:

@@ -15,12 +15,12 @@ calls came from the cache), ``failed`` (raised, or its SLURM job ended without a
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TextIO
 
 from rr.commands.errors import user_message
 from rr.errors import UserError
+from rr.jobfolder import JobSummary
 from rr.resume import differing_overrides, status_report
 
 OUTCOMES = ("done", "skipped", "resumed", "failed")
@@ -32,7 +32,7 @@ PIPED_WIDTH = 400
 
 
 def job_record(
-    outcome: str, job_id: str, folder: str, summary: Mapping[str, Any] | None, wall_s: float
+    outcome: str, job_id: str, folder: str, summary: JobSummary | None, wall_s: float
 ) -> dict[str, Any]:
     """What one job returns to the sweep: its outcome, wall time, model calls, its accuracy over
     k > 0 and its closed-book (k = 0) accuracy as ``summary.json`` names them, folder.
@@ -40,8 +40,8 @@ def job_record(
     The wall time is the summary's ``wall_s`` (the job's own clock, what ``rr status`` shows), one
     number wherever the job is listed; ``wall_s`` (the command's clock) only for a job without one.
     """
-    summary = summary or {}
-    wall = summary.get("wall_s")
+    summary = summary or JobSummary.from_dict({})
+    wall = summary.wall_s
     return {
         "outcome": outcome,
         "job_id": job_id,
@@ -49,9 +49,9 @@ def job_record(
         # the summary's number as it is (rounding it here, then again for display, could show
         # 0.1 where rr status shows 0.2); the command's own clock to the centisecond
         "wall_s": wall if isinstance(wall, int | float) else round(wall_s, 2),
-        "model_calls": summary.get("model_calls"),
-        "accuracy": summary.get("accuracy"),
-        "closed_book_accuracy": summary.get("closed_book_accuracy"),
+        "model_calls": summary.model_calls,
+        "accuracy": summary.accuracy,
+        "closed_book_accuracy": summary.closed_book_accuracy,
     }
 
 

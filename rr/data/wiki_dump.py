@@ -631,7 +631,7 @@ def _parse_line(line: str, source: Path, lineno: int) -> Passage:
         raise DataError(f"{source}:{lineno}: not a chunk line ({err})") from err
 
 
-def _is_jsonl(chunks: Path) -> bool:
+def is_jsonl(chunks: Path) -> bool:
     """Whether ``chunks`` names the single-file format (``*.jsonl`` or an existing file)."""
     return chunks.suffix == ".jsonl" or chunks.is_file()
 
@@ -702,7 +702,7 @@ class WikiDumpCorpus:
                 name=self.name,
                 source=source,
             )
-        if not _is_jsonl(chunks):
+        if not is_jsonl(chunks):
             todo = [d for d in self._dumps() if not manifest_complete(chunks, d)]
             if todo:
                 s = write_shards(

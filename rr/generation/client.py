@@ -144,6 +144,10 @@ class LLM:
         # full (a 3,610-question Cao job: 0.25 -> 0.83 ms of rr's CPU per request).
         self._token_memo: OrderedDict[int, int] = OrderedDict()
         self._noted: dict[int, tuple[int, bool]] = {}  # hash(request) -> window fitting's (tokens, exact)
+        self._started = time.perf_counter()
+        self._foreseen_s = 0.0  # predicted seconds of the steps foreseen so far (the job's warning)
+        self._job_warned = False
+        self._warmed = False  # the backend's first batch in this process (one-off costs) is behind it
 
     def sibling(self, generator: Generator, cache: GenerationCache) -> LLM:
         """An LLM of the same kind and settings for another model (judges, rewriters)."""
@@ -302,6 +306,7 @@ class LLM:
             gen.generate([prepared.prompt(probe)], params)
             tp, share = Throughput.from_timings(gen.batch_timings[before:]), 1.0
             del gen.batch_timings[before:]  # not the step's own work
+            self._warmed = True
             if tp is None:
                 return
         prompts = [prepared.prompt(k) for k in sorted(misses, key=prepared.prompt)]  # as sent
@@ -318,8 +323,26 @@ class LLM:
             shared=shared,
             batched_prefixes=batched,
         )
+        basis = "recorded on this machine" if tp.source == "recorded" else "timed on 1 prompt"
+        so_far = max(self._foreseen_s, time.perf_counter() - self._started)
+        self._foreseen_s = so_far + seconds
+        if seconds <= self.warn_after_s < so_far + seconds and not self._job_warned:
+            # steps under the threshold each, over it together: said once per job
+            self._job_warned = True
+            log.warning(
+                "%s: the job is expected to take ~%s of generation on the CPU with this step's ~%s "
+                "(%d prompts, %s), over the %s a step may take before a warning; `%s` shows the cost of "
+                "every step before running it",
+                step,
+                format_seconds(so_far + seconds),
+                format_seconds(seconds),
+                len(misses),
+                basis,
+                format_seconds(self.warn_after_s),
+                self.plan_hint,
+            )
         if seconds > self.warn_after_s:
-            basis = "recorded on this machine" if tp.source == "recorded" else "timed on 1 prompt"
+            self._job_warned = True
             log.warning(
                 "%s: %d prompts to generate on the CPU, expected ~%s (%s); `%s` shows the cost of "
                 "every step before running it",
@@ -336,9 +359,18 @@ class LLM:
         gen = self.generator
         if self.throughput is None or not isinstance(gen, TimesBatches):
             return
-        tp = Throughput.from_timings(gen.batch_timings[since:])
-        if tp is not None and tp.rows >= 2:
-            self.throughput.put(gen.throughput_key(), tp, f"job step {step}")
+        timings = list(gen.batch_timings[since:])
+        if not self._warmed and len(timings) > 1:
+            timings = timings[1:]  # the process's first batch paid one-off costs no later batch pays
+        self._warmed = self._warmed or bool(timings)
+        if sum(t.rows for t in timings) >= 2:
+            # Pooled with what was recorded before (rr plan's timed batches, earlier steps and jobs)
+            # and fitted as rr plan fits: the next check uses the same model as the plan.
+            key = gen.throughput_key()
+            pool = [*self.throughput.timings(key), *timings]
+            tp = Throughput.from_timings(pool)
+            if tp is not None:
+                self.throughput.put(key, tp, f"job step {step}", pool)
 
     def generate(self, requests: list[Request], step: str = "generate") -> list[Generation]:
         """One :class:`Generation` per request, same order; identical requests are sent once."""

@@ -11,8 +11,8 @@ prompt text, chunks of ``flush_every``, longest first within a chunk, batches of
 
 Where the figures come from: ``rr plan`` measures them (a few real generations of the configured
 model at the step's own prompt lengths, :mod:`rr.cost`), and every job records what its own batches
-took; both are kept per model, device and thread count in ``paths.cache_dir/throughput/``
-(:class:`ThroughputStore`), so a job on CPU can say before a long step how long it will take.
+took; both are kept per model, device and thread count in a per-user folder of this machine
+(:class:`ThroughputStore`, :func:`machine_dir`), so a job on CPU can say before a long step how long it will take.
 """
 
 from __future__ import annotations
@@ -286,12 +286,27 @@ def format_seconds(s: float) -> str:
     return f"{s / 3600:.1f} h"
 
 
+#: Batch timings kept per record (the newest): what later fits pool with.
+KEPT_TIMINGS = 256
+
+
+def machine_dir() -> Path:
+    """Where this machine's throughputs are kept, per user (not per output folder: a new folder on
+    the same machine finds them): ``$RR_THROUGHPUT_DIR``, else ``$XDG_CACHE_HOME/rr/throughput`` or
+    ``~/.cache/rr/throughput``."""
+    if os.environ.get("RR_THROUGHPUT_DIR"):
+        return Path(os.environ["RR_THROUGHPUT_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "rr" / "throughput"
+
+
 class ThroughputStore:
     """The last measured throughput per backend key (:meth:`TimesBatches.throughput_key` and this
-    host), one small JSON file each under ``cache_dir/throughput/``."""
+    host), one small JSON file each under :func:`machine_dir` (``cache_dir/throughput/`` when a
+    ``cache_dir`` is given)."""
 
-    def __init__(self, cache_dir: str | Path) -> None:
-        self.dir = Path(cache_dir) / "throughput"
+    def __init__(self, cache_dir: str | Path | None = None) -> None:
+        self.dir = machine_dir() if cache_dir is None else Path(cache_dir) / "throughput"
 
     def _path(self, key: dict) -> Path:
         return self.dir / f"{content_hash({**key, 'host': platform.node(), 'cpus': os.cpu_count()}, 16)}.json"
@@ -304,11 +319,27 @@ class ThroughputStore:
         except (OSError, ValueError, KeyError, TypeError):
             return None
 
-    def put(self, key: dict, throughput: Throughput, what: str) -> None:
-        """Record ``throughput`` for ``key`` (best effort: a read-only cache keeps nothing)."""
+    def timings(self, key: dict) -> list[BatchTiming]:
+        """The batch timings the recorded throughput of ``key`` was fitted on (newest last; ``[]``)."""
+        try:
+            data = json.loads(self._path(key).read_text())
+            return [BatchTiming(**t) for t in data.get("timings") or []]
+        except (OSError, ValueError, KeyError, TypeError):
+            return []
+
+    def put(self, key: dict, throughput: Throughput, what: str, timings: Sequence[BatchTiming] = ()) -> None:
+        """Record ``throughput`` for ``key``, with the batch timings it was fitted on (the newest
+        :data:`KEPT_TIMINGS`; later records pool theirs with them). Best effort: a read-only cache
+        keeps nothing."""
+        record = {
+            "key": key,
+            "what": what,
+            "throughput": asdict(throughput),
+            "timings": [asdict(t) for t in list(timings)[-KEPT_TIMINGS:]],
+        }
         try:
             self.dir.mkdir(parents=True, exist_ok=True)
             with atomic_write(self._path(key)) as f:
-                f.write(json.dumps({"key": key, "what": what, "throughput": asdict(throughput)}, indent=1))
+                f.write(json.dumps(record, indent=1))
         except OSError as e:
             log.debug("throughput not recorded in %s: %s", self.dir, e)

@@ -62,6 +62,9 @@ def _systems(df: pd.DataFrame, by: list[str]) -> dict[tuple, _System]:
         cols = [c for c in CELL_KEYS if c in g.columns]
         cells = g[cols].astype(str).drop_duplicates()
         row = {m: float(values[m].mean()) for m in values.columns}
+        row["n_orders"] = int(
+            g.loc[pd.to_numeric(g["k"]) > 0, "order"].nunique()
+        )  # ROR with one order: degenerate
         ids = g.drop_duplicates("example_id")
         given = (
             {

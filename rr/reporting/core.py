@@ -42,10 +42,11 @@ from rr.analysis.intervals import (  # noqa: F401 (the names sections import fro
 )
 from rr.environment import describe
 from rr.environment import environments_note as environment_note
-from rr.jobfolder import RETRIEVAL_FILE, is_started, read_config, read_summary
+from rr.jobfolder import RETRIEVAL_FILE, JobSummary, is_started, read_config, read_summary
 from rr.registry import Registry, origin_of
 from rr.reporting.coverage import Coverage, coverage
 from rr.results import (  # noqa: F401 (varying: sections import it from here)
+    distinct_examples,
     example_set,
     find_score_files,
     identify_examples,
@@ -106,12 +107,13 @@ Item = ReportTable | ReportFigure
 
 @dataclass
 class JobInfo:
-    """One job read into a report: its folder, ``summary.json`` and ``retrieval.csv``."""
+    """One job read into a report: its folder, ``summary.json`` (an empty :class:`~rr.jobfolder.JobSummary`,
+    every field absent, when the folder holds none) and ``retrieval.csv``."""
 
     job_id: str
     path: Path
     rows: int
-    summary: dict[str, Any]
+    summary: JobSummary
     retrieval: pd.DataFrame | None
     _config: Any = field(default=None, init=False, repr=False, compare=False)
 
@@ -258,8 +260,7 @@ def load_jobs(paths: str | Path | Sequence[str | Path]) -> tuple[pd.DataFrame, R
             log.warning("job %s appears twice (%s and %s); reading it once", jid, seen[jid], job_dir)
             continue
         seen[jid] = job_dir
-        written = read_summary(job_dir)
-        summary = written.to_dict() if written is not None else {}
+        summary = read_summary(job_dir) or JobSummary.from_dict({})
         retrieval = None
         if (job_dir / RETRIEVAL_FILE).exists():
             retrieval = pd.read_csv(job_dir / RETRIEVAL_FILE)
@@ -516,7 +517,7 @@ def build_report(
 
 def environments_note(ctx: ReportContext) -> str | None:
     """:func:`rr.environment.environments_note` over the report's jobs (``None``: one environment)."""
-    return environment_note({job.job_id: job.summary.get("environment") for job in ctx.jobs})
+    return environment_note({job.job_id: job.summary.environment for job in ctx.jobs})
 
 
 def _left_out(cov: Coverage) -> list[str]:
@@ -559,7 +560,7 @@ def _index(
         "# rr report",
         "",
         f"Read {len(ctx.jobs)} job(s), {len(scores)} score rows, "
-        f"{scores['example_id'].nunique()} distinct examples from `{paths}`. "
+        f"{distinct_examples(scores)} distinct examples from `{paths}`. "
         f"Intervals: {ctx.confidence:.0%} example-level (cluster) bootstrap, "
         f"{ctx.n_resamples} resamples, seed {ctx.seed}.",
         "",
@@ -575,7 +576,7 @@ def _index(
         shown = f"{held['examples']} ({held['fingerprint']})" if held else ""
         lines.append(
             f"| {job.job_id} | {job.rows} | {vals['dataset']} | {shown} | {vals['generator']} "
-            f"| {vals['strategy']} | {describe(job.summary.get('environment'))} | `{job.path}` |"
+            f"| {vals['strategy']} | {describe(job.summary.environment)} | `{job.path}` |"
         )
     lines += [
         "",
@@ -593,7 +594,7 @@ def _index(
         ]
     lines += _left_out(cov) if cov is not None else []
     lines += [f"- {note}" for note in ctx.notes] + ([""] if ctx.notes else [])
-    short = [(job, cell) for job in ctx.jobs for cell in job.summary.get("cells_short_of_k") or []]
+    short = [(job, cell) for job in ctx.jobs for cell in job.summary.cells_short_of_k]
     if short:
         lines += [
             "Cells that hold fewer documents than their k (the retriever returned fewer for some queries; "

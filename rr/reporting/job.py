@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from rr.jobfolder import JobSummary
 from rr.metrics.robustness import metric_notes
 
 #: Robustness-table column -> header shown in the console.
@@ -35,7 +35,7 @@ def print_job_report(result: Any, console: Console | None = None) -> None:
 
 
 def print_summary(
-    s: Mapping[str, Any], output_dir: Any, console: Console | None = None, already_done: bool = False
+    s: JobSummary, output_dir: Any, console: Console | None = None, already_done: bool = False
 ) -> None:
     """Print a job's tables and counts from its summary (``summary.json``'s content).
 
@@ -47,18 +47,17 @@ def print_summary(
             re-run: say so (0 model calls now) and label the counts as those of the original run.
     """
     console = console or Console(width=None if Console().is_terminal else 140)
-    if s["metrics"]:
+    metrics = [m.to_dict() for m in s.metrics]  # the robustness table's rows, as its columns name them
+    if metrics:
         t = Table(
-            title=escape(
-                f"Retrieval robustness (Cao et al. 2025) - job {s['job_id']}, {s['examples']} examples"
-            )
+            title=escape(f"Retrieval robustness (Cao et al. 2025) - job {s.job_id}, {s.examples} examples")
         )
         cols = list(_HEADERS)
         for c, h in _HEADERS.items():
             left = c in ("generator", "strategy", "retriever")
             t.add_column(h, justify="left" if left else "right", no_wrap=left)
         notes: dict[str, list[str]] = {}  # note -> the systems it applies to
-        for row in s["metrics"]:
+        for row in metrics:
             noted = metric_notes(row)
             for note in noted.values():
                 notes.setdefault(note, []).append(
@@ -77,41 +76,40 @@ def print_summary(
         console.print(t)
         for note, where in notes.items():  # a metric that would look like a result but is not one
             console.print(escape(f"— {note} ({', '.join(dict.fromkeys(where))})"))
-    elif "closed_book_accuracy" not in s:  # a summary written before the two were named apart
-        console.print(f"mean score of all {s['rows']} rows {_fmt(s.get('accuracy'))}")
+    elif s.accuracy_of_all_rows:  # a summary written before the two were named apart
+        console.print(f"mean score of all {s.rows} rows {_fmt(s.accuracy)}")
     else:
         console.print(
-            f"accuracy (k > 0) {_fmt(s.get('accuracy'))}, closed-book accuracy (k = 0) "
-            f"{_fmt(s.get('closed_book_accuracy'))}; {s['rows']} rows "
+            f"accuracy (k > 0) {_fmt(s.accuracy)}, closed-book accuracy (k = 0) "
+            f"{_fmt(s.closed_book_accuracy)}; {s.rows} rows "
             "(robustness metrics need k=0 and two k > 0)"
         )
-    if s.get("planted"):
-        print_planted(s["planted"], s["metrics"], console)
-    recall = s.get("answer_recall") or {}
-    if recall:
+    if s.planted:
+        print_planted(s.planted, metrics, console)
+    if s.answer_recall:
         r = Table(title="Answer recall of the top-k documents (Cao et al. Fig. 3)")
-        ks = sorted({int(k) for per in recall.values() for k in per})
+        ks = sorted({int(k) for per in s.answer_recall.values() for k in per})
         r.add_column("retriever")
         for k in ks:
             r.add_column(f"k={k}", justify="right")
-        for name, per in recall.items():
+        for name, per in s.answer_recall.items():
             r.add_row(escape(str(name)), *[f"{per.get(str(k), float('nan')):.3f}" for k in ks])
         console.print(r)
-    for line in approximate_index_lines(s.get("approximate_indexes") or {}):
+    for line in approximate_index_lines(s.approximate_indexes or {}):
         console.print(escape(line))
     counts = (
-        f"requests {s['requests']}, unique {s['unique_requests']}, model calls {s['model_calls']}, "
-        f"cache hits {s['cache_hits']}; answer-extraction fallbacks {s['answer_extraction_fallbacks']} "
-        "(outputs without an 'Answer:' marker: their first non-empty line is taken as the answer); "
-        f"rows truncated to fit the window {s['rows_truncated_to_fit_window']}; "
-        f"rows over the window (not sent) {s.get('rows_over_window', 0)}; wall {s['wall_s']:.1f}s"
+        f"requests {s.requests}, unique {s.unique_requests}, model calls {s.model_calls}, "
+        f"cache hits {s.cache_hits}; answer-extraction fallbacks {s.answer_extraction_fallbacks} "
+        "(outputs without an 'Answer:' marker: with scoring.text=extracted their first non-empty line is scored); "
+        f"rows truncated to fit the window {s.rows_truncated_to_fit_window}; "
+        f"rows over the window (not sent) {s.rows_over_window or 0}; wall {s.wall_s:.1f}s"
     )
-    for line in judge_fallback_lines(s.get("counters") or {}):
+    for line in judge_fallback_lines(s.counters):
         console.print(escape(line))
     if already_done:
         console.print(
             escape(
-                f"job {s['job_id']} was already done: nothing re-run, model calls 0 (force=true re-runs it). "
+                f"job {s.job_id} was already done: nothing re-run, model calls 0 (force=true re-runs it). "
                 f"Its first run: {counts}"
             )
         )

@@ -15,9 +15,11 @@ written for rr: no library, no CDN, no network) plus data files::
     data/index.js              systems, cells, datasets, flip kinds, McNemar pairs, shard bounds
     data/pairs.js              each McNemar pair's discordant examples and cells (the examples list)
     data/rows-NNN.js           the examples list, in chunks of whole examples
-    data/ex/e-NNN.js           example shards: every row of a few examples, column by column
+    data/ex/e-NNNN.js          example shards: every row of a few examples, column by column
                                (loaded by example.html)
-    data/p/p-NNN.js            passage shards: each passage text once (loaded when a page needs it)
+    data/pr/pr-NNNN.js         prompt shards: the prompts of example shard NNNN's rows (loaded
+                               when a prompt is opened)
+    data/p/p-NNNN.js           passage shards: each passage text once (loaded when a page needs it)
     figures/, tables/          the report's PNG figures and CSV tables, copied
 
 Pages open from ``file://``, where Chromium refuses ``fetch()`` of local files, so every data
@@ -43,12 +45,19 @@ whole columns, not rows, are turned into JSON (pyarrow joins each column's JSON 
 at a time), documents are compared with their ranking as id lists and stored as a prefix of it,
 its reverse, or positions in it, and the McNemar pairs are read from the report's paired tests.
 
+**Stages.** The build runs stages in order (:mod:`~rr.reporting.site.build` lists them); each
+takes what it needs and returns a frozen record (:class:`~rr.reporting.site.index.ScoreIndex`,
+:class:`~rr.reporting.site.documents.Documents`, :class:`~rr.reporting.site.flips.Flips`,
+:class:`~rr.reporting.site.pairs.Pairs`, :class:`~rr.reporting.site.passages.PassageFiles`) that
+later stages read and none changes.
+
 **Files.** :mod:`~rr.reporting.site.build` (the entry point and its stage timings,
 :mod:`~rr.reporting.site.clock`), :mod:`~rr.reporting.site.index` (the score table indexed:
-examples, systems, cells, list rows), :mod:`~rr.reporting.site.flips` and
+examples, systems, cells, list rows, questions), :mod:`~rr.reporting.site.flips` and
 :mod:`~rr.reporting.site.pairs` (flips, McNemar pairs), :mod:`~rr.reporting.site.documents` and
 :mod:`~rr.reporting.site.passages` (each row's documents, the passages and their texts),
-:mod:`~rr.reporting.site.rows` (the examples list's, example shards' and index's data files),
+:mod:`~rr.reporting.site.rows` (the examples list's, example and prompt shards' and index's data
+files), :mod:`~rr.reporting.site.papers` (the paper values' links to their examples),
 :mod:`~rr.reporting.site.pages` (the pages, the overview's data, the copied assets and report
 files), :mod:`~rr.reporting.site.encoding` (JSON and the pyarrow literal builders),
 :mod:`~rr.reporting.site.format` (the data files' fields and :data:`~rr.reporting.site.format.FORMAT_VERSION`).
@@ -59,7 +68,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rr.reporting.site.build import SiteInfo, build_site
-from rr.reporting.site.encoding import _json_strings, _runs_json
 from rr.reporting.site.flips import FLIP_BITS, FLIP_LABELS
 
-__all__: Sequence[str] = ("FLIP_BITS", "FLIP_LABELS", "SiteInfo", "build_site", "_json_strings", "_runs_json")
+__all__: Sequence[str] = ("FLIP_BITS", "FLIP_LABELS", "SiteInfo", "build_site")

@@ -1,4 +1,17 @@
-"""The site's build: :func:`build_site`, the entry point, runs the stages in order and times them."""
+"""The site's build: :func:`build_site`, the entry point, runs the stages in order and times them.
+
+Each stage takes what it needs and returns a record; none changes another's:
+
+    index_scores(table)                        -> ScoreIndex    (index.py)
+    number_documents(index, jobs, loader)      -> Documents     (documents.py; with the Passages numbered)
+    compute_flips(index)                       -> Flips         (flips.py)
+    compute_pairs(index, report)               -> Pairs         (pairs.py)
+    overview_data(report, ctx, index, ...)     -> overview.js   (pages.py)
+    write_rows(index, flips, data)             -> row chunks    (rows.py: rows-NNN.js)
+    write_examples(index, flips, documents, …) -> example shards (rows.py: ex/, pr/)
+    documents.passages.write(data, clock)      -> PassageFiles  (passages.py: p/)
+    index_data(index, flips, pairs, …)         -> index.js      (rows.py)
+"""
 
 from __future__ import annotations
 
@@ -13,16 +26,15 @@ from typing import Any
 import pandas as pd
 
 from rr.reporting.core import Report, ReportContext
-from rr.reporting.site.clock import _Clock
+from rr.reporting.site.clock import Clock
 from rr.reporting.site.documents import number_documents
-from rr.reporting.site.encoding import _write
+from rr.reporting.site.encoding import write_data_file
 from rr.reporting.site.flips import compute_flips
 from rr.reporting.site.format import Index, Overview, PairExamples
-from rr.reporting.site.index import _Model
-from rr.reporting.site.pages import _copy_assets, _copy_report_files, _overview
+from rr.reporting.site.index import index_scores
+from rr.reporting.site.pages import copy_assets, copy_report_files, overview_data
 from rr.reporting.site.pairs import compute_pairs
-from rr.reporting.site.passages import _Passages
-from rr.reporting.site.rows import index, write_examples, write_rows
+from rr.reporting.site.rows import index_data, write_examples, write_rows
 
 
 @dataclass
@@ -95,39 +107,43 @@ def _build_site(
     (out / "data" / "ex").mkdir(parents=True)
     (out / "data" / "p").mkdir(parents=True)
     info = SiteInfo(out)
-    _copy_assets(out)
-    _copy_report_files(report, out)
+    copy_assets(out)
+    copy_report_files(report, out)
 
-    clock = _Clock(info.stage_seconds)
-    model = _Model(df.reset_index(drop=True), ctx, clock)
-    passages = _Passages(ctx, corpus_loader)
-    documents = number_documents(model, passages)
+    clock = Clock(info.stage_seconds)
+    idx = index_scores(df.reset_index(drop=True))
+    clock("index")
+    documents = number_documents(idx, ctx.jobs, corpus_loader)
     clock("documents")
     # the passages' texts are read (pyarrow's JSON reader, off the GIL) while the rest is built
-    passages.read_texts_in_background()
-    compute_flips(model)
+    documents.passages.read_texts_in_background()
+    flips = compute_flips(idx)
     clock("flips")
-    compute_pairs(model, report if scores is None else None)
+    pairs = compute_pairs(idx, report if scores is None else None)
     clock("mcnemar")
-    info.notes += model.notes
-    _write(out / "data" / "overview.js", Overview.kind, None, _overview(report, ctx, model))
+    notes = [*idx.notes, *flips.notes, *pairs.notes]
+    data = out / "data"
+    write_data_file(
+        data / "overview.js", Overview.kind, None, overview_data(report, ctx, idx, flips, pairs, notes)
+    )
     clock("overview")
-    write_rows(model, out / "data")
+    row_chunks = write_rows(idx, flips, data)
     clock("rows")
-    write_examples(model, out / "data" / "ex", documents)
+    ex_shards = write_examples(idx, flips, documents, ctx.jobs, data / "ex")
     clock("examples")
-    passages.write(out / "data", clock)
-    _write(out / "data" / "index.js", Index.kind, None, index(model, passages))
-    _write(
-        out / "data" / "pairs.js",
+    passages = documents.passages.write(data, clock)
+    index = index_data(idx, flips, pairs, notes, row_chunks, ex_shards, passages)
+    write_data_file(data / "index.js", Index.kind, None, index)
+    write_data_file(
+        data / "pairs.js",
         PairExamples.kind,
         None,
-        [{f: p[f] for f in PairExamples.fields().values()} for p in model.pairs],
+        [{f: p[f] for f in PairExamples.fields().values()} for p in pairs.compared],
     )
     clock("passages")
-    info.notes += passages.notes
-    info.examples, info.list_rows = len(model.examples), model.n_list_rows
-    info.passages, info.passages_unreadable = len(passages.ids), passages.unreadable
+    info.notes += [*notes, *passages.notes]
+    info.examples, info.list_rows = len(idx.examples), idx.n_list_rows
+    info.passages, info.passages_unreadable = passages.count, passages.unreadable
     files = [f for f in out.rglob("*") if f.is_file()]
     info.files, info.bytes = len(files), sum(f.stat().st_size for f in files)
     info.seconds = time.perf_counter() - t0

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 
-class _Clock:
+class Clock:
     """Adds the seconds since its last call to ``stages[name]`` (the stages of :class:`SiteInfo`)."""
 
     def __init__(self, stages: dict[str, float]) -> None:

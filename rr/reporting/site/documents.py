@@ -1,38 +1,49 @@
-"""Each row's documents as the example shards store them: a prefix of its ranking, the ranking
-reversed, positions in it, or passage numbers (:class:`rr.reporting.site.passages._Passages`)."""
+"""The documents stage: each row's documents as the example shards store them (a prefix of its
+ranking, the ranking reversed, positions in it, or passage numbers), and the passages they show,
+numbered (:class:`rr.reporting.site.passages.Passages`)."""
 
 from __future__ import annotations
 
 import array
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rr.reporting.site.encoding import _codes, _id_lists, _int_literals, _list_literals, _str_list, _text
-from rr.reporting.site.index import _Model
-from rr.reporting.site.passages import _Passages
+from rr.reporting.core import JobInfo
+from rr.reporting.site.encoding import codes, id_lists, int_literals, large_text, list_literals, str_list
+from rr.reporting.site.index import ScoreIndex
+from rr.reporting.site.passages import Passages
 
 
-@dataclass
-class _Documents:
-    """Each row's documents as the example shards store them (:func:`_documents`)."""
+@dataclass(frozen=True)
+class Documents:
+    """Each row's documents as the example shards store them (:func:`number_documents`), rows in
+    :attr:`ScoreIndex.order <rr.reporting.site.index.ScoreIndex.order>`."""
 
     ref: np.ndarray  # per row: its ranking's index among its example's (-1: none)
     docs: pa.Array  # per row: the JSON of its documents
     ranked: list[str]  # per example: the JSON of its rankings' passage numbers
+    passages: Passages  # the passages they show, numbered (their texts read and written later)
 
 
-def number_documents(model: _Model, passages: _Passages) -> _Documents:
-    """Each row's documents as the example shards store them (:func:`_documents`), numbering
-    the passages they show in ``passages``; sets ``model.order`` (rows by example, system, cell)."""
-    model.order = np.lexsort((model.cell, model.sys, model.ex))  # rows by example, system, cell
-    return _documents(model, model.order, passages)
+def number_documents(
+    idx: ScoreIndex, jobs: Sequence[JobInfo], corpus_loader: Callable[[Path], Any] | None = None
+) -> Documents:
+    """Each row's documents as the example shards store them (:func:`_documents`), and the
+    passages they show, numbered in a new :class:`Passages` of the ``jobs``' corpora."""
+    passages = Passages(jobs, corpus_loader)
+    ref, docs, ranked = _documents(idx, idx.order, passages)
+    return Documents(ref, docs, ranked, passages)
 
 
-def _documents(model: _Model, order: np.ndarray, passages: _Passages) -> _Documents:
+def _documents(
+    idx: ScoreIndex, order: np.ndarray, passages: Passages
+) -> tuple[np.ndarray, pa.Array, list[str]]:
     """Each row's documents (rows in ``order``), as the example shards store them.
 
     A ranking is the longest ``original``-order k > 0 list of a (job, example, retriever,
@@ -42,27 +53,25 @@ def _documents(model: _Model, order: np.ndarray, passages: _Passages) -> _Docume
     ``{"r": [positions in the ranking]}`` when they are all in it (a shuffled order), else the
     list of their passage numbers; ``0`` without documents.
     """
-    df = model.df
+    df = idx.df
     n = len(order)
-    n_ex = len(model.examples)
-    none = _Documents(
-        np.full(n, -1, dtype=np.int64), _int_literals(np.zeros(n, dtype=np.int64)), ["[]"] * n_ex
-    )
+    n_ex = len(idx.examples)
+    none = (np.full(n, -1, dtype=np.int64), int_literals(np.zeros(n, dtype=np.int64)), ["[]"] * n_ex)
     if "doc_ids" not in df.columns or not n:
         return none
-    column, lens = _id_lists(df["doc_ids"].to_numpy()[order])
+    column, lens = id_lists(df["doc_ids"].to_numpy()[order])
     has = lens > 0
     if not has.any():
         return none
     flat = np.concatenate(list(column[has]))  # every row's ids, one after the other
     ids = flat.tolist()
     start = np.r_[0, np.cumsum(lens)[:-1]]
-    job = _codes(df, "job_id", order)
-    job_names = _str_list(df, "job_id", order)
+    job = codes(df, "job_id", order)
+    job_names = str_list(df, "job_id", order)
     # the (job, example, retriever, perturbations) of each row, as one number
-    key = model.ex[order].astype(np.int64)
+    key = idx.ex[order].astype(np.int64)
     for name in ("retriever", "query_perturbation", "doc_perturbation"):
-        part = _codes(df, name, order)
+        part = codes(df, name, order)
         key = key * (int(part.max()) + 1) + part
     key = key * (int(job.max()) + 1) + job
     _, rk = np.unique(key, return_inverse=True)
@@ -71,7 +80,7 @@ def _documents(model: _Model, order: np.ndarray, passages: _Passages) -> _Docume
         if "order" in df.columns
         else np.zeros(n, dtype=bool)
     )
-    cand = np.flatnonzero(original & (model.k[order] > 0) & has)
+    cand = np.flatnonzero(original & (idx.k[order] > 0) & has)
     # per key: its first candidate row (the ranking's place) and its longest (the first longest)
     by_first = cand[np.unique(rk[cand], return_index=True)[1]]
     longest = cand[np.lexsort((cand, -lens[cand], rk[cand]))]
@@ -80,7 +89,7 @@ def _documents(model: _Model, order: np.ndarray, passages: _Passages) -> _Docume
     ranking_of[rk[longest]] = longest
     place = np.full(len(ranking_of), -1, dtype=np.int64)  # key -> index among its example's
     first_rows = np.sort(by_first)  # rankings in the order of their first row
-    ex_of = model.ex[order][first_rows]
+    ex_of = idx.ex[order][first_rows]
     place[rk[first_rows]] = np.arange(len(first_rows)) - np.searchsorted(ex_of, ex_of, "left")
     # the rankings' passages numbered all at once, in example order (the order pages use them)
     rank_rows = ranking_of[rk[first_rows]]
@@ -88,9 +97,9 @@ def _documents(model: _Model, order: np.ndarray, passages: _Passages) -> _Docume
     bounds = np.r_[0, np.cumsum(rank_lens)]
     gather = np.repeat(start[rank_rows] - bounds[:-1], rank_lens) + np.arange(bounds[-1])
     numbers = passages.number_runs([job_names[r] for r in rank_rows.tolist()], rank_lens, flat[gather])
-    rankings = _list_literals(numbers, bounds)  # "[n,n,...]" per ranking
+    rankings = list_literals(numbers, bounds)  # "[n,n,...]" per ranking
     per_ex = np.r_[0, np.cumsum(np.bincount(ex_of, minlength=n_ex))]
-    ranked = _list_literals(rankings, per_ex).to_pylist()  # "[[...],[...]]" per example
+    ranked = list_literals(rankings, per_ex).to_pylist()  # "[[...],[...]]" per example
     # each row against its ranking: as ids, the first id checked first (most rows differ there)
     row_ranking = ranking_of[rk]
     ref = np.where(has & (row_ranking >= 0), place[rk], -1)
@@ -111,7 +120,7 @@ def _documents(model: _Model, order: np.ndarray, passages: _Passages) -> _Docume
     rows = np.flatnonzero(has)
     for i, e, s, m, rs, rrow, pre, rev in zip(
         rows.tolist(),
-        model.ex[order][rows].tolist(),
+        idx.ex[order][rows].tolist(),
         start[rows].tolist(),
         lens[rows].tolist(),
         rstart[rows].tolist(),
@@ -147,14 +156,14 @@ def _documents(model: _Model, order: np.ndarray, passages: _Passages) -> _Docume
                 del values[before:]
         listed_r.append(False)
         values.extend(passages.numbers(job_names[i], mine))
-    docs = _int_literals(count)
+    docs = int_literals(count)
     if listed:
         at = np.asarray(listed, dtype=np.int64)
-        lists = _list_literals(np.frombuffer(values, dtype=np.int64), np.r_[0, np.cumsum(lens[at])])
+        lists = list_literals(np.frombuffer(values, dtype=np.int64), np.r_[0, np.cumsum(lens[at])])
         is_r = pa.array(listed_r, pa.bool_())
-        wrapped = pc.binary_join_element_wise(_text('{"r":'), lists, _text("}"), _text(""))
+        wrapped = pc.binary_join_element_wise(large_text('{"r":'), lists, large_text("}"), large_text(""))
         lists = pc.if_else(is_r, wrapped, lists)
         mask = np.zeros(n, dtype=bool)
         mask[at] = True
         docs = pc.replace_with_mask(docs, pa.array(mask), lists)
-    return _Documents(ref, docs, ranked)
+    return ref, docs, ranked

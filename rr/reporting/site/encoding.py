@@ -16,15 +16,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 
-def _write(path: Path, kind: str, key: int | None, payload: Any) -> int:
+def write_data_file(path: Path, kind: str, key: int | None, payload: Any) -> int:
     """Write ``RR.load(kind, key, payload);`` to ``path``; return the bytes written."""
-    text = f"RR.load({json.dumps(kind)},{json.dumps(key)},{_json(payload)});\n"
+    text = f"RR.load({json.dumps(kind)},{json.dumps(key)},{to_json(payload)});\n"
     data = text.encode("utf-8")
     path.write_bytes(data)
     return len(data)
 
 
-def _json(obj: Any) -> str:
+def to_json(obj: Any) -> str:
     return _ENCODER.encode(obj)
 
 
@@ -32,7 +32,7 @@ def _plain(obj: Any) -> Any:
     if isinstance(obj, np.integer):
         return int(obj)
     if isinstance(obj, np.floating):
-        return _num(float(obj))
+        return json_number(float(obj))
     if isinstance(obj, np.bool_):
         return bool(obj)
     if isinstance(obj, np.ndarray):
@@ -48,7 +48,7 @@ _ENCODER = json.JSONEncoder(
 )
 
 
-def _num(v: Any) -> Any:
+def json_number(v: Any) -> Any:
     """A JSON-safe number: None for NaN / inf, floats to 10 significant digits."""
     if v is None:
         return None
@@ -65,17 +65,17 @@ def _num(v: Any) -> Any:
     return float(f"{f:.10g}")
 
 
-def _text(value: str) -> pa.Scalar:
+def large_text(value: str) -> pa.Scalar:
     """A pyarrow large-string scalar (what the JSON-building kernels here take)."""
     return pa.scalar(value, pa.large_string())
 
 
-def _int_literals(values: np.ndarray) -> pa.Array:
+def int_literals(values: np.ndarray) -> pa.Array:
     """Integers as their JSON literals."""
     return pc.cast(pa.array(values, pa.int64()), pa.large_string())
 
 
-def _count_literals(df: pd.DataFrame, name: str, rows: np.ndarray) -> pa.Array:
+def count_literals(df: pd.DataFrame, name: str, rows: np.ndarray) -> pa.Array:
     """Column ``name`` at ``rows`` as JSON integers (``null``: missing, or the column absent)."""
     if name not in df.columns:
         return pa.array(np.full(len(rows), "null", dtype=object), pa.large_string())
@@ -84,27 +84,27 @@ def _count_literals(df: pd.DataFrame, name: str, rows: np.ndarray) -> pa.Array:
     return pc.fill_null(pc.cast(ints, pa.large_string()), "null")
 
 
-def _list_literals(values: np.ndarray | pa.Array, bounds: np.ndarray) -> pa.Array:
+def list_literals(values: np.ndarray | pa.Array, bounds: np.ndarray) -> pa.Array:
     """``"[v,v,...]"`` for each run ``values[bounds[j]:bounds[j + 1]]``: integers, or strings that
     are already JSON (a list of lists)."""
     if not isinstance(values, pa.Array):
-        values = _int_literals(values)
+        values = int_literals(values)
     elif values.type != pa.large_string():
         values = values.cast(pa.large_string())
     runs = pa.LargeListArray.from_arrays(pa.array(bounds, pa.int64()), values)
-    joined = pc.binary_join(runs, _text(","))
-    return pc.binary_join_element_wise(_text("["), joined, _text("]"), _text(""))
+    joined = pc.binary_join(runs, large_text(","))
+    return pc.binary_join_element_wise(large_text("["), joined, large_text("]"), large_text(""))
 
 
-def _runs_json(values: pa.Array, bounds: Sequence[int], per: int = 32) -> Iterator[str]:
-    """:func:`_list_literals` of each run ``values[bounds[j]:bounds[j + 1]]``, made ``per`` runs
+def runs_json(values: pa.Array, bounds: Sequence[int], per: int = 32) -> Iterator[str]:
+    """:func:`list_literals` of each run ``values[bounds[j]:bounds[j + 1]]``, made ``per`` runs
     at a time (a site's texts are not all copied at once)."""
     for j in range(0, len(bounds) - 1, per):
         b = np.asarray(bounds[j : j + per + 1], dtype=np.int64)
-        yield from _list_literals(values.slice(int(b[0]), int(b[-1] - b[0])), b - b[0]).to_pylist()
+        yield from list_literals(values.slice(int(b[0]), int(b[-1] - b[0])), b - b[0]).to_pylist()
 
 
-def _records(df: pd.DataFrame | None) -> list[dict[str, Any]]:
+def records_of(df: pd.DataFrame | None) -> list[dict[str, Any]]:
     return [] if df is None else df.to_dict("records")
 
 
@@ -112,7 +112,7 @@ def _isna(v: Any) -> bool:
     return v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v))
 
 
-def _str_list(df: pd.DataFrame, name: str, rows: np.ndarray, default: str = "") -> list[str]:
+def str_list(df: pd.DataFrame, name: str, rows: np.ndarray, default: str = "") -> list[str]:
     """Column ``name`` at ``rows`` as Python strings (missing values as ``""``; ``default`` for
     every row when the column is absent)."""
     if name not in df.columns:
@@ -123,7 +123,7 @@ def _str_list(df: pd.DataFrame, name: str, rows: np.ndarray, default: str = "") 
     return ["" if _isna(v) else str(v) for v in s.to_numpy()[rows]]
 
 
-def _arrow_strings(df: pd.DataFrame, name: str, rows: np.ndarray, default: str = "") -> pa.Array:
+def arrow_strings(df: pd.DataFrame, name: str, rows: np.ndarray, default: str = "") -> pa.Array:
     """Column ``name`` at ``rows`` as a pyarrow string array (missing values as ``""``; ``default``
     for every row when the column is absent)."""
     if name not in df.columns:
@@ -132,11 +132,11 @@ def _arrow_strings(df: pd.DataFrame, name: str, rows: np.ndarray, default: str =
     if isinstance(s.dtype, pd.StringDtype) and s.dtype.storage == "pyarrow":
         values = pa.array(s)  # the column's own arrow data
     else:
-        values = pa.array(_str_list(df, name, np.arange(len(df))), pa.large_string())
+        values = pa.array(str_list(df, name, np.arange(len(df))), pa.large_string())
     return pc.fill_null(values.take(pa.array(rows)), "")
 
 
-def _flag_literals(df: pd.DataFrame, name: str, rows: np.ndarray) -> pa.Array:
+def flag_literals(df: pd.DataFrame, name: str, rows: np.ndarray) -> pa.Array:
     """Column ``name`` at ``rows`` as ``true`` / ``false`` / ``null`` (missing, or the column absent)."""
     if name not in df.columns:
         return pa.array(np.full(len(rows), "null", dtype=object), pa.large_string())
@@ -146,33 +146,33 @@ def _flag_literals(df: pd.DataFrame, name: str, rows: np.ndarray) -> pa.Array:
     return pc.fill_null(pc.cast(pa.array(values, pa.bool_()), pa.large_string()), "null")
 
 
-def _score_literals(scores: np.ndarray) -> pa.Array:
-    """Scores as JSON numbers (:func:`_num`: ``null`` for NaN; 0 and 1, most of them, as ``0``
+def score_literals(scores: np.ndarray) -> pa.Array:
+    """Scores as JSON numbers (:func:`json_number`: ``null`` for NaN; 0 and 1, most of them, as ``0``
     and ``1``)."""
     literals = np.where(scores == 1.0, "1", "0").astype(object)
     for i in np.flatnonzero(~np.isin(scores, (0.0, 1.0))).tolist():
-        literals[i] = _json(_num(float(scores[i])))
+        literals[i] = to_json(json_number(float(scores[i])))
     return pa.array(literals, pa.large_string())
 
 
-def _codes(df: pd.DataFrame, name: str, rows: np.ndarray) -> np.ndarray:
+def codes(df: pd.DataFrame, name: str, rows: np.ndarray) -> np.ndarray:
     """Column ``name`` at ``rows`` as numbers from 0 (one per distinct value; 0 when absent)."""
     if name not in df.columns:
         return np.zeros(len(rows), dtype=np.int64)
     return pd.factorize(df[name])[0][rows].astype(np.int64) + 1  # missing: -1 -> 0
 
 
-def _id_lists(column: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def id_lists(column: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``doc_ids`` values as sequences of ids (arrays and lists as they are; a missing value as no
     ids, one string as one id) and how many ids each holds."""
     if not set(map(type, column)) <= {np.ndarray, list, tuple}:
         lists = np.empty(len(column), dtype=object)
-        lists[:] = [_as_list(v) for v in column]
+        lists[:] = [as_list(v) for v in column]
         column = lists
     return column, np.fromiter(map(len, column), dtype=np.int64, count=len(column))
 
 
-def _as_list(v: Any) -> list[Any]:
+def as_list(v: Any) -> list[Any]:
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return []
     if isinstance(v, str):
@@ -182,7 +182,7 @@ def _as_list(v: Any) -> list[Any]:
     return list(v)
 
 
-def _char_diff(a: str, b: str) -> list[list[str]]:
+def char_diff(a: str, b: str) -> list[list[str]]:
     """``b`` against ``a`` character by character: ``[op, text]`` with op ``=``, ``-`` (only in
     ``a``) or ``+`` (only in ``b``)."""
     out: list[list[str]] = []
@@ -197,14 +197,14 @@ def _char_diff(a: str, b: str) -> list[list[str]]:
     return out
 
 
-def _json_strings(values: pa.Array | pa.ChunkedArray) -> pa.Array:
+def json_strings(values: pa.Array | pa.ChunkedArray) -> pa.Array:
     """Each string as its JSON literal (null as ``null``), made by pyarrow: quoted as it is unless
     it holds a quote, a backslash or a control character (those few through :data:`_ENCODER`)."""
     if isinstance(values, pa.ChunkedArray):
         values = values.combine_chunks()
     values = values.cast(pa.large_string())  # 64-bit offsets: a site's texts may pass 2 GiB
     special = pc.fill_null(pc.match_substring_regex(values, r'[\x00-\x1f"\\]'), False)
-    out = pc.binary_join_element_wise(_text('"'), values, _text('"'), _text(""))
+    out = pc.binary_join_element_wise(large_text('"'), values, large_text('"'), large_text(""))
     if pc.any(special).as_py():
         fixed = [_ENCODER.encode(v) for v in values.filter(special).to_pylist()]
         out = pc.replace_with_mask(out, special, pa.array(fixed, pa.large_string()))

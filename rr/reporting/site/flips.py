@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -10,7 +11,7 @@ import pandas as pd
 
 from rr.metrics.flips import KINDS, doc_perturbation_flips, query_perturbation_flips, robustness_flips
 from rr.reporting.site.format import FlipCount
-from rr.reporting.site.index import _Model
+from rr.reporting.site.index import ScoreIndex
 
 #: Bit of each flip kind in a row's flip characters.
 FLIP_BITS = {kind: 1 << i for i, kind in enumerate(KINDS)}
@@ -34,39 +35,55 @@ FLIP_LABELS = {
 FLIP_CHARS = "0123456789abcdefghijklmnopqrstuv"
 
 
-def _mark(model: _Model, rows: np.ndarray, kind: str) -> None:
+@dataclass(frozen=True)
+class Flips:
+    """Each slot's flip kinds (:func:`compute_flips`): a bit mask of :data:`FLIP_BITS` per
+    (example, system) list row's cell, and the groups a kind could not be computed for."""
+
+    buf: np.ndarray  # per slot (ScoreIndex.slots): its flip mask
+    errors: dict[str, list[str]]  # flip kind -> the groups it was not computed for, and why
+    notes: tuple[str, ...]
+
+    def chars(self) -> np.ndarray:
+        """Each slot's flip mask as its character (:data:`FLIP_CHARS`), as bytes."""
+        return np.frombuffer(FLIP_CHARS.encode(), dtype=np.uint8)[self.buf]
+
+
+def _mark(buf: np.ndarray, idx: ScoreIndex, rows: np.ndarray, kind: str) -> None:
     if len(rows):
-        np.bitwise_or.at(model.flip_buf, model.offsets[model.row[rows]] + model.pos[rows], FLIP_BITS[kind])
+        np.bitwise_or.at(buf, idx.slots(rows), FLIP_BITS[kind])
 
 
-def _rows_of(model: _Model, flips: pd.DataFrame, on: list[str]) -> np.ndarray:
-    """Row numbers of ``model.df`` matching ``flips`` on ``on`` (values compared as strings)."""
+def _rows_of(idx: ScoreIndex, flips: pd.DataFrame, on: list[str]) -> np.ndarray:
+    """Row numbers of ``idx.df`` matching ``flips`` on ``on`` (values compared as strings)."""
     if flips.empty:
         return np.array([], dtype=int)
-    left = model.df[on].astype(str).assign(_row=np.arange(len(model.df)))
+    left = idx.df[on].astype(str).assign(_row=np.arange(len(idx.df)))
     right = flips[on].astype(str).drop_duplicates()
     return left.merge(right, on=on, how="inner")["_row"].to_numpy()
 
 
-def compute_flips(model: _Model) -> None:
-    """Mark each row's flips (:data:`FLIP_BITS`) in :attr:`flip_buf`."""
-    df = model.df
+def compute_flips(idx: ScoreIndex) -> Flips:
+    """Each row's flips (:data:`FLIP_BITS`), marked at its slot."""
+    df = idx.df
+    buf = np.zeros(int(idx.offsets[-1]), dtype=np.uint8)
+    errors: dict[str, list[str]] = {kind: [] for kind in KINDS}
     cell = ["example_id", "retriever", "k", "order"]
     needed = {"example_id", "k", "order", "score", "retriever"}
     if needed <= set(df.columns):
-        slim = df[list(dict.fromkeys([*needed, *model.by]))]  # not the wide columns (doc_ids, outputs)
-        for key, group in slim.groupby(model.by, sort=True, dropna=False) if model.by else [((), slim)]:
+        slim = df[list(dict.fromkeys([*needed, *idx.by]))]  # not the wide columns (doc_ids, outputs)
+        for key, group in slim.groupby(idx.by, sort=True, dropna=False) if idx.by else [((), slim)]:
             try:
                 flips = robustness_flips(group)
             except ValueError as err:
-                label = ", ".join(f"{c}={v}" for c, v in zip(model.by, np.atleast_1d(key), strict=False))
+                label = ", ".join(f"{c}={v}" for c, v in zip(idx.by, np.atleast_1d(key), strict=False))
                 for kind in ("ndr", "rsr", "ror"):
-                    model.flip_errors[kind].append(f"{label}: {err}")
+                    errors[kind].append(f"{label}: {err}")
                 continue
             sub = group[cell].astype(str).assign(_row=group.index.to_numpy())
             hits = sub.merge(flips[cell].astype(str).assign(kind=flips["kind"]), on=cell, how="inner")
             for kind, rows in hits.groupby("kind")["_row"]:  # one merge for the three kinds
-                _mark(model, rows.to_numpy(), str(kind))
+                _mark(buf, idx, rows.to_numpy(), str(kind))
     perturbation_flips = (
         ("query_perturbation", query_perturbation_flips, "query"),
         ("doc_perturbation", doc_perturbation_flips, "doc"),
@@ -76,27 +93,31 @@ def compute_flips(model: _Model) -> None:
             try:
                 pf = flips_of(df)
                 on = [c for c in pf.columns if c not in ("y_original", "y_perturbed", "C")]
-                _mark(model, _rows_of(model, pf, on), kind)
+                _mark(buf, idx, _rows_of(idx, pf, on), kind)
             except ValueError as err:
-                model.flip_errors[kind].append(str(err))
-    for kind, errs in model.flip_errors.items():
-        if errs:
-            model.notes.append(f"{FLIP_LABELS[kind][0]}s not computed for {len(errs)} group(s): {errs[0]}")
+                errors[kind].append(str(err))
+    notes = tuple(
+        f"{FLIP_LABELS[kind][0]}s not computed for {len(errs)} group(s): {errs[0]}"
+        for kind, errs in errors.items()
+        if errs
+    )
+    return Flips(buf, errors, notes)
 
 
-def flip_counts(model: _Model) -> dict[str, Any]:
+def flip_counts(idx: ScoreIndex, flips: Flips) -> dict[str, Any]:
+    """Flip kind -> :class:`~rr.reporting.site.format.FlipCount` (how many list rows have one)."""
     out = {}
     for kind, bit in FLIP_BITS.items():
-        rows = np.zeros(model.n_list_rows, dtype=bool)
-        hit = (model.flip_buf & bit) > 0
+        rows = np.zeros(idx.n_list_rows, dtype=bool)
+        hit = (flips.buf & bit) > 0
         if hit.any():
-            owner = np.searchsorted(model.offsets, np.nonzero(hit)[0], side="right") - 1
+            owner = np.searchsorted(idx.offsets, np.nonzero(hit)[0], side="right") - 1
             rows[owner] = True
         out[kind] = {
             FlipCount.label: FLIP_LABELS[kind][0],
             FlipCount.metric: FLIP_LABELS[kind][1],
             FlipCount.means: FLIP_LABELS[kind][2],
             FlipCount.rows: int(rows.sum()),
-            FlipCount.errors: model.flip_errors[kind],
+            FlipCount.errors: flips.errors[kind],
         }
     return out

@@ -8,7 +8,7 @@ reads off a payload is declared here (and the site's tests that the files hold e
 fields). :data:`FORMAT_VERSION` is written into ``index.js`` and ``overview.js``; raise it when a
 field changes meaning, is renamed or goes away.
 
-Every data file is a script ``RR.load(kind, key, payload);`` (:func:`~rr.reporting.site.encoding._write`).
+Every data file is a script ``RR.load(kind, key, payload);`` (:func:`~rr.reporting.site.encoding.write_data_file`).
 """
 
 from __future__ import annotations
@@ -210,19 +210,14 @@ class Overview(Record):
     resamples = Field("resamples", "bootstrap resamples of the intervals")
     confidence = Field("confidence", "their confidence level")
     seed = Field("seed", "their seed")
-    jobs = Field(
-        "jobs", "each job: id, rows, folder, calls, time, accuracies, environment, differing config values"
-    )
+    jobs = Field("jobs", "list of OverviewJob")
     config_keys = Field("config_keys", "the config keys whose values differ between jobs")
-    sweeps = Field("sweeps", "each sweep folder's job states (rr status)")
+    sweeps = Field("sweeps", "list of Sweep: each sweep folder's job states (rr status)")
     left_out = Field("left_out", "list of LeftOutJob: the jobs below the report's folders it does not hold")
     left_out_headline = Field(
         "left_out_headline", "'2 of 3 jobs below ... are not in this report' ('' if none)"
     )
-    sections = Field(
-        "sections",
-        "each report section: its tables and figures (a figure: its name, title, caption, width and height in pixels)",
-    )
+    sections = Field("sections", "list of Section: each report section with its tables and figures")
     flip_counts = Field("flip_counts", "flip kind -> FlipCount")
     pairs = Field("pairs", "list of OverviewPair")
     pairs_apart = Field("pairs_apart", "list of PairApart")
@@ -231,6 +226,70 @@ class Overview(Record):
         "environment_note", "rr report's note that the jobs ran in different environments, or null"
     )
     format_version = Field("format_version", "FORMAT_VERSION")
+
+
+class OverviewJob(Record):
+    """A job of the report, as the overview's jobs table shows it (from its ``summary.json``)."""
+
+    job_id = Field("job_id", "its id")
+    rows = Field("rows", "its score rows")
+    folder = Field("folder", "its folder")
+    model_calls = Field("model_calls", "model calls it made (null: not recorded)")
+    cache_hits = Field("cache_hits", "generations it read from the cache (null: not recorded)")
+    wall_s = Field("wall_s", "its wall time in seconds (null: not recorded)")
+    environment = Field("environment", "the lock its packages came from (rr.environment.describe)")
+    accuracy = Field("accuracy", "its mean score over k > 0 cells (null: none)")
+    closed_book_accuracy = Field("closed_book_accuracy", "its mean closed-book (k = 0) score (null: none)")
+    config = Field("config", "Overview.config_keys -> its value")
+
+
+class Section(Record):
+    """A report section on the overview."""
+
+    name = Field("name", "the section's name (rr report --only)")
+    title = Field("title", "its title")
+    skipped = Field("skipped", "why it did not run; optional (absent: it ran)")
+    error = Field("error", "the error it failed with; optional (absent: it did not fail)")
+    items = Field("items", "list of Table and Figure, in the report's order")
+
+
+class Table(Record):
+    """A report table of a :class:`Section` (its first rows; the CSV in ``tables/`` has all)."""
+
+    table = Field("table", "the table's name (tables/<table>.csv)")
+    title = Field("title", "its title")
+    caption = Field("caption", "its caption")
+    digits = Field("digits", "decimal places its numbers are shown with")
+    columns = Field("columns", "its column names")
+    rows = Field("rows", "its first rows, each a list of values in column order")
+    total_rows = Field("total_rows", "how many rows it has")
+
+
+class Figure(Record):
+    """A report figure of a :class:`Section`."""
+
+    figure = Field("figure", "the figure's name (figures/<figure>.png)")
+    title = Field("title", "its title")
+    caption = Field("caption", "its caption")
+    width = Field("width", "its width in pixels (null: not a readable PNG)")
+    height = Field("height", "its height in pixels (null: not a readable PNG)")
+
+
+class Sweep(Record):
+    """A sweep folder the report's jobs lie in, with its jobs' states (``rr status``)."""
+
+    folder = Field("folder", "the sweep folder")
+    error = Field("error", "why its states could not be read; optional")
+    jobs = Field("jobs", "list of SweepJob")
+
+
+class SweepJob(Record):
+    """A job of a :class:`Sweep`."""
+
+    job_id = Field("job_id", "its id")
+    state = Field("state", "done, partial or missing (as rr status)")
+    folder = Field("folder", "its folder ('' for a missing job)")
+    detail = Field("detail", "what happened (the error, the signal), or its overrides")
 
 
 class OverviewPair(Record):
@@ -271,6 +330,12 @@ RECORDS: tuple[type[Record], ...] = (
     PromptShard,
     PassageShard,
     Overview,
+    OverviewJob,
+    Section,
+    Table,
+    Figure,
+    Sweep,
+    SweepJob,
     System,
     FlipCount,
     IndexPair,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import shutil
+from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -13,11 +14,25 @@ from typing import Any
 from rr.environment import describe
 from rr.jobfolder import CONFIG_FILE
 from rr.reporting.core import JobInfo, Report, ReportContext, ReportTable, environments_note
-from rr.reporting.site.encoding import _num
-from rr.reporting.site.flips import flip_counts
-from rr.reporting.site.format import FORMAT_VERSION, LeftOutJob, Overview, OverviewPair, PairApart
-from rr.reporting.site.index import _Model
+from rr.reporting.site.encoding import json_number
+from rr.reporting.site.flips import Flips, flip_counts
+from rr.reporting.site.format import (
+    FORMAT_VERSION,
+    Figure,
+    LeftOutJob,
+    Overview,
+    OverviewJob,
+    OverviewPair,
+    PairApart,
+    Section,
+    Sweep,
+    SweepJob,
+    Table,
+)
+from rr.reporting.site.index import ScoreIndex
+from rr.reporting.site.pairs import Pairs
 from rr.reporting.site.papers import link_paper_values
+from rr.sweepfolder import is_sweep
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +49,7 @@ PAGES = {
 NAV = (("index.html", "Overview"), ("examples.html", "Examples"))
 
 
-def _copy_assets(out: Path) -> None:
+def copy_assets(out: Path) -> None:
     assets = resources.files("rr.reporting.site") / "assets"
     (out / "assets").mkdir(exist_ok=True)
     for name in ASSETS:
@@ -47,7 +62,7 @@ def _copy_assets(out: Path) -> None:
         (out / name).write_text(html, encoding="utf-8")
 
 
-def _copy_report_files(report: Report, out: Path) -> None:
+def copy_report_files(report: Report, out: Path) -> None:
     for sub, ext in (("figures", ".png"), ("tables", ".csv")):
         files = [f for f in report.files if f.suffix == ext and f.parent.name == sub and f.exists()]
         if files:
@@ -69,7 +84,10 @@ def _png_size(path: Path) -> tuple[int | None, int | None]:
     return int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
 
 
-def _overview(report: Report, ctx: ReportContext, model: _Model) -> dict[str, Any]:
+def overview_data(
+    report: Report, ctx: ReportContext, idx: ScoreIndex, flips: Flips, pairs: Pairs, notes: Sequence[str]
+) -> dict[str, Any]:
+    """``overview.js``'s payload (:class:`~rr.reporting.site.format.Overview`)."""
     jobs = []
     configs = {}
     for job in ctx.jobs:
@@ -77,15 +95,15 @@ def _overview(report: Report, ctx: ReportContext, model: _Model) -> dict[str, An
         s = job.summary
         jobs.append(
             {
-                "job_id": job.job_id,
-                "rows": job.rows,
-                "folder": str(job.path),
-                "model_calls": s.get("model_calls"),
-                "cache_hits": s.get("cache_hits"),
-                "wall_s": _num(s.get("wall_s")),
-                "environment": describe(s.get("environment")),
-                "accuracy": _num(s.get("accuracy")),
-                "closed_book_accuracy": _num(s.get("closed_book_accuracy")),
+                OverviewJob.job_id: job.job_id,
+                OverviewJob.rows: job.rows,
+                OverviewJob.folder: str(job.path),
+                OverviewJob.model_calls: s.model_calls,
+                OverviewJob.cache_hits: s.cache_hits,
+                OverviewJob.wall_s: json_number(s.wall_s),
+                OverviewJob.environment: describe(s.environment),
+                OverviewJob.accuracy: json_number(s.accuracy),
+                OverviewJob.closed_book_accuracy: json_number(s.closed_book_accuracy),
             }
         )
     keys = sorted({k for c in configs.values() for k in c})
@@ -96,14 +114,14 @@ def _overview(report: Report, ctx: ReportContext, model: _Model) -> dict[str, An
         and len({json.dumps(c.get(k), default=str) for c in configs.values()}) > 1
     ]
     for j in jobs:
-        j["config"] = {k: configs[j["job_id"]].get(k) for k in differ}
+        j[OverviewJob.config] = {k: configs[j[OverviewJob.job_id]].get(k) for k in differ}
     sections = []
     for o in report.outcomes:
-        sec: dict[str, Any] = {"name": o.section.name, "title": o.section.title}
+        sec: dict[str, Any] = {Section.name: o.section.name, Section.title: o.section.title}
         if o.skipped:
-            sec["skipped"] = o.skipped
+            sec[Section.skipped] = o.skipped
         if o.error:
-            sec["error"] = o.error
+            sec[Section.error] = o.error
         items = []
         for item in o.items:
             if isinstance(item, ReportTable):
@@ -112,21 +130,21 @@ def _overview(report: Report, ctx: ReportContext, model: _Model) -> dict[str, An
                 w, h = _png_size(report.out_dir / "figures" / f"{item.name}.png")
                 items.append(
                     {
-                        "figure": item.name,
-                        "title": item.title,
-                        "caption": item.caption,
-                        "width": w,
-                        "height": h,
+                        Figure.figure: item.name,
+                        Figure.title: item.title,
+                        Figure.caption: item.caption,
+                        Figure.width: w,
+                        Figure.height: h,
                     }
                 )
-        sec["items"] = items
+        sec[Section.items] = items
         sections.append(sec)
-    link_paper_values(sections, model)
+    link_paper_values(sections, idx)
     return {
         Overview.title: "rr report",
-        Overview.rows: int(len(model.df)),
-        Overview.examples: len(model.examples),
-        Overview.systems: len(model.systems),
+        Overview.rows: int(len(idx.df)),
+        Overview.examples: len(idx.examples),
+        Overview.systems: len(idx.systems),
         Overview.resamples: ctx.n_resamples,
         Overview.confidence: ctx.confidence,
         Overview.seed: ctx.seed,
@@ -136,7 +154,7 @@ def _overview(report: Report, ctx: ReportContext, model: _Model) -> dict[str, An
         Overview.left_out: _left_out(report),
         Overview.left_out_headline: report.coverage.headline() if report.coverage is not None else "",
         Overview.sections: sections,
-        Overview.flip_counts: flip_counts(model),
+        Overview.flip_counts: flip_counts(idx, flips),
         Overview.pairs: [
             {
                 OverviewPair.label: p["label"],
@@ -144,10 +162,10 @@ def _overview(report: Report, ctx: ReportContext, model: _Model) -> dict[str, An
                 OverviewPair.dataset: p["dataset"],
                 OverviewPair.examples: len(p["ex"]),
             }
-            for p in model.pairs
+            for p in pairs.compared
         ],
-        Overview.pairs_apart: [{k: p[k] for k in PairApart.fields().values()} for p in model.pairs_apart],
-        Overview.notes: model.notes,
+        Overview.pairs_apart: [{k: p[k] for k in PairApart.fields().values()} for p in pairs.apart],
+        Overview.notes: list(notes),
         Overview.environment_note: environments_note(ctx),
         Overview.format_version: FORMAT_VERSION,
     }
@@ -157,17 +175,17 @@ def _table(table: ReportTable) -> dict[str, Any]:
     df = table.df
     cols = [str(c) for c in df.columns]
     rows = [
-        [_num(v) if not isinstance(v, str) else v for v in r]
+        [json_number(v) if not isinstance(v, str) else v for v in r]
         for r in df.head(TABLE_ROWS).itertuples(index=False)
     ]
     return {
-        "table": table.name,
-        "title": table.title,
-        "caption": table.caption,
-        "digits": table.digits,
-        "columns": cols,
-        "rows": rows,
-        "total_rows": int(len(df)),
+        Table.table: table.name,
+        Table.title: table.title,
+        Table.caption: table.caption,
+        Table.digits: table.digits,
+        Table.columns: cols,
+        Table.rows: rows,
+        Table.total_rows: int(len(df)),
     }
 
 
@@ -215,7 +233,7 @@ def _left_out(report: Report) -> list[dict[str, Any]]:
 
 def _sweeps(ctx: ReportContext) -> list[dict[str, Any]]:
     """Done / partial / missing jobs (``rr status``) of every sweep folder the jobs lie in."""
-    roots = sorted({j.path.parent for j in ctx.jobs if (j.path.parent / "multirun.yaml").exists()})
+    roots = sorted({j.path.parent for j in ctx.jobs if is_sweep(j.path.parent)})
     out: list[dict[str, Any]] = []
     for root in roots:
         try:
@@ -223,13 +241,18 @@ def _sweeps(ctx: ReportContext) -> list[dict[str, Any]]:
 
             states = status(root)
         except Exception as err:  # the sweep's configs may no longer compose
-            out.append({"folder": str(root), "error": f"{type(err).__name__}: {err}", "jobs": []})
+            out.append({Sweep.folder: str(root), Sweep.error: f"{type(err).__name__}: {err}", Sweep.jobs: []})
             continue
         out.append(
             {
-                "folder": str(root),
-                "jobs": [
-                    {"job_id": s.job_id, "state": s.state, "folder": str(s.path or ""), "detail": s.detail}
+                Sweep.folder: str(root),
+                Sweep.jobs: [
+                    {
+                        SweepJob.job_id: s.job_id,
+                        SweepJob.state: s.state,
+                        SweepJob.folder: str(s.path or ""),
+                        SweepJob.detail: s.detail,
+                    }
                     for s in states
                 ],
             }

@@ -3,6 +3,7 @@ examples and cells, and the pairs left out with the reason."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -11,15 +12,26 @@ import pandas as pd
 from rr.metrics.flips import discordant_cells
 from rr.reporting.comparisons import system_pairs
 from rr.reporting.core import Report, ReportTable, system_label
-from rr.reporting.site.encoding import _records
-from rr.reporting.site.index import _Model
+from rr.reporting.site.encoding import records_of
+from rr.reporting.site.index import ScoreIndex
 from rr.results import CELL_KEYS
 
 
-def compute_pairs(model: _Model, report: Report | None = None) -> None:
+@dataclass(frozen=True)
+class Pairs:
+    """The McNemar pairs (:func:`compute_pairs`): each a dict of ``a``, ``b`` (system numbers),
+    ``dataset``, ``differs_in``, ``label``, ``reason`` and, when compared, its discordant examples
+    ``ex`` with ``a_right`` / ``b_right`` (the fields of format.IndexPair and format.PairExamples)."""
+
+    compared: list[dict[str, Any]]
+    apart: list[dict[str, Any]]  # the pairs not compared, each with its reason
+    notes: tuple[str, ...] = ()
+
+
+def compute_pairs(idx: ScoreIndex, report: Report | None = None) -> Pairs:
     """The McNemar pairs: exactly the pairs ``rr report``'s paired tests compare, each with the
     cells of each example where one system is right and the other wrong; the pairs left out go
-    to :attr:`pairs_apart` with the reason (the overview lists them).
+    to :attr:`Pairs.apart` with the reason (the overview lists them).
 
     The pairs come from the one pairing rule (:func:`rr.reporting.comparisons.system_pairs`:
     same dataset, one grouping column apart, the same examples and (retriever, k, order) cells;
@@ -27,23 +39,26 @@ def compute_pairs(model: _Model, report: Report | None = None) -> None:
     from ``report``'s ``paired_comparisons`` and ``not_comparable`` tables when it ran that
     section on this table (the rule's output, not computed twice), else from the rule itself.
     """
-    df = model.df
+    df = idx.df
     needed = {"example_id", "k", "order", "score", "retriever"}
-    if not needed <= set(df.columns) or not model.sys_cols:
-        return
+    if not needed <= set(df.columns) or not idx.sys_cols:
+        return Pairs([], [])
     ds = df["dataset"].astype(str).to_numpy() if "dataset" in df.columns else np.full(len(df), "")
-    found = _pairs_of_report(model, report, ds) if report is not None else None
+    found = _pairs_of_report(idx, report, ds) if report is not None else None
+    notes: tuple[str, ...] = ()
     if found is None:
-        found = _pairs_of_rule(model, ds)
+        found, notes = _pairs_of_rule(idx, ds)
+    compared: list[dict[str, Any]] = []
+    apart: list[dict[str, Any]] = []
     # example and cell as numbers: the wide columns stay out of the merges
-    numbered = pd.DataFrame({"example_id": model.ex, "_c": model.cell, "score": model.score})
+    numbered = pd.DataFrame({"example_id": idx.ex, "_c": idx.cell, "score": idx.score})
     for pair in found:
         if pair.get("reason"):
-            model.pairs_apart.append(pair)
+            apart.append(pair)
             continue
         d, sa, sb = pair["dataset"], pair["a"], pair["b"]
-        rows_a = numbered.loc[(model.sys == sa) & (ds == d)]
-        rows_b = numbered.loc[(model.sys == sb) & (ds == d)]
+        rows_a = numbered.loc[(idx.sys == sa) & (ds == d)]
+        rows_b = numbered.loc[(idx.sys == sb) & (ds == d)]
         disc = discordant_cells(rows_a, rows_b, cell=("_c",)).sort_values(["example_id", "_c"])
         e, c, right = (disc[k].to_numpy() for k in ("example_id", "_c", "a_right"))
         exs = np.unique(e)
@@ -56,23 +71,24 @@ def compute_pairs(model: _Model, report: Report | None = None) -> None:
         pair["ex"] = exs.tolist()
         pair["a_right"] = cells_of(right.astype(bool))
         pair["b_right"] = cells_of(~right.astype(bool))
-        model.pairs.append(pair)
+        compared.append(pair)
+    return Pairs(compared, apart, notes)
 
 
-def _pairs_of_rule(model: _Model, ds: np.ndarray) -> list[dict[str, Any]]:
+def _pairs_of_rule(idx: ScoreIndex, ds: np.ndarray) -> tuple[list[dict[str, Any]], tuple[str, ...]]:
     """The pairs as :func:`~rr.reporting.comparisons.system_pairs` gives them: ``a``, ``b``
-    (system numbers), ``dataset``, ``differs_in``, ``label``, ``reason`` (empty: compared)."""
+    (system numbers), ``dataset``, ``differs_in``, ``label``, ``reason`` (empty: compared); and
+    a note when the rule cannot read the table."""
     # the columns the rule reads: the wide ones (doc_ids, outputs) stay out of its groupby
-    slim = model.df[list(dict.fromkeys([*model.by, "example_id", *CELL_KEYS, "score"]))]
+    slim = idx.df[list(dict.fromkeys([*idx.by, "example_id", *CELL_KEYS, "score"]))]
     try:
-        found = list(system_pairs(slim, list(model.by)))
+        found = list(system_pairs(slim, list(idx.by)))
     except (ValueError, KeyError) as err:  # not a valid table for the metrics
-        model.notes.append(f"McNemar pairs not offered: {err}")
-        return []
+        return [], (f"McNemar pairs not offered: {err}",)
     number = {
-        (d, tuple(sysd["cols"][c] for c in model.sys_cols)): s
-        for s, sysd in enumerate(model.systems)
-        for d in np.unique(ds[model.sys == s]).tolist()
+        (d, tuple(sysd["cols"][c] for c in idx.sys_cols)): s
+        for s, sysd in enumerate(idx.systems)
+        for d in np.unique(ds[idx.sys == s]).tolist()
     }
     out = []
     for diff, la, lb, a, _b, why in found:
@@ -81,42 +97,42 @@ def _pairs_of_rule(model: _Model, ds: np.ndarray) -> list[dict[str, Any]]:
         d = str(la.get("dataset", ""))
         out.append(
             {
-                "a": number[(d, tuple(str(la[c]) for c in model.sys_cols))],
-                "b": number[(d, tuple(str(lb[c]) for c in model.sys_cols))],
+                "a": number[(d, tuple(str(la[c]) for c in idx.sys_cols))],
+                "b": number[(d, tuple(str(lb[c]) for c in idx.sys_cols))],
                 "dataset": d,
                 "differs_in": diff[0],
                 "label": f"{system_label(la, diff)} vs {system_label(lb, diff)}",
                 "reason": why,
             }
         )
-    return out
+    return out, ()
 
 
-def _pairs_of_report(model: _Model, report: Report, ds: np.ndarray) -> list[dict[str, Any]] | None:
+def _pairs_of_report(idx: ScoreIndex, report: Report, ds: np.ndarray) -> list[dict[str, Any]] | None:
     """The pairs of ``report``'s ``paired_comparisons`` section (as :func:`_pairs_of_rule`),
     or None when it did not run on this table's systems or a row names no single system."""
     outcome = next((o for o in report.outcomes if o.section.name == "paired_comparisons"), None)
-    if outcome is None or outcome.error or report.scores is None or len(report.scores) != len(model.df):
+    if outcome is None or outcome.error or report.scores is None or len(report.scores) != len(idx.df):
         return None
     if outcome.section.skip_reason(report.scores) is not None:
         return None  # the section did not run (a missing column): the rule did not either
     tables = {i.name: i.df for i in outcome.items if isinstance(i, ReportTable)}
     # a system by its dataset, the column a pair differs in, its label there and its other values
     labelled: dict[tuple[Any, ...], list[int]] = {}
-    for s, sysd in enumerate(model.systems):
+    for s, sysd in enumerate(idx.systems):
         cols = sysd["cols"]
-        for d in np.unique(ds[model.sys == s]).tolist():
-            for c in model.sys_cols:
-                rest = tuple(cols[x] for x in model.sys_cols if x != c)
+        for d in np.unique(ds[idx.sys == s]).tolist():
+            for c in idx.sys_cols:
+                rest = tuple(cols[x] for x in idx.sys_cols if x != c)
                 labelled.setdefault((d, c, system_label(cols, [c]), rest), []).append(s)
     out: list[dict[str, Any]] = []
     seen: set[tuple[Any, ...]] = set()
-    rows = [(r, "") for r in _records(tables.get("paired_comparisons"))]
-    rows += [(r, r["reason"]) for r in _records(tables.get("not_comparable")) if r["metric"] == "all"]
+    rows = [(r, "") for r in records_of(tables.get("paired_comparisons"))]
+    rows += [(r, r["reason"]) for r in records_of(tables.get("not_comparable")) if r["metric"] == "all"]
     for r, reason in rows:
         c = str(r["differs_in"])
         d = str(r.get("dataset", ""))
-        rest = tuple(str(r.get(x, "")) for x in model.sys_cols if x != c)
+        rest = tuple(str(r.get(x, "")) for x in idx.sys_cols if x != c)
         sa = labelled.get((d, c, str(r["system_a"]), rest), [])
         sb = labelled.get((d, c, str(r["system_b"]), rest), [])
         if len(sa) != 1 or len(sb) != 1:

@@ -12,9 +12,9 @@
 
   /* A shard stores its rows column by column (exs.cells); a system's cells are its rows r[0]..r[1],
      each as the array CELL indexes. */
-  function unpack(exs, x) {
+  function unpack(exs, item) {
     var col = exs.cells;
-    x.sys.forEach(function (sysd) {
+    item.sys.forEach(function (sysd) {
       if (sysd.cells) return;
       var out = [];
       for (var i = sysd.r[0]; i < sysd.r[1]; i++) {
@@ -289,7 +289,7 @@
     var shard = RR.shardOf(idx.ex_shards, e);
     return RR.require("data/ex/e-" + RR.pad(shard, 4) + ".js", "ex", shard).then(function (exs) {
       item = null;
-      exs.examples.forEach(function (x) { if (x.e === e) item = x; });
+      for (var i = 0; i < exs.examples.length; i++) if (exs.examples[i].e === e) item = exs.examples[i];
       if (!item) throw new Error("example " + e + " is not in its shard");
       unpack(exs, item);
       return render();

@@ -30,7 +30,7 @@
       options: function () { return idx.datasets.map(function (d) { return [d, d]; }); },
       test: function (v) { return function (r) { return ex.ds[r.ex] === v; }; } },
     { id: "f-system", label: "system", key: "sys", group: "rows",
-      options: function () { return idx.systems.map(function (s, i) { return [i, s.label]; }); },
+      options: function () { return idx.systems.map(function (sys, i) { return [i, sys.label]; }); },
       test: function (v) { return function (r) { return r.sys === +v; }; } },
     { id: "f-search", label: "question contains", key: "q", group: "rows", search: "words…",
       test: function (v) {
@@ -71,8 +71,8 @@
       test: ordersTest },
     { id: "f-pair", label: "McNemar pair", key: "pair", group: "flips",
       options: function () {
-        return idx.pairs.map(function (p, i) {
-          return [i, p.label + " (" + p.differs_in + (idx.datasets.length > 1 ? ", " + p.dataset : "") + ")"];
+        return idx.pairs.map(function (pair, i) {
+          return [i, pair.label + " (" + pair.differs_in + (idx.datasets.length > 1 ? ", " + pair.dataset : "") + ")"];
         });
       },
       test: pairTest },

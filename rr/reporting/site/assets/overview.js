@@ -52,9 +52,9 @@
       '<a href="examples.html">Browse the examples</a>.</p>';
     (d.notes || []).forEach(function (n) { h += '<p class="note">' + esc(n) + "</p>"; });
     var toc = ['<li><a href="#jobs">Jobs</a></li>', '<li><a href="#flips">Flips</a></li>', '<li><a href="#pairs">McNemar pairs</a></li>'];
-    d.sections.forEach(function (s) {
-      toc.push('<li><a href="#sec-' + esc(s.name) + '">' + esc(s.title) + "</a>" +
-        (s.skipped ? ' <span class="muted">(skipped)</span>' : "") + (s.error ? ' <span class="bad">(failed)</span>' : "") + "</li>");
+    d.sections.forEach(function (sec) {
+      toc.push('<li><a href="#sec-' + esc(sec.name) + '">' + esc(sec.title) + "</a>" +
+        (sec.skipped ? ' <span class="muted">(skipped)</span>' : "") + (sec.error ? ' <span class="bad">(failed)</span>' : "") + "</li>");
     });
     h += '<nav aria-label="contents" class="toc"><ul>' + toc.join("") + "</ul></nav>";
 
@@ -87,17 +87,17 @@
       });
       h += "</tbody></table></div></div>";
     }
-    d.sweeps.forEach(function (s) {
+    d.sweeps.forEach(function (sw) {
       var counts = {};
-      s.jobs.forEach(function (j) { counts[j.state] = (counts[j.state] || 0) + 1; });
-      h += '<h3>Sweep <code>' + esc(s.folder) + "</code></h3>";
-      if (s.error) { h += '<p class="bad">' + esc(s.error) + "</p>"; return; }
+      sw.jobs.forEach(function (sj) { counts[sj.state] = (counts[sj.state] || 0) + 1; });
+      h += '<h3>Sweep <code>' + esc(sw.folder) + "</code></h3>";
+      if (sw.error) { h += '<p class="bad">' + esc(sw.error) + "</p>"; return; }
       h += '<p class="sweep-counts">' + ["done", "partial", "missing"].map(function (k) { return (counts[k] || 0) + " " + k; }).join(", ") +
         ' <span class="muted">(as <code>rr status</code>: partial = started but cut off or failed; missing = never started)</span></p>';
       h += '<div class="scroll"><table class="report sweep"><thead><tr><th scope="col">job</th><th scope="col">state</th><th scope="col">detail</th></tr></thead><tbody>';
-      s.jobs.forEach(function (j) {
-        h += "<tr><td><code>" + esc(j.job_id) + '</code></td><td class="state-' + esc(j.state) + '">' + esc(j.state) +
-          "</td><td>" + esc(j.detail) + "</td></tr>";
+      sw.jobs.forEach(function (sj) {
+        h += "<tr><td><code>" + esc(sj.job_id) + '</code></td><td class="state-' + esc(sj.state) + '">' + esc(sj.state) +
+          "</td><td>" + esc(sj.detail) + "</td></tr>";
       });
       h += "</tbody></table></div>";
     });
@@ -130,11 +130,11 @@
     }
     h += "</section>";
 
-    d.sections.forEach(function (s) {
-      h += '<section id="sec-' + esc(s.name) + '" class="section"><h2>' + esc(s.title) + "</h2>";
-      if (s.skipped) h += '<p class="muted">Skipped (' + esc(s.name) + "): " + esc(s.skipped) + "</p>";
-      if (s.error) h += '<p class="bad">Failed (' + esc(s.name) + "): <code>" + esc(s.error) + "</code></p>";
-      s.items.forEach(function (it) {
+    d.sections.forEach(function (sec) {
+      h += '<section id="sec-' + esc(sec.name) + '" class="section"><h2>' + esc(sec.title) + "</h2>";
+      if (sec.skipped) h += '<p class="muted">Skipped (' + esc(sec.name) + "): " + esc(sec.skipped) + "</p>";
+      if (sec.error) h += '<p class="bad">Failed (' + esc(sec.name) + "): <code>" + esc(sec.error) + "</code></p>";
+      sec.items.forEach(function (it) {
         if (it.table) {
           h += "<h3>" + esc(it.title) + "</h3>";
           if (it.caption) h += '<p class="caption">' + esc(it.caption) + "</p>";
