@@ -180,9 +180,10 @@ def calls_of(path: Path) -> int:
 def table(root: Path):
     import pandas as pd
 
+    from rr.jobfolder import SCORES_FILE
     from rr.results import CELL_KEYS
 
-    df = pd.read_parquet(root / "job" / "scores.parquet")
+    df = pd.read_parquet(root / "job" / SCORES_FILE)
     cols = [c for c in df.columns if c != "job_id"]
     return df[cols].sort_values(["strategy", "example_id", *CELL_KEYS]).reset_index(drop=True)
 
@@ -217,6 +218,8 @@ def run_to_end(root: Path, events: Path, env: dict[str, str] | None = None) -> i
 
 
 def kill_trial(root: Path, phase: str, rng: random.Random) -> dict:
+    from rr.jobfolder import SUMMARY_FILE
+
     event, count, max_delay = PHASES[phase]
     ev = root / "attempt1.events"
     proc = start(root, ev)
@@ -236,7 +239,7 @@ def kill_trial(root: Path, phase: str, rng: random.Random) -> dict:
             "load": "model load",
             "calls": "generation",
         }.get(last, "scores.parquet -> summary.json")
-        if last == "scores" and (root / "job" / "summary.json").exists():
+        if last == "scores" and (root / "job" / SUMMARY_FILE).exists():
             landed = "after summary.json"
     rc2 = run_to_end(root, root / "attempt2.events")
     return {

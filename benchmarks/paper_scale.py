@@ -325,6 +325,7 @@ def write_sweep(root: Path, rows_target: int, models: int = len(MODELS)) -> int:
     """A sweep of ``len(DATASETS)`` x ``models`` Cao-grid jobs of about ``rows_target`` rows in all;
     returns its rows."""
     sys.path.insert(0, str(REPO))
+    from rr.jobfolder import CONFIG_FILE
     from tests.synthetic import write_job
 
     per_job = rows_target / (len(DATASETS) * models)
@@ -334,7 +335,7 @@ def write_sweep(root: Path, rows_target: int, models: int = len(MODELS)) -> int:
         for m in MODELS[:models]:
             df = cao_job_rows(d, m, n_examples, 0)
             folder = write_job(root, df)
-            (folder / "config.yaml").write_text(json.dumps(job_config(d, m, n_examples, 0)))  # JSON is YAML
+            (folder / CONFIG_FILE).write_text(json.dumps(job_config(d, m, n_examples, 0)))  # JSON is YAML
             total += len(df)
     return total
 

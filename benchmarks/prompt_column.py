@@ -68,6 +68,7 @@ def main(argv: list[str] | None = None) -> None:
     if a.work is None:
         a.work = Path(tempfile.mkdtemp(prefix="prompt-column-")) if a.quick else Path("/tmp/prompt-column")
     from rr.config import compose, register_configs
+    from rr.jobfolder import SCORES_FILE, SUMMARY_FILE
     from rr.pipeline import run_job
 
     register_configs()
@@ -86,7 +87,7 @@ def main(argv: list[str] | None = None) -> None:
         "progress=false",
     ]
     t0 = time.perf_counter()
-    if not (job / "summary.json").exists():
+    if not (job / SUMMARY_FILE).exists():
         run_job(compose(overrides), job)
     job_s = time.perf_counter() - t0
     from rr.results import load, load_prompts
@@ -108,13 +109,13 @@ def main(argv: list[str] | None = None) -> None:
         for label, df in (("with prompt", tiled), ("without prompt", tiled.drop(columns="prompt"))):
             folder = a.work / f"x{scale}-{label.replace(' ', '-')}"
             folder.mkdir(parents=True, exist_ok=True)
-            df.to_parquet(folder / "scores.parquet", index=False)  # as write_scores did on main
+            df.to_parquet(folder / SCORES_FILE, index=False)  # as write_scores did on main
             r = {
                 "scale": scale,
                 "table": label,
-                "mib": round((folder / "scores.parquet").stat().st_size / 2**20, 2),
+                "mib": round((folder / SCORES_FILE).stat().st_size / 2**20, 2),
             }
-            r |= measure_load(folder / "scores.parquet")
+            r |= measure_load(folder / SCORES_FILE)
             results.append(r)
             print(json.dumps(r), flush=True)
         side = a.work / f"x{scale}-prompts.parquet"

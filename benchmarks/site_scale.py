@@ -159,6 +159,7 @@ def job_rows(n_questions: int, generator: str, strategy: str, seed: int):
 
 def write_sweep(root: Path, n_questions: int, n_systems: int, text_chars: int) -> dict:
     sys.path.insert(0, str(REPO))
+    from rr.jobfolder import CONFIG_FILE, JobSummary, write_summary
     from rr.results import write_scores
 
     root.mkdir(parents=True, exist_ok=True)
@@ -176,9 +177,9 @@ def write_sweep(root: Path, n_questions: int, n_systems: int, text_chars: int) -
         folder = root / "sweep" / f"{gen}-{strategy}"
         folder.mkdir(parents=True)
         write_scores(df, folder)
-        (folder / "config.yaml").write_text(json.dumps(config))  # JSON is YAML
+        (folder / CONFIG_FILE).write_text(json.dumps(config))  # JSON is YAML
         summary = {"job_id": f"{gen}-{strategy}", "name": "cao2025", "model": {"model_id": MODEL_IDS[m % 3]}}
-        (folder / "summary.json").write_text(json.dumps(summary))
+        write_summary(folder, JobSummary.from_dict(summary))
         rows += len(df)
     return {"rows": rows, "corpus_passages": n_passages}
 
@@ -193,34 +194,57 @@ def child(args: dict) -> None:
     from rr.reporting import core
     from rr.reporting.site import build_site
 
-    # each stage's wall time: reading the jobs, every section (wrapped, as run_sections calls them)
+    # each stage's wall time and CPU time (this process, all threads: what a loaded machine inflates
+    # least): reading the jobs, every section (wrapped, as run_sections calls them)
     stages: dict[str, float] = {}
+    stages_cpu: dict[str, float] = {}
+
+    profiles: dict[str, list[str]] = {}
 
     def timed(name: str, fn):
         def wrapper(*a, **kw):
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.process_time()
+            prof = None
+            if name == args.get("profile"):  # cProfile of one stage: its top entries by own time
+                import cProfile
+
+                prof = cProfile.Profile()
+                prof.enable()
             try:
                 out = fn(*a, **kw)
                 return list(out) if name != "load" else out  # a section is a generator: drain it here
             finally:
+                if prof is not None:
+                    import io
+                    import pstats
+
+                    prof.disable()
+                    text = io.StringIO()
+                    pstats.Stats(prof, stream=text).sort_stats("tottime").print_stats(15)
+                    profiles[name] = [ln for ln in text.getvalue().splitlines() if ln.strip()][-16:]
                 stages[name] = round(stages.get(name, 0.0) + time.perf_counter() - t, 2)
+                stages_cpu[name] = round(stages_cpu.get(name, 0.0) + time.process_time() - c, 2)
 
         return wrapper
 
     all_sections = core.sections
     core.sections = lambda: [dataclasses.replace(s, fn=timed(s.name, s.fn)) for s in all_sections()]
     core.load_jobs = timed("load", core.load_jobs)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     report = core.build_report([args["sweep"]], args["report"], n_resamples=args["resamples"])
-    t1 = time.perf_counter()
+    t1, c1 = time.perf_counter(), time.process_time()
     info = build_site(report) if args.get("site", True) else None
     t2 = time.perf_counter()
-    stages["tables, figures and index written"] = round(t1 - t0 - sum(stages.values()), 2)
+    rest = "tables, figures and index written"
+    stages[rest] = round(t1 - t0 - sum(stages.values()), 2)
+    stages_cpu[rest] = round(c1 - c0 - sum(stages_cpu.values()), 2)
     ranked = dict(sorted(stages.items(), key=lambda kv: -kv[1]))
     out = {
         "report_s": round(t1 - t0, 1),
+        "report_cpu_s": round(c1 - c0, 1),
         "paper_beside_s": stages.get("paper_beside", 0.0),
         "paper_beside_share": round(stages.get("paper_beside", 0.0) / (t1 - t0), 3),
+        "paper_beside_cpu_share": round(stages_cpu.get("paper_beside", 0.0) / max(c1 - c0, 1e-9), 3),
         # what paper_beside compared: per table, its verdicts (values matched, claims decided)
         "paper_beside_verdicts": {
             item.name: item.df["verdict"].value_counts().to_dict()
@@ -230,6 +254,8 @@ def child(args: dict) -> None:
             if "verdict" in getattr(item, "df", {})
         },
         "report_stages_s": ranked,
+        "report_stages_cpu_s": {k: stages_cpu[k] for k in ranked},
+        "profile_top_by_own_time": profiles,
         "site_s": round(t2 - t1, 1),
         "peak_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
     }
@@ -325,6 +351,7 @@ def main() -> None:
     p.add_argument("--out", type=Path, default=None, help="write the results here (JSON)")
     p.add_argument("--quick", action="store_true", help="12 questions x 3 systems, 50 resamples (seconds)")
     p.add_argument("--no-site", action="store_true", help="rr report's sections only: no site, no browser")
+    p.add_argument("--profile", default=None, help="cProfile this report section (e.g. paper_beside)")
     p.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.quick:
@@ -347,6 +374,7 @@ def main() -> None:
             "report": str(root / "report"),
             "resamples": args.resamples,
             "site": not args.no_site,
+            "profile": args.profile,
         }
         load_before = [round(x, 2) for x in os.getloadavg()]
         proc = subprocess.run(

@@ -79,6 +79,8 @@ NON_SEMANTIC_LEAVES = (
     "query_recall_sample",
     "query_recall_seed",
     "recall_warn_below",
+    # generator: the model's public name, a label (summary.json public_model); what the model is, is its id
+    "model_name",
 )
 
 

@@ -46,9 +46,9 @@ HISTORY_DIR = "history"
 
 #: The format of ``summary.json``: 1 = the fields of :class:`JobSummary` (0: a summary without
 #: ``summary_version``, written before it; same fields, some possibly absent); 2 adds
-#: ``environment`` (:mod:`rr.environment`; absent from older summaries). An older summary is read
-#: through :data:`MIGRATIONS`, one step per version.
-SUMMARY_VERSION = 2
+#: ``environment`` (:mod:`rr.environment`; absent from older summaries); 3 adds ``public_model``. An
+#: older summary is read through :data:`MIGRATIONS`, one step per version.
+SUMMARY_VERSION = 3
 
 #: Fields written only when the job has them (absent otherwise, as before versions).
 _OPTIONAL = ("approximate_indexes", "planted", "examples_available", "data_scope")
@@ -153,6 +153,8 @@ class MetricRow:
         accuracy: Mean score of the k > 0 rows (NaN without any).
         closed_book_accuracy: Mean score of the system's k = 0 rows (NaN without any).
         n_examples: Distinct examples behind the row.
+        n_orders: Document orders among its k > 0 rows (ROR with one is degenerate:
+            :func:`rr.metrics.robustness.metric_notes`); ``None`` in a summary written before it was.
 
     ``None``: a row that does not hold the column (the robustness table always writes them all).
     """
@@ -166,12 +168,13 @@ class MetricRow:
     accuracy: float | None = None
     closed_book_accuracy: float | None = None
     n_examples: int | None = None
+    n_orders: int | None = None
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> MetricRow:
-        """A row as the robustness table has it: every column besides ``retriever`` and the
-        metrics (:data:`METRIC_COLUMNS`) names the system."""
-        own = {"retriever", *METRIC_COLUMNS}
+        """A row as the robustness table has it: every column besides ``retriever``, the
+        metrics (:data:`METRIC_COLUMNS`) and ``n_orders`` names the system."""
+        own = {"retriever", *METRIC_COLUMNS, "n_orders"}
         return cls(
             system={k: v for k, v in data.items() if k not in own},
             **{k: v for k, v in data.items() if k in own},
@@ -179,7 +182,13 @@ class MetricRow:
 
     def to_dict(self) -> dict[str, Any]:
         """The row as the robustness table has it: the system columns, ``retriever``, the metrics."""
-        return {**self.system, "retriever": self.retriever, **{c: getattr(self, c) for c in METRIC_COLUMNS}}
+        orders = {} if self.n_orders is None else {"n_orders": self.n_orders}
+        return {
+            **self.system,
+            "retriever": self.retriever,
+            **{c: getattr(self, c) for c in METRIC_COLUMNS},
+            **orders,
+        }
 
 
 # ----------------------------------------------------------------------------- the summary
@@ -196,6 +205,9 @@ class JobSummary:
     Attributes:
         summary_version: :data:`SUMMARY_VERSION` (an older file is migrated on read: :data:`MIGRATIONS`).
         job_id, name, model: The job's id, its ``name`` setting, the model under test's identity.
+        public_model: Which public model it is, apart from where it was loaded from
+            (:func:`rr.generation.base.public_model`: ``generator.model_name``, the API's reported
+            model, a local folder's hub id, else the model setting); ``None`` in older summaries.
         examples, rows, cells: Examples run, score-table rows, distinct (strategy, cell) pairs.
         example_set: Which examples it ran: ``{"examples": n, "fingerprint": ...}`` of their
             :func:`rr.results.example_key` values (:func:`rr.results.example_set`).
@@ -223,6 +235,7 @@ class JobSummary:
     job_id: str = ""
     name: str | None = None
     model: Any = None
+    public_model: str | None = None
     examples: int | None = None
     example_set: dict[str, Any] | None = None
     rows: int | None = None
@@ -378,10 +391,17 @@ def _from_version_1(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "summary_version": 2}
 
 
+def _from_version_2(data: dict[str, Any]) -> dict[str, Any]:
+    """2 -> 3: version 3 adds ``public_model``; a version-2 summary has none (it stays absent: readers
+    fall back to ``model.model_id``)."""
+    return {**data, "summary_version": 3}
+
+
 #: Version n -> the function that turns a version-n summary (its JSON object) into version n + 1.
 MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
     0: _from_version_0,
     1: _from_version_1,
+    2: _from_version_2,
 }
 
 

@@ -186,6 +186,47 @@ def build_cells(
     return cells
 
 
+def planned_cells(cfg: DictConfig) -> pd.DataFrame:
+    """The cells a job of ``cfg`` writes score rows for, with the columns that name its setting, without
+    loading data or models: one row per (strategy, query variant, cell) with ``dataset``, ``strategy``,
+    ``retriever``, ``k``, ``order``, ``query_perturbation``, ``doc_perturbation`` and ``n_docs_given``
+    (the documents a composing doc perturbation hands over, ``n``, else k). Strategies and perturbations
+    are instantiated (cheap; their names and tags are theirs to say); the dataset's name is its
+    ``name`` setting where given. A query perturbation's variants are its ``tag(1..n)`` beside the
+    originals. What the paper values' generated test composes a paper's runs into (issue 42)."""
+    settings = job_settings(cfg)
+    strategies = [
+        instantiate_as(node, Strategy, f"strategy.{key}") for key, node in (cfg.strategy or {}).items()
+    ]
+    retrievers = (
+        [str(node.get("name") or key) for key, node in (cfg.retriever or {}).items()] if settings.ks else []
+    )
+    dataset = cfg.dataset.get("name") or instantiate(cfg.dataset).name
+    query = instantiate_as(cfg.perturbation.query, QueryPerturbation, "perturbation.query")
+    doc = instantiate_as(cfg.perturbation.doc, DocPerturbation, "perturbation.doc")
+    tags = ["none"]
+    if hasattr(query, "tag") and int(getattr(query, "n", 0) or 0) > 0:
+        tags += [query.tag(i) for i in range(1, int(query.n) + 1)]
+    n_docs = getattr(doc, "n", None) if doc.name != "none" else None
+    rows = []
+    for strategy in strategies:
+        for cell in build_cells(strategy, retrievers, settings.ks, settings.orders, settings.closed_book):
+            for tag in tags:
+                rows.append(
+                    {
+                        "dataset": str(dataset),
+                        "strategy": strategy.name,
+                        "retriever": cell.retriever,
+                        "k": cell.k,
+                        "order": cell.order,
+                        "query_perturbation": tag,
+                        "doc_perturbation": doc.name if cell.k > 0 else "none",
+                        "n_docs_given": 0 if cell.k == 0 else int(n_docs or cell.k),
+                    }
+                )
+    return pd.DataFrame(rows)
+
+
 @dataclass(frozen=True)
 class JobPlan:
     """What a job runs, checked before anything is built: its id, folders and grid."""

@@ -8,10 +8,10 @@ model calls that are not in the generation cache. A job of a multirun is **missi
 the sweep's job list (re-expanded from Hydra's ``multirun.yaml``) names a job id that has no
 folder.
 
-A job that stopped is **marked**: ``failed.json`` holds the one-line error of a job that raised
-(``rr status`` lists it as **failed**), ``interrupted.json`` the signal that stopped one (still
-partial: re-running the same command resumes it). The ``rr`` command writes them
-(:func:`mark_stopped`) and removes them when the job starts again.
+A job that stopped is **marked** (:mod:`rr.sweepfolder`): ``failed.json`` holds the one-line error
+of a job that raised (``rr status`` lists it as **failed**), ``interrupted.json`` the signal that
+stopped one (still partial: re-running the same command resumes it). The ``rr`` command writes
+them (:func:`rr.sweepfolder.mark_stopped`) and removes them when the job starts again.
 
 ``rr status <dir>`` prints the lists; :func:`finished` is what the CLI uses to skip a
 done job (``force=true`` re-runs it).
@@ -19,15 +19,11 @@ done job (``force=true`` re-runs it).
 
 from __future__ import annotations
 
-import json
-import os
-import socket
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import OmegaConf
 
 from rr.config import job_id
 from rr.errors import UserError
@@ -41,15 +37,17 @@ from rr.jobfolder import (
     read_config,
     read_summary,
 )
-
-#: Markers of a job that stopped before its summary: the error of a failed job, the signal of an
-#: interrupted one (``{"job_id", "message", "at"}``; see :func:`mark_stopped`).
-FAILED = "failed.json"
-INTERRUPTED = "interrupted.json"
-#: A run of the job going on now: ``{"job_id", "pid", "host", "at"}``, written when the ``rr`` command
-#: starts the job and removed when it ends, however it ends (a SIGKILL leaves it, naming a process
-#: that is gone). Another run of the same job that finds it naming a live process runs beside it.
-RUNNING = "running.json"
+from rr.sweepfolder import (
+    FAILED,
+    StopMark,
+    failed_folders,
+    is_sweep,
+    multirun_file,
+    read_sweep,
+    run_in_progress,
+    stopped,
+    sweep_folders,
+)
 
 
 @dataclass(frozen=True)
@@ -88,102 +86,12 @@ def finished(output_dir: str | Path, jid: str) -> JobSummary | None:
     return summary
 
 
-def mark_running(folder: str | Path, jid: str) -> None:
-    """Record that this process runs job ``jid`` in ``folder`` now (:data:`RUNNING`)."""
-    from rr.atomic import atomic_write
-
-    record = {
-        "job_id": jid,
-        "pid": os.getpid(),
-        "host": socket.gethostname(),
-        "at": time.strftime("%Y-%m-%d %H:%M:%S"),
-    }
-    with atomic_write(Path(folder) / RUNNING) as f:
-        f.write(json.dumps(record, indent=1))
-
-
-def clear_running(folder: str | Path) -> None:
-    """Remove this process's :data:`RUNNING` record (another process's, written since, stays)."""
-    record = _running_record(folder)
-    if record is not None and (record.get("pid"), record.get("host")) == (os.getpid(), socket.gethostname()):
-        Path(folder, RUNNING).unlink(missing_ok=True)
-
-
-def _running_record(folder: str | Path) -> dict[str, Any] | None:
-    try:
-        record = json.loads(Path(folder, RUNNING).read_text())
-    except (OSError, json.JSONDecodeError):
-        return None
-    return record if isinstance(record, dict) else None
-
-
-def _alive(pid: Any) -> bool:
-    if not isinstance(pid, int) or pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process: it exists
-        return True
-    return True
-
-
-def run_in_progress(folder: str | Path) -> dict[str, Any] | None:
-    """The :data:`RUNNING` record of a run of this job by another process, with ``"alive"``: ``True``
-    (its process runs on this machine), ``False`` (gone: that run was killed) or ``None`` (another
-    machine's, which cannot be checked); ``None`` when there is no record, or it is this process's."""
-    record = _running_record(folder)
-    if record is None:
-        return None
-    here = record.get("host") == socket.gethostname()
-    if here and record.get("pid") == os.getpid():
-        return None
-    return {**record, "alive": _alive(record.get("pid")) if here else None}
-
-
-def mark_stopped(folder: str | Path, jid: str, marker: str, message: str) -> None:
-    """Mark job folder ``folder`` as stopped: ``marker`` is :data:`FAILED` or :data:`INTERRUPTED`,
-    ``message`` one line (the error, or which signal). Written atomically; the other marker goes."""
-    from rr.atomic import atomic_write
-
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    record = {"job_id": jid, "message": message, "at": time.strftime("%Y-%m-%d %H:%M:%S")}
-    with atomic_write(folder / marker) as f:
-        f.write(json.dumps(record, indent=1))
-    for other in (FAILED, INTERRUPTED):
-        if other != marker:
-            (folder / other).unlink(missing_ok=True)
-
-
-def clear_stopped(folder: str | Path) -> dict[str, Any] | None:
-    """Remove the stop markers of a job that starts again; return what stopped it last (with the
-    marker's name under ``"marker"``), or ``None``."""
-    last = stopped(folder)
-    for marker in (FAILED, INTERRUPTED):
-        Path(folder, marker).unlink(missing_ok=True)
-    return last
-
-
-def stopped(folder: str | Path) -> dict[str, Any] | None:
-    """The marker record of a job that failed or was interrupted (``"marker"`` names the file), or ``None``."""
-    for marker in (FAILED, INTERRUPTED):
-        try:
-            record = json.loads(Path(folder, marker).read_text())
-        except (OSError, json.JSONDecodeError):
-            continue
-        if isinstance(record, dict):
-            return {**record, "marker": marker}
-    return None
-
-
 def folder_state(folder: Path) -> JobState:
     """The state of one job folder (one that holds a ``config.yaml`` written by ``run_job``, or a
     :data:`FAILED` marker of a job that failed before it wrote one)."""
     mark = stopped(folder)
     if not (folder / CONFIG_FILE).exists() and mark is not None:
-        return _stopped_state(str(mark.get("job_id") or folder.name), folder, mark)
+        return _stopped_state(str(mark.job_id or folder.name), folder, mark)
     try:
         jid = job_id(read_config(folder))
     except Exception as e:  # unreadable config: report, never hide
@@ -212,19 +120,17 @@ def folder_state(folder: Path) -> JobState:
     if mark is not None:
         return _stopped_state(jid, folder, mark)
     run = run_in_progress(folder)
-    if run is not None and run["alive"]:
-        return JobState(jid, "partial", folder, f"running now (pid {run.get('pid')} since {run.get('at')})")
-    if run is not None and run["alive"] is False:
-        since = f"pid {run.get('pid')} since {run.get('at')}"
+    if run is not None and run.alive:
+        return JobState(jid, "partial", folder, f"running now (pid {run.pid} since {run.at})")
+    if run is not None and run.alive is False:
+        since = f"pid {run.pid} since {run.at}"
         detail = (
             f"its run ({since}) stopped without finishing (killed); run the same command again to resume it"
         )
         return JobState(jid, "partial", folder, detail)
-    if run is not None and run["alive"] is None:  # another machine's process: unknowable here
-        since = f"pid {run.get('pid')} since {run.get('at')}"
-        return JobState(
-            jid, "partial", folder, f"started on {run.get('host')} ({since}): running there, or killed"
-        )
+    if run is not None and run.alive is None:  # another machine's process: unknowable here
+        since = f"pid {run.pid} since {run.at}"
+        return JobState(jid, "partial", folder, f"started on {run.host} ({since}): running there, or killed")
     return JobState(jid, "partial", folder, "started, no summary.json (killed, failed or running)")
 
 
@@ -247,15 +153,16 @@ def _earlier_run(number: int, summary: JobSummary | None) -> str:
     return " ".join([f"#{number}", ", ".join(parts)]).strip()
 
 
-def _stopped_state(jid: str, folder: Path, mark: dict[str, Any]) -> JobState:
-    at = f" at {mark['at']}" if mark.get("at") else ""
-    if mark["marker"] == FAILED:
-        return JobState(jid, "failed", folder, f"failed{at}: {mark.get('message', '?')}")
+def _stopped_state(jid: str, folder: Path, mark: StopMark) -> JobState:
+    at = f" at {mark.at}" if mark.at else ""
+    message = "?" if mark.message is None else mark.message
+    if mark.marker == FAILED:
+        return JobState(jid, "failed", folder, f"failed{at}: {message}")
     return JobState(
         jid,
         "partial",
         folder,
-        f"interrupted{at} ({mark.get('message', '?')}); run the same command again to resume it",
+        f"interrupted{at} ({message}); run the same command again to resume it",
     )
 
 
@@ -263,7 +170,8 @@ def job_folders(root: str | Path) -> list[Path]:
     """Every job folder below ``root`` (``root`` itself included): folders with a ``config.yaml``,
     or with the :data:`FAILED` marker of a job that failed before it wrote one."""
     root = Path(root)
-    found = [p.parent for p in (*root.rglob(CONFIG_FILE), *root.rglob(FAILED)) if p.parent.name != ".hydra"]
+    found = [p.parent for p in root.rglob(CONFIG_FILE)] + failed_folders(root)
+    found = [p for p in found if p.name != ".hydra"]
     return sorted(set(found))
 
 
@@ -307,12 +215,8 @@ def expected_jobs(sweep_dir: str | Path, config_dir: str | None = None) -> list[
 
     from rr.config import hydra_context
 
-    mr = OmegaConf.load(Path(sweep_dir) / "multirun.yaml")
-    assert isinstance(mr, DictConfig)
-    jobs = sweep_jobs(
-        list(OmegaConf.select(mr, "hydra.overrides.task") or []),
-        OmegaConf.select(mr, "hydra.sweeper.params"),
-    )
+    sweep = read_sweep(sweep_dir)
+    jobs = sweep_jobs(sweep.overrides, sweep.sweeper_params)
     out = []
     with hydra_context(config_dir):
         for overrides in jobs:
@@ -349,17 +253,17 @@ def status_report(root: str | Path, config_dir: str | None = None) -> StatusRepo
     report = StatusReport([folder_state(f) for f in job_folders(root)])
     present = {s.job_id for s in report.states}
     missing_in: dict[str, tuple[Path, list[str]]] = {}
-    for mr in sorted(root.rglob("multirun.yaml")):
+    for sweep in sweep_folders(root):
         try:
-            expected = expected_jobs(mr.parent, config_dir)
+            expected = expected_jobs(sweep, config_dir)
         except Exception as e:  # noqa: BLE001 - reported by name; the job folders still are listed
-            report.unreadable.append((mr, e))
+            report.unreadable.append((multirun_file(sweep), e))
             continue
         for jid, overrides in expected:
             if jid not in present:
-                report.states.append(JobState(jid, "missing", None, " ".join(overrides), sweep=mr.parent))
+                report.states.append(JobState(jid, "missing", None, " ".join(overrides), sweep=sweep))
                 present.add(jid)
-                missing_in[jid] = (mr.parent, overrides)
+                missing_in[jid] = (sweep, overrides)
     report.states = name_by_overrides(report.states, missing_in)
     return report
 
@@ -413,14 +317,14 @@ def finish_command(state: JobState) -> str:
     import shlex
 
     sweep = state.sweep
-    if sweep is None and state.path is not None and (state.path.parent / "multirun.yaml").exists():
+    if sweep is None and state.path is not None and is_sweep(state.path.parent):
         sweep = state.path.parent
     if sweep is not None:
         try:
-            task = OmegaConf.select(OmegaConf.load(sweep / "multirun.yaml"), "hydra.overrides.task")
+            task = read_sweep(sweep).overrides
         except Exception:  # noqa: BLE001 - torn: no command to offer
             return ""
-        return " ".join(["rr -m", *(shlex.quote(str(o)) for o in task or [])])
+        return " ".join(["rr -m", *(shlex.quote(o) for o in task)])
     found = job_overrides(state.path) if state.path is not None else None
     return "" if found is None else " ".join(["rr", *(shlex.quote(o) for o in found)])
 

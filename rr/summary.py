@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from rr.environment import environment
-from rr.generation.base import PlantedScores, PrefixCacheReporting
+from rr.generation.base import PlantedScores, PrefixCacheReporting, public_model
 from rr.jobfolder import EnvironmentRecord, GenerationStep, JobSummary, MetricRow, PrefixCacheStats
 from rr.results import CELL_KEYS, varying
 from rr.retrieval.base import ApproximateSearch, RebuildsIndexes, Retriever
@@ -187,6 +187,7 @@ def build_summary(
         job_id=job_id,
         name=name,
         model=llm.identity,
+        public_model=public_model(llm.generator),
         examples=examples,
         example_set=example_set,
         rows=len(scores),

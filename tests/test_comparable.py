@@ -13,6 +13,7 @@ import pandas as pd
 from rich.console import Console
 
 from rr.analysis.intervals import robustness_ci
+from rr.jobfolder import JobSummary
 from rr.metrics.robustness import (
     NOTE_ALL_ZERO,
     NOTE_NDR_TRIVIAL,
@@ -85,18 +86,20 @@ def test_undefined_and_degenerate_metrics_are_blank_with_a_note_in_the_report() 
     assert metric_notes({"accuracy": math.nan, "ndr": math.nan, "rsr": math.nan}) == {}
 
 
-def _console_summary(**fields: Any) -> dict[str, Any]:
-    """A job summary with the counts the console prints, ``fields`` on top."""
+def _console_summary(**fields: Any) -> JobSummary:
+    """A job summary with the counts the console prints, ``fields`` on top (typed, as print_summary reads it)."""
     counts = ("requests", "unique_requests", "model_calls", "cache_hits")
     zeros = ("answer_extraction_fallbacks", "rows_truncated_to_fit_window")
-    return {
-        "job_id": "j1",
-        "examples": 6,
-        **dict.fromkeys(counts, 1),
-        **dict.fromkeys(zeros, 0),
-        "wall_s": 1.0,
-        **fields,
-    }
+    return JobSummary.from_dict(
+        {
+            "job_id": "j1",
+            "examples": 6,
+            **dict.fromkeys(counts, 1),
+            **dict.fromkeys(zeros, 0),
+            "wall_s": 1.0,
+            **fields,
+        }
+    )
 
 
 def test_the_console_shows_a_dash_and_the_note_not_one() -> None:

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from rr.resume import FAILED, folder_state, status_report
+from rr.resume import folder_state, status_report
+from rr.sweepfolder import FAILED
 
 from .test_cli_errors import assert_one_line, rr_main
 

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from rr.resume import INTERRUPTED, folder_state
+from rr.resume import folder_state
+from rr.sweepfolder import INTERRUPTED
 
 from .test_cli_errors import rr_main
 from .test_resume import SIMULATED, rr_env, wait_for_a_cached_completion

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -76,10 +77,20 @@ def test_migration_1_to_2_a_summary_without_an_environment(tmp_path: Path) -> No
     assert "environment" not in s.to_dict()
 
 
+def test_migration_2_to_3_a_summary_without_a_public_model(tmp_path: Path) -> None:
+    old = stored(2)
+    assert MIGRATIONS[2](old) == {**old, "summary_version": 3}
+    s = read_stored(2, tmp_path)
+    assert s.public_model is None and s.model_id == "rr-simulated-reader"  # readers fall back to it
+    assert "public_model" not in s.to_dict()
+
+
 def test_the_current_version_reads_into_typed_records(tmp_path: Path) -> None:
     s = read_stored(SUMMARY_VERSION, tmp_path)
-    assert s.model_id == "rr-simulated-reader"
-    assert s.environment == EnvironmentRecord("218b13699483", True, [], 0)
+    assert s.model_id == "rr-simulated-reader" and s.public_model == "rr-simulated-reader"
+    assert s.environment == EnvironmentRecord(
+        "218b13699483", True, [], 0, lock_files=["locks/rr.txt", "locks/rr-data.txt"]
+    )
     assert s.prefix_cache == {"vllm": PrefixCacheStats(queries=120, hits=80)}
     assert [st.step for st in s.generation_steps] == ["closed_book", "vanilla:answer"]
     assert [(m.retriever, m.rsr) for m in s.metrics] == [
@@ -113,7 +124,7 @@ def test_the_version_is_written_first_and_the_summary_round_trips(tmp_path: Path
     s = JobSummary(job_id="abc", rows=3).with_fields(planted={"reps": 2})
     write_summary(tmp_path, s)
     data = json.loads((tmp_path / SUMMARY_FILE).read_text())
-    assert next(iter(data)) == "summary_version" and data["summary_version"] == SUMMARY_VERSION == 2
+    assert next(iter(data)) == "summary_version" and data["summary_version"] == SUMMARY_VERSION == 3
     assert "approximate_indexes" not in data and data["planted"] == {"reps": 2}
     back = read_summary(tmp_path)
     assert back is not None and back.to_dict() == data
@@ -137,20 +148,46 @@ def test_a_job_writes_a_versioned_summary_that_reads_back_byte_for_byte(tmp_path
     assert folder_state(tmp_path / "job").state == "done"
 
 
-#: The job folder's names, each spelled only in rr/jobfolder.py.
-NAMES = ("config.yaml", "summary.json", "scores.parquet", "prompts.parquet")
+#: Each folder format's owner, and the file names spelled there alone.
+OWNERS = {
+    "rr/jobfolder.py": ("config.yaml", "summary.json", "scores.parquet", "prompts.parquet"),
+    "rr/sweepfolder.py": ("multirun.yaml", "failed.json", "interrupted.json", "running.json"),
+}
+#: Where a name may not be spelled: rr, and the scripts beside it that read its folders.
+SCANNED = ("rr", "tools", "benchmarks")
 
 
-def test_the_job_folder_names_are_spelled_in_one_module() -> None:
+def spelled_outside_owner(files: list[Path]) -> list[str]:
+    """``path:line: text`` of each line of ``files`` that spells a folder format's name as a string
+    outside that format's owner."""
     found = []
-    for path in sorted(ROOT.rglob("*.py")):
-        rel = path.relative_to(ROOT).as_posix()
-        if rel == "jobfolder.py":
-            continue
+    for path in files:
+        rel = path.relative_to(REPO).as_posix()
+        names = [n for owner, names in OWNERS.items() if rel != owner for n in names]
+        pattern = re.compile("|".join(rf"[\"']{re.escape(name)}[\"']" for name in names))
         for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            if re.search("|".join(rf"[\"']{re.escape(name)}[\"']" for name in NAMES), line):
-                found.append(f"rr/{rel}:{n}: {line.strip()}")
-    assert not found, "spell these with rr.jobfolder's constants:\n" + "\n".join(found)
+            if pattern.search(line):
+                found.append(f"{rel}:{n}: {line.strip()}")
+    return found
+
+
+def test_the_folder_names_are_spelled_in_their_owner_alone() -> None:
+    files = sorted(p for folder in SCANNED for p in (REPO / folder).rglob("*.py"))
+    assert any(p.parts[-2] == "benchmarks" for p in files) and any(p.parts[-2] == "tools" for p in files)
+    found = spelled_outside_owner(files)
+    assert not found, "spell these with rr.jobfolder's / rr.sweepfolder's constants:\n" + "\n".join(found)
+
+
+def test_the_owner_scan_finds_a_name_spelled_elsewhere(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys.modules[__name__], "REPO", tmp_path)
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "x.py").write_text('a = "multirun.yaml"\nb = SUMMARY_FILE\n')
+    (tmp_path / "rr").mkdir()
+    (tmp_path / "rr" / "sweepfolder.py").write_text('MULTIRUN_FILE = "multirun.yaml"\n')
+    files = [tmp_path / "tools" / "x.py", tmp_path / "rr" / "sweepfolder.py"]
+    assert spelled_outside_owner(files) == ['tools/x.py:1: a = "multirun.yaml"']
 
 
 #: A summary read by its JSON keys: ``summary["rows"]``, ``summary.get(...)``, ``summary.items()``,

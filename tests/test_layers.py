@@ -42,6 +42,7 @@ LAYERS: dict[str, int] = {
     "rr.console_log": 0,
     "rr.job_env": 0,
     "rr.jobfolder": 0,
+    "rr.sweepfolder": 0,
     "rr.environment": 0,
     "rr.prompts": 0,
     "rr.moved": 0,
@@ -64,16 +65,6 @@ LAYERS: dict[str, int] = {
     "rr.reporting": 4,
     "rr.commands": 5,
     "rr.__main__": 5,
-    # the old names of moved modules (rr.moved, CHANGELOG.md) sit in their new home's layer
-    "rr.power": 3,
-    "rr.report": 4,
-    "rr.cli": 5,
-    "rr.encode": 5,
-    "rr.plan": 5,
-    "rr.slurm": 5,
-    "rr.sweep_report": 5,
-    "rr.reporting.command": 5,
-    "rr.perturbations.generate": 5,
 }
 NAMES = {0: "contracts", 1: "components", 2: "job", 3: "analysis", 4: "reporting", 5: "commands"}
 COMMANDS = 5

@@ -314,3 +314,30 @@ def test_metrics_do_not_mutate_input() -> None:
     before = df.copy()
     ndr(df), rsr(df), ror(df)
     pd.testing.assert_frame_equal(df, before)
+
+
+def test_every_metric_has_one_spec_that_names_it_as_the_papers_and_the_sections_do() -> None:
+    """One vocabulary (issue 42): every registered function has a spec, and a spec's rate is the mean of
+    its per-row values (the paper table's intervals average these); a spec's section is a real section."""
+    from rr.metrics import SPECS, get_spec
+    from rr.metrics.rgb import rejection_all_rate
+    from rr.reporting.core import sections
+
+    names = {s.name for s in sections()}
+
+    assert set(METRICS) <= set(SPECS)
+    for name in SPECS:
+        spec = get_spec(name)
+        assert spec.name == name and spec.measures and spec.direction
+        assert spec.section is None or spec.section in names, (name, spec.section)
+        assert spec.fn is None or spec.fn is METRICS[name]
+    # RGB Table 3's Rej is all_rate (a refusal or a correct answer), the rgb_rejection section's `rej`
+    rej = get_spec("rgb_rejection_all_rate")
+    assert (rej.section, rej.column, rej.printed_as) == ("rgb_rejection", "rej", ("rgb2024: Rej (Table 3)",))
+    rows = pd.DataFrame(
+        {"k": [5] * 4, "score": [1.0, 0.0, 0.0, 0.5], "rgb_rejected": [False, True, False, False]}
+    )
+    assert rej.per_row is not None and rej.per_row(rows).tolist() == [1.0, 1.0, 0.0, 0.0]
+    assert rejection_all_rate(rows) == rej.per_row(rows).mean() == 0.5
+    with pytest.raises(KeyError, match="unknown metric 'nope'"):
+        get_spec("nope")

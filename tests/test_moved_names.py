@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from rr.moved import MovedWarning
+from rr.moved import ENTRY_POINTS as ENTRY_POINTS_MOVED
+from rr.moved import MOVED, MovedWarning
 
 ROOT = Path(__file__).resolve().parent.parent
 CHANGELOG = ROOT / "CHANGELOG.md"
@@ -54,6 +55,18 @@ def test_a_moved_module_imports_warns_and_gives_the_new_objects(old: str, new: l
     assert set(dir(homes[0])) <= set(dir(alias))
     with pytest.raises(AttributeError, match=rf"module '{re.escape(old)}' has no attribute 'nope'"):
         _ = alias.nope
+
+
+def test_the_old_names_are_one_table_and_no_file() -> None:
+    """rr.moved.MOVED is CHANGELOG.md's table, and no module file stands at an old name (the top of
+    the import graph holds rr/__main__.py and the commands alone)."""
+    assert {old: list(new) for old, new in MOVED.items()} == dict(MODULES)
+    runs = {old: [command, f"python -m {new}"] for old, (new, command) in ENTRY_POINTS_MOVED.items()}
+    assert runs == {old: new for old, new in ENTRY_POINTS if old in MOVED}
+    for old in MOVED:
+        spec = importlib.util.find_spec(old)
+        assert spec is not None and spec.origin == "rr.moved", old
+        assert not (ROOT / (old.replace(".", "/") + ".py")).exists(), old
 
 
 def test_names_a_plugin_imported_before_the_moves_still_import(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 
 from rr.generation.simulated import ReaderParams, noise_curve
+from rr.metrics import SPECS
 from rr.papers import VALUE_COLUMNS, Claim, paper_claims, paper_values, parse_setting
 from rr.pipeline import run_job
 from rr.reporting import build_report
@@ -21,11 +22,12 @@ from rr.reporting.paper_beside import (
     CONTRADICTED,
     HOLDS,
     INSIDE,
-    METRICS,
     NO_MATCH,
+    OUT_OF_REACH,
     OUTSIDE,
     UNDECIDED,
     compare_values,
+    estimator,
     select,
 )
 from rr.reporting.paper_claims import OUTSIDE_SCOPE, evaluate_claims, metric_fn
@@ -46,12 +48,11 @@ SIM_ID = "rr-simulated-reader"
 def test_every_value_and_claim_names_a_metric_rr_computes_and_a_setting_it_reads():
     values = paper_values()
     assert tuple(values.columns) == VALUE_COLUMNS
-    assert set(values["metric"]) <= set(METRICS)
+    assert set(values["metric"]) <= set(SPECS)  # one vocabulary: the registered metrics
     assert values["model_ids"].str.len().gt(0).all() and values["rr_datasets"].str.len().gt(0).all()
     for s in values["setting"]:
         assert parse_setting(s)
     assert values["value"].between(-1, 1).all()  # fractions (percentages / 100) and Pearson r
-    assert METRICS["ql_recall@5"][0] is None  # computed by its own section, not yet beside the paper
     for claim in paper_claims():  # the claims' own metrics and scope: tests/test_paper_claims.py
         if claim.evaluable:
             for m in (claim.metric, claim.metric_a or claim.metric, claim.metric_b or claim.metric):
@@ -83,10 +84,13 @@ def test_rgb_tables_are_shipped_whole_and_as_printed():
     # spot checks against the paper's text, one per table (corners and the oddly printed ones)
     assert printed("Table 1", "ChatGPT", "rgb_en", "rgb_accuracy", "noise_ratio=0;") == "96.33"
     assert printed("Table 1", "BELLE-7B-2M", "rgb_zh", "rgb_accuracy", "noise_ratio=0.8;") == "67.68"
-    assert printed("Table 3", "Vicuna-7B-v1.3", "rgb_zh", "rgb_rej", "noise_ratio=1") == "3.37"
-    assert printed("Table 3", "Qwen-7B-Chat", "rgb_en", "rgb_rej_llm", "noise_ratio=1") == "35.67"
+    assert printed("Table 3", "Vicuna-7B-v1.3", "rgb_zh", "rgb_rejection_all_rate", "noise_ratio=1") == "3.37"
+    assert printed("Table 3", "Qwen-7B-Chat", "rgb_en", "rgb_rejection_rate_llm", "noise_ratio=1") == "35.67"
     assert printed("Table 5", "Vicuna-7B-v1.3", "rgb_en_int", "rgb_accuracy", "noise_ratio=0;") == "60"
-    assert printed("Table 7", "ChatGPT", "rgb_en_fact", "rgb_cr_llm", "counterfactual") == "57.14"
+    assert (
+        printed("Table 7", "ChatGPT", "rgb_en_fact", "rgb_error_correction_rate_llm", "counterfactual")
+        == "57.14"
+    )
     assert (
         printed("Table 7", "Qwen-7B-Chat", "rgb_zh_fact", "rgb_closed_book_accuracy", "counterfactual")
         == "77"
@@ -192,8 +196,7 @@ def test_sure_and_rare_metrics_are_the_report_sections_metrics():
             {**base, "k": 1, "doc_perturbation": "style:simple", "score": pert, "answer_in_docs": gold},
         ]
     df = pd.DataFrame(rows)
-    fn_rr, fn_lr = METRICS["sure_rr"][0], METRICS["sure_lr"][0]
-    assert fn_rr is not None and fn_lr is not None
+    fn_rr, fn_lr = estimator("sure_rr"), estimator("sure_lr")
     table = robustness_rates(df)
     assert fn_rr(df, ctx, perturbation="style:simple").value == table[("Total", "RR")].item() == 0.5
     assert (
@@ -210,8 +213,7 @@ def test_sure_and_rare_metrics_are_the_report_sections_metrics():
             {**base, "k": 5, "doc_perturbation": "delete_answer", "score": sim, "refused": refused},
         ]
     rdf = pd.DataFrame(rare_rows)
-    fn = METRICS["rare_overall"][0]
-    assert fn is not None
+    fn = estimator("rare_overall")
     assert fn(rdf, ctx).value == pytest.approx(rare.rare_table(rdf)["overall"].item())
 
 
@@ -248,6 +250,8 @@ def _value(
         "value": value,
         "relation": "=",
         "note": "",
+        "run": "",
+        "out_of_reach": "",
     }
 
 
@@ -284,7 +288,24 @@ def test_another_model_or_setting_is_no_matching_setting(rgb_run):
     ]
     assert compare_values(scores, ctx, pd.DataFrame(other))["verdict"].tolist() == [NO_MATCH] * 5
     shipped = compare_values(scores, ctx)  # no paper's model is the simulated reader
-    assert (shipped["verdict"] == NO_MATCH).all() and len(shipped) == len(paper_values())
+    assert len(shipped) == len(paper_values())
+    assert shipped["verdict"].value_counts().to_dict() == {
+        NO_MATCH: 1087,
+        OUT_OF_REACH: 40,
+    }  # RARE-Set: no loader
+    far = shipped.set_index(["paper", "location", "model", "dataset", "metric", "setting"])["differs"]
+    # why not: the nearest job and each key it differs in, this run's value against the paper's
+    key = (
+        "rgb2024",
+        "Table 1",
+        "ChatGPT",
+        "RGB English",
+        "rgb_accuracy",
+        "strategy=rgb;noise_ratio=0.4;n_docs_given=5",
+    )
+    assert far.loc[key].endswith(
+        "model (rr-simulated-reader vs gpt-3.5-turbo), dataset (synthetic vs rgb_en)"
+    )
 
 
 def test_report_section_lays_the_paper_beside_the_run(rgb_run, tmp_path):
@@ -301,6 +322,22 @@ def test_report_section_lays_the_paper_beside_the_run(rgb_run, tmp_path):
     assert set(claims["claim"]) == {c.id for c in paper_claims() if c.paper == "rgb2024"}
     index = (tmp_path / "report" / "README.md").read_text()
     assert "The paper beside this run" in index and "paper_claims.csv" in index
+    # why not matched: the job's nearest RGB values and the keys they differ in, in the README and on the console
+    nearest = pd.read_csv(tmp_path / "report" / "tables" / "paper_nearest.csv")
+    assert len(nearest) == 3 and set(nearest["paper"]) == {"rgb2024"} and "paper_nearest.csv" in index
+    assert nearest["differs"].str.startswith("model (rr-simulated-reader vs ").all()
+    assert nearest["differs"].str.contains("dataset (synthetic vs rgb_", regex=False).all()
+    assert nearest["run"].str.startswith("rr -m experiment=rgb2024 dataset=rgb_").all()
+    from rr.reporting.paper_beside import console_lines
+
+    lines = console_lines(report.outcomes)
+    assert any(
+        line.strip().startswith(
+            f"job {ctx.jobs[0].job_id} (rr-simulated-reader, synthetic): nearest rgb2024 Table 1"
+        )
+        and "differs in model (rr-simulated-reader vs " in line
+        for line in lines
+    ), lines
 
 
 def test_claims_hold_and_a_claim_planted_false_is_contradicted(tmp_path):
@@ -423,11 +460,13 @@ def test_a_cross_model_claim_pairs_the_two_recorded_models(qwen_better):
     assert (row["a"], row["b"]) == ((14 / 16, 2 / 16) if qwen_better else (2 / 16, 14 / 16))
     assert row["verdict"] == (HOLDS if qwen_better else CONTRADICTED)
     values = compare_values(scores, ctx).query("paper == 'rare2025' and metric == 'rare_overall'")
-    matched = values[values["verdict"] != NO_MATCH].set_index("model")
+    matched = values[values["verdict"].isin([INSIDE, OUTSIDE])].set_index("model")
     assert set(matched.index) == {"Qwen3-8B", "GPT-4.1"}  # each model's Table 5 value, beside its own job
     assert matched.loc["Qwen3-8B", "rr"] == (14 / 16 if qwen_better else 2 / 16)
     others = values[~values["model"].isin(["Qwen3-8B", "GPT-4.1"])]
-    assert len(others) == 8 and (others["verdict"] == NO_MATCH).all()  # Qwen3-4B etc.: not in this run
+    # Qwen3-4B etc.: not in this run, and no run of rr reaches them (no RARE-Set loader): the report says so
+    assert len(others) == 8 and (others["verdict"] == OUT_OF_REACH).all()
+    assert others["differs"].str.contains("out of reach: rr has no loader for RARE-Set").all()
 
 
 @pytest.fixture

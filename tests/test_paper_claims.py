@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from rr.jobfolder import JobSummary
 from rr.metrics.robustness import NOTE_NDR_TRIVIAL, NOTE_ROR_ONE_ORDER
 from rr.papers import ELLIPSIS, Claim, paper_claims, paper_excerpts, paper_values, quote_in
 from rr.reporting.core import JobInfo, ReportContext
@@ -138,7 +139,8 @@ def _cao_rows(
 
 def _ctx(models: dict[str, str]) -> ReportContext:
     jobs = [
-        JobInfo(j, Path(j), 1, {"name": "cao2025", "model": {"model_id": m}}, None) for j, m in models.items()
+        JobInfo(j, Path(j), 1, JobSummary(name="cao2025", model={"model_id": m}), None)
+        for j, m in models.items()
     ]
     return ReportContext(jobs=jobs, n_resamples=200)
 
@@ -159,7 +161,7 @@ def test_s2a_no_gain_on_a_degenerate_run_is_degenerate_not_holds():
     assert row["verdict"].startswith(
         f"{OUTSIDE_SCOPE} (k 1, 2, 3 (paper: 5, 10, 25, 50, 75, 100)); on this run: "
     )
-    assert f"{DEGENERATE}: a (strategy=s2a): {NOTE_NDR_TRIVIAL}" in row["verdict"]
+    assert f"{DEGENERATE}: a (strategy=s2a) and b (strategy=vanilla): {NOTE_NDR_TRIVIAL}" in row["verdict"]
     assert HOLDS not in row["verdict"].replace("on this run: degenerate", "")
 
 

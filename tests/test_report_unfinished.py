@@ -9,7 +9,7 @@ import shlex
 import shutil
 from pathlib import Path
 
-from rr.resume import FAILED, INTERRUPTED, mark_stopped
+from rr.sweepfolder import FAILED, INTERRUPTED, mark_stopped
 
 from .test_resume import rr_cli
 from .test_unfilled_k import SIMULATED

@@ -108,3 +108,31 @@ def test_a_per_example_file_follows_the_split_ids() -> None:
     got = follow_split_ids(per_example, scores)
     assert got["example_id"].tolist() == ["q0~bbbbbbbb", "q0~aaaaaaaa", "q1", "q0"]
     assert per_example["example_id"].tolist() == ["q0", "q0", "q1", "q0"]  # not changed in place
+
+
+def test_a_split_ids_runs_follow_it_to_the_query_level_correlations(tmp_path: Path) -> None:
+    """Two jobs of one dataset name reuse q0..q2 for other questions: their ids are split, and each
+    job's per-query retrieval metrics (its runs/*.trec, under q0..q2) still join its rows (before:
+    none did, so the correlations had no sample)."""
+    import math
+
+    from rr.reporting import build_report
+
+    from .test_report_papers import write_query_level_job
+
+    for name in ("a", "b"):
+        job = write_query_level_job(tmp_path / "jobs" / name)
+        scores = pd.read_parquet(job / "scores.parquet")
+        keys = {e: f"{name}{e}".ljust(16, "0") for e in scores["example_id"]}
+        scores.assign(job_id=f"ql_{name}", example_key=scores["example_id"].map(keys)).to_parquet(
+            job / "scores.parquet"
+        )
+    out = tmp_path / "report"
+    report = build_report(tmp_path / "jobs", out, n_resamples=50, only=["query_level_correlations"])
+    assert report.scores is not None and report.scores["example_id"].str.contains("~").all()
+    corr = pd.read_csv(out / "tables" / "query_level_correlations.csv").set_index("pair")
+    assert (corr["n"] == 12).all()  # both jobs' 6 perturbed samples
+    # each job's values are test_report_papers' one job's: the same r
+    assert corr["r"].to_dict() == pytest.approx(
+        {"RET": 5 / math.sqrt(34), "CB": -1 / math.sqrt(85), "OR": -7 / math.sqrt(85)}
+    )

@@ -62,12 +62,12 @@ def _app(cfg: DictConfig) -> dict[str, Any]:
     from rr.jobfolder import HISTORY_DIR, SUMMARY_FILE, archive_run, is_started
     from rr.pipeline import run_job
     from rr.reporting.job import print_job_report, print_summary
-    from rr.resume import (
+    from rr.resume import finished
+    from rr.sweepfolder import (
         FAILED,
         INTERRUPTED,
         clear_running,
         clear_stopped,
-        finished,
         mark_running,
         mark_stopped,
         run_in_progress,
@@ -101,31 +101,31 @@ def _app(cfg: DictConfig) -> dict[str, Any]:
     Path(output_dir, SUMMARY_FILE).unlink(missing_ok=True)  # a forced re-run is not done until it ends
     last = clear_stopped(output_dir)
     beside = run_in_progress(output_dir)
-    if outcome == "resumed" and beside is not None and beside["alive"]:
+    if outcome == "resumed" and beside is not None and beside.alive:
         # the same job, started by another command that has not ended: nothing of a stopped run to resume
         outcome = "done"
         log.info(
             "job %s is running now in another process (pid %s since %s): this run goes beside it, from "
             "the start; requests either has cached are not sent again",
             output_dir,
-            beside.get("pid"),
-            beside.get("at"),
+            beside.pid,
+            beside.at,
         )
     elif outcome == "resumed":
         if last:
-            how = "failed" if last["marker"] == FAILED else "interrupted by"
-            why = f" ({how} {last.get('message', '?')} at {last.get('at', '?')})"
-        elif beside is not None and beside["alive"] is None:  # another machine's process: unknowable here
+            how = "failed" if last.marker == FAILED else "interrupted by"
+            why = f" ({how} {_or_unknown(last.message)} at {_or_unknown(last.at)})"
+        elif beside is not None and beside.alive is None:  # another machine's process: unknowable here
             why = (
-                f" (its run on {beside.get('host')}, pid {beside.get('pid')} since {beside.get('at')}, has not "
+                f" (its run on {beside.host}, pid {beside.pid} since {beside.at}, has not "
                 "finished: killed, or still running there)"
             )
         elif beside is not None:
-            why = f" (its run, pid {beside.get('pid')} since {beside.get('at')}, stopped without finishing)"
+            why = f" (its run, pid {beside.pid} since {beside.at}, stopped without finishing)"
         else:
             why = " (its run stopped without finishing)"
         log.info("resuming job %s%s: model calls it made are read from the cache", output_dir, why)
-    if beside is None or not beside["alive"]:  # a live run's record stays: it names the first
+    if beside is None or not beside.alive:  # a live run's record stays: it names the first
         mark_running(output_dir, jid)
     try:
         result = run_job(cfg, output_dir, resuming=outcome == "resumed")
@@ -149,6 +149,11 @@ def _app(cfg: DictConfig) -> dict[str, Any]:
         clear_running(output_dir)
     print_job_report(result)
     return job_record(outcome, jid, output_dir, result.summary, time.monotonic() - start)
+
+
+def _or_unknown(value: str | None) -> str:
+    """A stop record's field as said on the console (``?``: the record lacks it)."""
+    return "?" if value is None else value
 
 
 class Terminated(KeyboardInterrupt):

@@ -115,7 +115,7 @@ REAL_BLOCKS: tuple[Block, ...] = (
         ("robustness", "paper_beside"),
         {"robustness": (), "paper_claims": CLAIM_COLUMNS},
         reader=(),
-        size=8,
+        size=4,
     ),
 )
 

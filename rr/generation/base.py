@@ -138,6 +138,9 @@ class ConfiguredDecoding:
         seed: Sampling seed (only used and keyed when sampling).
         batch_size: Prompts per backend call (see each backend: some schedule batches
             themselves and only accept it so that experiments setting it compose).
+        model_name: The model's public name (a hub id, an API model), where the model setting does not
+            say it: a local folder, a server's alias. Recorded as the job's ``public_model``
+            (:func:`public_model`); not part of the job id (what the model *is* is its weights).
 
     Raises:
         ConfigError: A decoding setting is out of range (see :func:`check_decoding`).
@@ -155,8 +158,10 @@ class ConfiguredDecoding:
         top_p: float = 1.0,
         seed: int | None = None,
         batch_size: int = 8,
+        model_name: str | None = None,
     ) -> None:
         check_decoding(max_new_tokens, temperature, top_p, batch_size)
+        self.model_name = model_name
         self.max_new_tokens = max_new_tokens
         self.temperature = temperature
         self.top_p = top_p
@@ -167,6 +172,40 @@ class ConfiguredDecoding:
         return GenerationParams(
             max_new_tokens=self.max_new_tokens, temperature=self.temperature, top_p=self.top_p, seed=self.seed
         )
+
+
+def _hub_id_in_folder(folder: str) -> str | None:
+    """The hub id a local model folder was saved from: its ``config.json``'s ``_name_or_path`` when that
+    is a hub id (``org/name``), not another path."""
+    import json
+    from pathlib import Path
+
+    config = Path(folder).expanduser() / "config.json"
+    try:
+        name = json.loads(config.read_text(encoding="utf-8")).get("_name_or_path")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return name if isinstance(name, str) and name and not looks_like_path(name) and "/" in name else None
+
+
+def public_model(generator: Any) -> str:
+    """Which public model a generator serves, apart from where it was loaded from: its ``model_name``
+    setting where given; else the model the API reported answering with (an OpenAI-compatible server's
+    ``model`` field, e.g. the dated ``gpt-4o-2024-08-06``); else, for a local folder, the hub id in its
+    ``config.json`` (``_name_or_path``); else its ``model`` setting (a hub id), or its identity's
+    ``model_id`` (a packaged model's hub id, ``rr-simulated-reader``). The paper values match a job on this (and on ``model_id``)."""
+    name = getattr(generator, "model_name", None)
+    if name:
+        return str(name)
+    reported = getattr(generator, "reported_model", None)
+    if reported:
+        return str(reported)
+    model = getattr(generator, "model", None)
+    if isinstance(model, str) and looks_like_path(model):
+        return _hub_id_in_folder(model) or model
+    if isinstance(model, str) and model and not model.startswith("packaged:"):
+        return model
+    return str(generator.identity().get("model_id") or "")  # a packaged model's hub id, the simulated reader
 
 
 def check_decoding(max_new_tokens: Any, temperature: Any, top_p: Any, batch_size: Any = 1) -> None:

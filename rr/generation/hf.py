@@ -11,7 +11,8 @@ from typing import Any
 from rr.errors import UserError, require_positive
 from rr.generation import packaged
 from rr.generation.base import Completion, ConfiguredDecoding, check_local_model
-from rr.generation.hf_prefix import PrefixPrefill, generate_batch, prefix_order, use_cpu_gqa_attention
+from rr.generation.cpu_attention import use_cpu_gqa_attention
+from rr.generation.hf_prefix import PrefixPrefill, generate_batch, prefix_order
 from rr.generation.parallel import FabricPool
 from rr.generation.throughput import BatchTiming
 from rr.model_identity import local_identity
@@ -410,9 +411,7 @@ class HFGenerator(ConfiguredDecoding):
                 [prompts[i] for i in idx], return_tensors="pt", padding=True, add_special_tokens=False
             )
             batch = {k: v.to(model.device) for k, v in batch.items()}
-            if not params.greedy and params.seed is not None:
-                torch.manual_seed(params.seed)
-            watch = BatchWatch(progress, len(idx), {tok.pad_token_id, *_eos_ids(model, tok)})
+            watch = self._start_batch(progress, len(idx), params)
             layers = getattr(getattr(model, "model", None), "layers", None) or []
             watch.n_layers = len(layers)
             hooks = [layer.register_forward_hook(watch.layer_done) for layer in layers]
@@ -423,16 +422,33 @@ class HFGenerator(ConfiguredDecoding):
                 for h in hooks:
                     h.remove()
             self.batch_timings.append(watch.timing(int(batch["input_ids"].numel()), params.max_new_tokens))
-            new_tokens = output[:, batch["input_ids"].shape[1] :]
-            for row, i in enumerate(idx):
-                ids = new_tokens[row]
-                n_new = int((ids != tok.pad_token_id).sum()) if tok.pad_token_id is not None else len(ids)
-                out[i] = Completion(
-                    text=tok.decode(ids, skip_special_tokens=True),
-                    prompt_tokens=lengths[i],
-                    completion_tokens=n_new,
-                )
+            self._completions(output[:, batch["input_ids"].shape[1] :], idx, lengths, out)
         return [c for c in out if c is not None]
+
+    def _start_batch(self, progress: Any, rows: int, params: GenerationParams) -> BatchWatch:
+        """What every batch does first: seed the sampler (sampling with a seed), and give the
+        batch's streamer (:class:`BatchWatch`)."""
+        import torch
+
+        if not params.greedy and params.seed is not None:
+            torch.manual_seed(params.seed)
+        model, tok = self.load(), self.tokenizer
+        return BatchWatch(progress, rows, {tok.pad_token_id, *_eos_ids(model, tok)})
+
+    def _completions(
+        self, new_tokens: Any, idx: list[int], prompt_tokens: Sequence[int], out: list[Completion | None]
+    ) -> None:
+        """Decode a batch's new tokens (row ``r`` is prompt ``idx[r]``) into ``out``, counting the
+        tokens each row generated (padding after its end not counted)."""
+        tok = self.tokenizer
+        for row, i in enumerate(idx):
+            ids = new_tokens[row]
+            n_new = int((ids != tok.pad_token_id).sum()) if tok.pad_token_id is not None else len(ids)
+            out[i] = Completion(
+                text=tok.decode(ids, skip_special_tokens=True),
+                prompt_tokens=prompt_tokens[i],
+                completion_tokens=n_new,
+            )
 
     def _generate_reusing_prefixes(
         self,
@@ -444,18 +460,15 @@ class HFGenerator(ConfiguredDecoding):
     ) -> None:
         """:meth:`generate_local` with :class:`~rr.generation.hf_prefix.PrefixPrefill`: batches of
         ``batch_size`` prompts in prefix order, each prefilled from where it parts from the one before."""
-        import torch
-
         model, tok = self.load(), self.tokenizer
         ids = tok(list(prompts), add_special_tokens=False)["input_ids"]
+        lengths = [len(x) for x in ids]
         prefill = PrefixPrefill(model)
         pad = tok.pad_token_id if tok.pad_token_id is not None else 0
         order = prefix_order(ids)
         for start in range(0, len(order), self.batch_size):
             idx = order[start : start + self.batch_size]
-            if not params.greedy and params.seed is not None:
-                torch.manual_seed(params.seed)
-            watch = BatchWatch(progress, len(idx), {tok.pad_token_id, *_eos_ids(model, tok)})
+            watch = self._start_batch(progress, len(idx), params)
 
             def shown(j: int, n: int, watch: BatchWatch = watch) -> None:
                 watch.prefilled(j, n, prefill)
@@ -464,17 +477,7 @@ class HFGenerator(ConfiguredDecoding):
                 model, pad, prefill, [ids[i] for i in idx], gen_kwargs, watch, on_row=shown
             )
             self.batch_timings.append(timing)
-            new_tokens = output[:, max(len(ids[i]) for i in idx) :]
-            for row, i in enumerate(idx):
-                row_ids = new_tokens[row]
-                n_new = (
-                    int((row_ids != tok.pad_token_id).sum()) if tok.pad_token_id is not None else len(row_ids)
-                )
-                out[i] = Completion(
-                    text=tok.decode(row_ids, skip_special_tokens=True),
-                    prompt_tokens=len(ids[i]),
-                    completion_tokens=n_new,
-                )
+            self._completions(output[:, max(lengths[i] for i in idx) :], idx, lengths, out)
         self.prefix_counts["prompt_tokens"] += prefill.prompt_tokens
         self.prefix_counts["computed"] += prefill.computed_tokens
 

@@ -231,6 +231,8 @@ class OpenAIGenerator(ConfiguredDecoding):
         self.name = name or model.rstrip("/").split("/")[-1]
         self._context_window = context_window
         self._local: Any = None
+        #: The model the server reported answering with (its responses' ``model`` field; None until one came).
+        self.reported_model: str | None = None
         #: retries / failures by cause; the pipeline adds them to summary.json ``counters``.
         self.counters: Counter[str] = Counter()
         #: How a retry waits its delay (seconds); tests swap in one that records and returns.
@@ -395,7 +397,10 @@ class OpenAIGenerator(ConfiguredDecoding):
             self.counters["failed"] += 1
             hint = f" (is ${self.api_key_env} set?)" if r.status_code in (401, 403) else ""
             raise OpenAIBackendError(f"{url} answered {r.status_code}{hint}: {r.text[:500]}")
-        text, n_prompt, n_out = parse_response(r.json(), self.endpoint)
+        body = r.json()
+        text, n_prompt, n_out = parse_response(body, self.endpoint)
+        if isinstance(body, dict) and isinstance(body.get("model"), str) and body["model"]:
+            self.reported_model = body["model"]  # the model that answered (a dated version of an alias)
         if n_prompt is None:
             n_prompt = self.count_tokens([prompt])[0]
         if n_out is None:

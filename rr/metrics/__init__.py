@@ -9,23 +9,41 @@ table"). Register one with :func:`register_metric` and look it up in :data:`METR
 
 Built-in metrics: ``ndr``, ``rsr``, ``ror`` (Cao et al. 2025, §3; :mod:`rr.metrics.robustness`);
 ``rgb_*`` (RGB, Chen et al. 2024; :mod:`rr.metrics.rgb`); ``rare_*`` (RARE, §5; :mod:`rr.metrics.rare`).
+Every metric also has a :class:`MetricSpec` in :data:`SPECS` (what it measures, its direction, the names
+the papers print it under, the report section and column that show it), including those computed from
+more than the score table (``sure_*``, ``ql_*``): the one vocabulary of the report and the papers' values.
 """
 
 from __future__ import annotations
 
-from rr.metrics import rare, rgb
-from rr.metrics.registry import METRICS, Metric, get_metric, register_metric
+from rr.metrics import query_level, rare, rgb, spurious
+from rr.metrics.registry import (
+    METRICS,
+    SPECS,
+    Metric,
+    MetricSpec,
+    describe_metric,
+    get_metric,
+    get_spec,
+    register_metric,
+)
 from rr.metrics.robustness import ndr, robustness_table, ror, rsr
 
 __all__ = [
     "METRICS",
+    "SPECS",
     "Metric",
+    "MetricSpec",
+    "describe_metric",
     "get_metric",
+    "get_spec",
     "ndr",
+    "query_level",
     "rare",
     "register_metric",
     "rgb",
     "robustness_table",
     "ror",
     "rsr",
+    "spurious",
 ]

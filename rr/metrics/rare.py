@@ -166,7 +166,13 @@ def score_rows(flags: pd.DataFrame, score: str, include_retrieval: bool = False)
     raise ValueError(f"RARE score must be one of {SCORES}, got {score!r}")
 
 
-@register_metric("rare_overall")
+@register_metric(
+    "rare_overall",
+    printed_as=("rare2025: overall robustness (Table 5)",),
+    section="rare_robustness",
+    column="overall",
+    estimate="rare",
+)
 def overall_robustness(
     df: pd.DataFrame, doc_types: Mapping[str, str] | None = None, include_retrieval: bool = False
 ) -> float:
@@ -175,19 +181,37 @@ def overall_robustness(
     return _mean_over_examples(score_rows(f, "overall", include_retrieval), "rare_overall")
 
 
-@register_metric("rare_query")
+@register_metric(
+    "rare_query",
+    printed_as=("rare2025: query robustness (Table 5)",),
+    section="rare_robustness",
+    column="query",
+    estimate="rare",
+)
 def query_robustness(df: pd.DataFrame, doc_types: Mapping[str, str] | None = None) -> float:
     """Query robustness: perturbed queries q′ ∈ Q′ with the ground-truth documents."""
     return _mean_over_examples(score_rows(robustness_flags(df, doc_types), "query"), "rare_query")
 
 
-@register_metric("rare_document")
+@register_metric(
+    "rare_document",
+    printed_as=("rare2025: document robustness (Table 5)",),
+    section="rare_robustness",
+    column="document",
+    estimate="rare",
+)
 def document_robustness(df: pd.DataFrame, doc_types: Mapping[str, str] | None = None) -> float:
     """Document robustness: the original query with perturbed documents d′ ∈ D′."""
     return _mean_over_examples(score_rows(robustness_flags(df, doc_types), "document"), "rare_document")
 
 
-@register_metric("rare_retrieval")
+@register_metric(
+    "rare_retrieval",
+    printed_as=("rare2025: retrieval robustness (Table 5)",),
+    section="rare_robustness",
+    column="retrieval",
+    estimate="rare",
+)
 def retrieval_robustness(df: pd.DataFrame, doc_types: Mapping[str, str] | None = None) -> float:
     """Real-world retrieval robustness: the original query with every retrieved context."""
     return _mean_over_examples(score_rows(robustness_flags(df, doc_types), "retrieval"), "rare_retrieval")

@@ -1,13 +1,22 @@
-"""The metric registry: name -> pure function over the score table.
+"""The metric registry: one :class:`MetricSpec` per metric name, the one vocabulary of metrics.
 
-The metric modules (:mod:`rr.metrics.robustness`, :mod:`rr.metrics.rgb`, :mod:`rr.metrics.rare`)
-register themselves here with :func:`register_metric`; :mod:`rr.metrics` imports them so that
-:data:`METRICS` (an :class:`rr.registry.Registry`) is full once ``rr.metrics`` is imported.
+A spec says what the metric measures, its direction, the names the papers print it under, the
+report section (and column) that shows it, its function over the score table and, for a rate, the
+per-row values whose mean it is. Report sections and the paper-beside table
+(:mod:`rr.reporting.paper_beside`) look metrics up here; ``rr/papers/values/*.csv``'s ``metric``
+column names a spec (a test checks every row).
+
+The metric modules (:mod:`rr.metrics.robustness`, :mod:`rr.metrics.rgb`, :mod:`rr.metrics.rare`,
+:mod:`rr.metrics.spurious`) register themselves with :func:`register_metric` (a function over the
+score table) or :func:`describe_metric` (a metric computed from more than the score table, such as the
+query-level Recall@5 from the job's runs); :mod:`rr.metrics` imports them so that :data:`METRICS`
+(name -> function) and :data:`SPECS` (name -> spec) are full once ``rr.metrics`` is imported.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import pandas as pd
@@ -17,6 +26,58 @@ from rr.registry import Registry
 #: A metric: score table in, one float out.
 Metric = Callable[[pd.DataFrame], float]
 
+#: How a metric is estimated with an interval beside a paper (:mod:`rr.reporting.paper_beside`):
+#: ``rate`` (the mean of :attr:`MetricSpec.per_row` over the rows, a bootstrap interval),
+#: ``robustness`` (NDR / RSR / ROR and their geometric mean, the robustness table's intervals),
+#: ``sure`` (SURE's LR / RR / WR of one perturbation and subset), ``rare`` (RARE's Table 4 scores),
+#: ``query_level_recall`` (Recall@k from the job's runs and qrels), ``query_level_pearson`` (Pearson r
+#: of per-sample changes, Fisher's interval).
+ESTIMATES = ("rate", "robustness", "sure", "rare", "query_level_recall", "query_level_pearson")
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """One metric, as every part of rr names it.
+
+    Attributes:
+        name: The registry key (``rgb_rejection_all_rate``); the papers' values name it so.
+        measures: What it measures, one sentence.
+        higher_is_better: Its direction (``None``: neither, e.g. a correlation).
+        printed_as: The names the papers print it under, each ``<paper>: <name>``
+            (``rgb2024: Rej (Table 3)``).
+        section: The report section that shows it (``rgb_rejection``; ``None``: none does).
+        column: That section's column for it (``rej``).
+        fn: The function over the score table (:data:`METRICS`); ``None`` for a metric computed from
+            more than the score table (its :attr:`estimate` says how).
+        per_row: For a rate: the 0/1 value of each row whose mean over the rows :attr:`fn` averages.
+        closed_book: For a rate: it averages the ``k = 0`` rows (else the ``k > 0`` rows).
+        estimate: How it is estimated beside a paper (one of :data:`ESTIMATES`).
+    """
+
+    name: str
+    measures: str
+    higher_is_better: bool | None = True
+    printed_as: tuple[str, ...] = ()
+    section: str | None = None
+    column: str | None = None
+    fn: Callable[..., float] | None = None
+    per_row: Callable[[pd.DataFrame], pd.Series] | None = None
+    closed_book: bool = False
+    estimate: str = "rate"
+
+    def __post_init__(self) -> None:
+        if self.estimate not in ESTIMATES:
+            raise ValueError(
+                f"metric {self.name!r}: estimate must be one of {ESTIMATES}, got {self.estimate!r}"
+            )
+        if self.estimate == "rate" and self.per_row is None:
+            raise ValueError(f"metric {self.name!r}: a rate needs per_row")
+
+    @property
+    def direction(self) -> str:
+        """``higher is better`` / ``lower is better`` / ``neither``."""
+        return {True: "higher is better", False: "lower is better", None: "neither"}[self.higher_is_better]
+
 
 def _qualname(fn: Metric) -> str:
     return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
@@ -24,14 +85,29 @@ def _qualname(fn: Metric) -> str:
 
 #: name -> metric function
 METRICS: Registry[Metric] = Registry("metric", Callable, key=_qualname)
+#: name -> its spec (every metric of :data:`METRICS`, and those computed from more than the score table)
+SPECS: Registry[MetricSpec] = Registry("metric spec", MetricSpec)
 
 
 #: A metric function, possibly with extra keyword options after the table.
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 
-def register_metric(name: str) -> Callable[[_F], _F]:
-    """Decorator registering a metric function under ``name`` in :data:`METRICS`.
+def register_metric(
+    name: str,
+    *,
+    measures: str = "",
+    higher_is_better: bool | None = True,
+    printed_as: tuple[str, ...] = (),
+    section: str | None = None,
+    column: str | None = None,
+    per_row: Callable[[pd.DataFrame], pd.Series] | None = None,
+    closed_book: bool = False,
+    estimate: str | None = None,
+) -> Callable[[_F], _F]:
+    """Decorator registering a metric function under ``name`` in :data:`METRICS`, with its spec in
+    :data:`SPECS` (the keyword arguments: :class:`MetricSpec`'s; ``measures`` defaults to the first
+    line of the function's docstring; ``estimate`` to ``rate`` with ``per_row``, else ``robustness``).
 
     Args:
         name: Registry key (e.g. ``"ndr"``). Must not already name a different function.
@@ -45,9 +121,39 @@ def register_metric(name: str) -> Callable[[_F], _F]:
 
     def wrap(fn: _F) -> _F:
         METRICS.register(name, fn)
+        origin = METRICS.origin(name)
+        doc = (fn.__doc__ or "").strip().split("\n\n")[0]
+        SPECS.register(
+            name,
+            MetricSpec(
+                name=name,
+                measures=measures or " ".join(doc.split()),
+                higher_is_better=higher_is_better,
+                printed_as=printed_as,
+                section=section,
+                column=column,
+                fn=fn,
+                per_row=per_row,
+                closed_book=closed_book,
+                estimate=estimate or ("rate" if per_row is not None else "robustness"),
+            ),
+            origin=origin,
+        )
         return fn
 
     return wrap
+
+
+def describe_metric(spec: MetricSpec) -> MetricSpec:
+    """Register the spec of a metric that has no function over the score table alone."""
+    return SPECS.register(spec.name, spec)
+
+
+def _get(registry: Registry[Any], name: str) -> Any:
+    try:
+        return registry[name]
+    except KeyError:
+        raise KeyError(f"unknown metric {name!r}; known metrics: {sorted(registry)}") from None
 
 
 def get_metric(name: str) -> Metric:
@@ -56,7 +162,13 @@ def get_metric(name: str) -> Metric:
     Raises:
         KeyError: No metric of that name; the message lists the known ones.
     """
-    try:
-        return METRICS[name]
-    except KeyError:
-        raise KeyError(f"unknown metric {name!r}; known metrics: {sorted(METRICS)}") from None
+    return _get(METRICS, name)  # type: ignore[no-any-return]
+
+
+def get_spec(name: str) -> MetricSpec:
+    """The spec registered as ``name`` (a metric of :data:`METRICS` or one :func:`describe_metric` gave).
+
+    Raises:
+        KeyError: No metric of that name; the message lists the known ones.
+    """
+    return _get(SPECS, name)  # type: ignore[no-any-return]

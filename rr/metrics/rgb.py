@@ -36,7 +36,7 @@ same formulas run over rr's broader rules. ``docs/scoring-parity.md`` maps every
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -103,46 +103,128 @@ def correct(scores: pd.Series) -> pd.Series:
     return scores.astype(float) >= CORRECT
 
 
-@register_metric("rgb_accuracy")
+# The per-row values each rate averages (:attr:`rr.metrics.registry.MetricSpec.per_row`): the
+# registered functions below and the paper-beside table (its intervals) both average these.
+
+
+def correct_rows(df: pd.DataFrame) -> pd.Series:
+    """1.0 where the row is correct (:func:`correct`), else 0.0."""
+    return correct(df["score"]).astype(float)
+
+
+def rejected_or_correct_rows(df: pd.DataFrame) -> pd.Series:
+    """RGB's Rej per row (``evalue.py``'s ``all_rate`` at noise ratio 1): 1.0 for a refusal or a correct response."""
+    return (df["rgb_rejected"].fillna(False).astype(bool) | correct(df["score"])).astype(float)
+
+
+def _flag_rows(column: str) -> Callable[[pd.DataFrame], pd.Series]:
+    def rows(df: pd.DataFrame) -> pd.Series:
+        return df[column].fillna(False).astype(bool).astype(float)
+
+    rows.__doc__ = f"1.0 where ``{column}`` is true, else 0.0."
+    return rows
+
+
+def _correct_among_rows(detected: str) -> Callable[[pd.DataFrame], pd.Series]:
+    def rows(df: pd.DataFrame) -> pd.Series:
+        return correct_rows(df).where(df[detected].fillna(False).astype(bool))
+
+    rows.__doc__ = f"Correctness of the rows with ``{detected}``; NaN (left out of the mean) on the others."
+    return rows
+
+
+@register_metric(
+    "rgb_accuracy",
+    printed_as=("rgb2024: Accuracy (Tables 1, 5)", "rgb2024: Acc_doc (Table 7)"),
+    section="accuracy_vs_noise_ratio",
+    column="accuracy",
+    per_row=correct_rows,
+)
 def accuracy(df: pd.DataFrame, skipped: str = "drop") -> float:
     """RGB accuracy (eq. 1, ``#tt / #nums``) over the ``k > 0`` rows: the share with ``score == 1``."""
     return float(correct(_rag(df, ["score"], "rgb_accuracy", skipped)["score"]).mean())
 
 
-@register_metric("rgb_mean_score")
+@register_metric("rgb_mean_score", per_row=lambda df: df["score"].astype(float))
 def mean_score(df: pd.DataFrame, skipped: str = "drop") -> float:
     """The mean ``score`` over the ``k > 0`` rows: partial credit for multi-part answers (not RGB's)."""
     return float(_rag(df, ["score"], "rgb_mean_score", skipped)["score"].astype(float).mean())
 
 
-@register_metric("rgb_rejection_all_rate")
+@register_metric(
+    "rgb_closed_book_accuracy",
+    printed_as=("rgb2024: Acc (Table 7)",),
+    section="rgb_counterfactual",
+    column="acc",
+    per_row=correct_rows,
+    closed_book=True,
+)
+def closed_book_accuracy(df: pd.DataFrame) -> float:
+    """RGB accuracy without documents: the share of the ``k = 0`` rows with ``score == 1``."""
+    _need(df, ["k", "score"], "rgb_closed_book_accuracy")
+    cb = df[df["k"] == 0]
+    if cb.empty:
+        raise MetricUndefinedError("rgb_closed_book_accuracy: no rows with k = 0")
+    return float(correct_rows(cb).mean())
+
+
+@register_metric(
+    "rgb_rejection_all_rate",
+    printed_as=("rgb2024: Rej (Table 3)",),
+    section="rgb_rejection",
+    column="rej",
+    per_row=rejected_or_correct_rows,
+)
 def rejection_all_rate(df: pd.DataFrame, skipped: str = "drop") -> float:
     """Rej as RGB Table 3 reports it (``evalue.py``'s ``all_rate`` at noise ratio 1): the share of
     ``k > 0`` rows that are a refusal (``rgb_rejected``) or correct (``score == 1``)."""
     rag = _rag(df, ["score", "rgb_rejected"], "rgb_rejection_all_rate", skipped)
-    return float((rag["rgb_rejected"].astype(bool) | correct(rag["score"])).mean())
+    return float(rejected_or_correct_rows(rag).mean())
 
 
-@register_metric("rgb_rejection_rate")
+@register_metric(
+    "rgb_rejection_rate",
+    section="rgb_rejection",
+    column="rej_phrase_only",
+    per_row=_flag_rows("rgb_rejected"),
+)
 def rejection_rate(df: pd.DataFrame, skipped: str = "drop") -> float:
     """The share of ``k > 0`` rows whose response has RGB's rejection phrase (``rgb_rejected``) -- the
     refusals alone (rr's number; RGB's Rej also counts correct answers: :func:`rejection_all_rate`)."""
     return _rate(df, "rgb_rejected", "rgb_rejection_rate", skipped)
 
 
-@register_metric("rgb_rejection_rate_llm")
+@register_metric(
+    "rgb_rejection_rate_llm",
+    printed_as=("rgb2024: Rej* (Table 3)",),
+    section="rgb_rejection",
+    column="rej_llm",
+    per_row=_flag_rows("rgb_rejected_llm"),
+)
 def rejection_rate_llm(df: pd.DataFrame, skipped: str = "drop") -> float:
     """Rej*: the share of ``k > 0`` rows the LLM judge reads as a rejection (``rgb_rejected_llm``)."""
     return _rate(df, "rgb_rejected_llm", "rgb_rejection_rate_llm", skipped)
 
 
-@register_metric("rgb_error_detection_rate")
+@register_metric(
+    "rgb_error_detection_rate",
+    printed_as=("rgb2024: ED (Table 7)",),
+    section="rgb_counterfactual",
+    column="ed",
+    per_row=_flag_rows("error_detected"),
+)
 def error_detection_rate(df: pd.DataFrame, skipped: str = "drop") -> float:
     """ED: the share of ``k > 0`` rows whose response says "factual errors" (``error_detected``)."""
     return _rate(df, "error_detected", "rgb_error_detection_rate", skipped)
 
 
-@register_metric("rgb_error_detection_rate_llm")
+@register_metric(
+    "rgb_error_detection_rate_llm",
+    printed_as=("rgb2024: ED* (Table 7)",),
+    section="rgb_counterfactual",
+    column="ed_llm",
+    per_row=_flag_rows("error_detected_llm"),
+)
 def error_detection_rate_llm(df: pd.DataFrame, skipped: str = "drop") -> float:
     """ED*: the share of ``k > 0`` rows the LLM judge reads as flagging errors (``error_detected_llm``)."""
     return _rate(df, "error_detected_llm", "rgb_error_detection_rate_llm", skipped)
@@ -158,7 +240,7 @@ def _correction(df: pd.DataFrame, detected: str, corrected: str | None, what: st
     return float(ok.mean())
 
 
-@register_metric("rgb_error_correction_rate")
+@register_metric("rgb_error_correction_rate", per_row=_correct_among_rows("error_detected"))
 def error_correction_rate(df: pd.DataFrame, detected: str = "error_detected", skipped: str = "drop") -> float:
     """rr's CR: among ``k > 0`` rows whose response detected the errors (column ``detected``), the
     share that are correct (``score == 1``).
@@ -169,14 +251,20 @@ def error_correction_rate(df: pd.DataFrame, detected: str = "error_detected", sk
     return _correction(df, detected, None, "rgb_error_correction_rate", skipped)
 
 
-@register_metric("rgb_error_correction_rate_llm")
+@register_metric(
+    "rgb_error_correction_rate_llm",
+    printed_as=("rgb2024: CR (Table 7)",),
+    section="rgb_counterfactual",
+    column="cr_llm",
+    per_row=_correct_among_rows("error_detected_llm"),
+)
 def error_correction_rate_llm(df: pd.DataFrame, skipped: str = "drop") -> float:
     """Table 7's CR (``fact_evalue.py``'s ``correct_rate``): among the rows the LLM check flagged
     (``error_detected_llm``), the share correct (``score == 1``). Undefined when none was flagged."""
     return _correction(df, "error_detected_llm", None, "rgb_error_correction_rate_llm", skipped)
 
 
-@register_metric("rgb_error_correction_rate_evalue")
+@register_metric("rgb_error_correction_rate_evalue", per_row=_flag_rows("rgb_corrected"))
 def error_correction_rate_evalue(df: pd.DataFrame, skipped: str = "drop") -> float:
     """``evalue.py``'s ``correct_rate``: among rows with the fact-error phrase (``error_detected``), the
     share with ``0 not in label`` (``rgb_corrected`` of ``judge=rgb``: correct, or a refusal).

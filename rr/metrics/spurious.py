@@ -26,6 +26,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from rr.metrics.registry import MetricSpec, describe_metric
 from rr.metrics.robustness import MetricUndefinedError
 from rr.results import CELL_KEYS
 
@@ -184,3 +185,21 @@ def robustness_rates(
     table = pd.DataFrame.from_records(records).set_index(index)
     table.columns = pd.MultiIndex.from_tuples(table.columns, names=["subset", "metric"])
     return table
+
+
+for _rate, _what, _better in (
+    ("lr", "LR: the share of instances whose correctness rises with the perturbation (C = 1)", None),
+    ("rr", "RR: the share of instances whose correctness the perturbation leaves unchanged (C = 0)", True),
+    ("wr", "WR: the share of instances whose correctness falls with the perturbation (C = -1)", False),
+):
+    describe_metric(
+        MetricSpec(
+            name=f"sure_{_rate}",
+            measures=_what + " (instance_pairs of the unperturbed and the perturbed rows)",
+            higher_is_better=_better,
+            printed_as=(f"sure2025: {_rate.upper()} (Tables 2, 6)",),
+            section="sure_robustness_rates",
+            column=_rate.upper(),
+            estimate="sure",
+        )
+    )

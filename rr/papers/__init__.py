@@ -9,21 +9,34 @@ column         meaning
 paper          the paper's key (``rgb2024``, ``cao2025``, ...; the ``conf/experiment`` name)
 location       table / figure / section, e.g. ``Table 1``
 model          the model as the paper names it
-model_ids      ``;``-separated model ids a job's recorded ``summary.json`` ``model.model_id``
-               must equal (exactly) to be this model
+model_ids      ``;``-separated public model ids that are this model: its hub id or API name first,
+               then aliases (an older hub name, ``meta-llama/Meta-Llama-3.1-8B-Instruct``; a dated
+               API version, ``gpt-4o-2024-08-06``); a job matches when the public model it recorded
+               (``summary.json`` ``public_model``, else ``model.model_id``) is one of them; ``*``:
+               any model (a value that does not depend on the generator, a retriever's recall)
 dataset        the dataset as the paper names it
-rr_datasets    the ``dataset`` value(s) of rr's score table that are this dataset; ``a+b+c``:
-               the paper pools these datasets, and so must the run
-metric         what rr computes for it (:data:`rr.reporting.paper_beside.METRICS`)
-setting        ``;``-separated ``key=value`` conditions on the job's recorded score rows:
-               a score-table column (``strategy=rgb``, ``n_docs_given=5``), ``noise_ratio=0.2``
-               (the ``doc_perturbation`` tag's ratio), ``counterfactual=true``; ``a+b`` after
-               ``=``: the run's values of that column must be exactly these
+rr_datasets    the ``dataset`` value(s) of rr's score table that are this dataset, as the paper's
+               experiment config writes them (``rgb_zh``: ``dataset=rgb_zh``; ``nq``:
+               ``dataset.name=nq``); ``a+b+c``: the paper pools these datasets, and so must the run
+metric         the registered metric (:data:`rr.metrics.SPECS`: what rr computes for it)
+setting        ``;``-separated ``key=value`` conditions on the job's recorded score rows, in the
+               names the paper's experiment config writes: a score-table column
+               (``strategy=rgb``, ``retriever=bm25+bge_large``, ``n_docs_given=5``),
+               ``noise_ratio=0.2`` (the ``doc_perturbation`` tag's ratio), ``counterfactual=true``;
+               the metric's parameters (``perturbation``, ``subset``, ``module``, ``query_kind``:
+               a ``query_perturbation`` kind such as ``typo@0.1``); ``a+b`` after ``=``: the run's
+               values of that column must be exactly these
 printed        the value exactly as printed (``96.33``, ``higher than 80%``)
 value          the printed value as a fraction (``0.9633``; a percentage divided by 100)
 relation       ``=`` the value; ``~`` approximately the value (as printed: within
                :data:`APPROX_TOLERANCE` of it); ``>`` / ``<``: the paper states only a bound
 note           what the paper says about it, or where rr's column differs in name
+run            the overrides, after ``experiment=<paper>``, its dataset (``dataset=<rr_datasets>``
+               unless ``run`` sets it: ``dataset.name=nq``) and model, of the run(s) that reach the
+               value (Hydra syntax; ``a,b``: a sweep of both, e.g. SURE's unperturbed and perturbed
+               jobs): :func:`run_overrides`
+out_of_reach   empty, or why no run of rr reaches the value (e.g. no loader for its dataset);
+               the report prints it
 =============  ===============================================================================
 
 ``claims/<paper>.yaml``: the paper's headline claims, each quoted with its location and written as a
@@ -65,6 +78,8 @@ VALUE_COLUMNS = (
     "value",
     "relation",
     "note",
+    "run",
+    "out_of_reach",
 )
 RELATIONS = ("=", "~", ">", "<")
 #: What ``~`` ("approximately 14%") allows either side of the printed value: two percentage points (the papers
@@ -105,6 +120,37 @@ def _values() -> pd.DataFrame:
 def paper_values() -> pd.DataFrame:
     """Every shipped paper value (a copy; columns :data:`VALUE_COLUMNS`, ``value`` a float)."""
     return _values().copy()
+
+
+def model_overrides(model_id: str) -> list[str]:
+    """The overrides that run ``model_id`` (a value's first ``model_ids``): an API name (no ``/``,
+    ``gpt-4o``) through ``generator=openai``, a hub id through the experiment's own generator."""
+    if model_id == "*":
+        return []
+    return (["generator=openai"] if "/" not in model_id else []) + [f"generator.model={model_id}"]
+
+
+def dataset_overrides(dataset: str, run: str) -> list[str]:
+    """The override that gives a run the score-table dataset name ``dataset``: ``dataset=<it>`` (a
+    ``conf/dataset`` option: ``rgb_zh``, ``nq_open``), unless the value's ``run`` sets the dataset itself
+    (the query-level study's BEIR sets: ``dataset.name=nq`` through the experiment's ``dataset=jsonl``)."""
+    return [] if any(o.startswith(("dataset=", "dataset.")) for o in run.split()) else [f"dataset={dataset}"]
+
+
+def run_overrides(value: Any) -> list[list[str]]:
+    """The ``rr -m`` command lines (one per dataset the value pools) whose jobs together reach a
+    paper value (a row of :func:`paper_values`): ``experiment=<paper>``, the dataset, the model
+    (:func:`model_overrides` of its first id) and its ``run`` column (a sweep where it has ``a,b``)."""
+    model = str(value.model_ids).split(";")[0]
+    return [
+        [
+            f"experiment={value.paper}",
+            *dataset_overrides(d, str(value.run)),
+            *model_overrides(model),
+            *str(value.run).split(),
+        ]
+        for d in str(value.rr_datasets).split("+")
+    ]
 
 
 @dataclass(frozen=True)

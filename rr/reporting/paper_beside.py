@@ -19,10 +19,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from functools import cache
+from typing import Any
 
+import numpy as np
 import pandas as pd
 
-from rr.metrics.rgb import correct, noise_ratio_of
+from rr.metrics import MetricSpec, get_spec
+from rr.metrics.rgb import noise_ratio_of, skipped_rows
 from rr.papers import APPROX_TOLERANCE, paper_claims, paper_values, parse_setting
 from rr.perturbations.base import PerturbationTag
 from rr.reporting.core import CI_HIGH, CI_LOW, Item, ReportContext, ReportTable, SectionSkipped, section
@@ -30,7 +34,7 @@ from rr.stats import bootstrap_mean
 
 INSIDE, OUTSIDE, NO_MATCH = "inside the interval", "outside", "no matching setting in this run"
 NOT_MEASURED = "not measured in this run"
-NOT_COMPUTED = "rr does not compute this beside the paper yet"
+OUT_OF_REACH = "out of reach of rr"
 HOLDS, CONTRADICTED, UNDECIDED = "holds", "contradicted", "not decided at this n"
 #: Significance level of the claims' paired tests (two-sided).
 ALPHA = 0.05
@@ -39,7 +43,7 @@ ALPHA = 0.05
 RAG_KEYS = frozenset(
     {"noise_ratio", "counterfactual", "doc_perturbation", "n_docs_given", "retriever", "order", "k"}
 )
-_ROBUSTNESS = ("ndr", "rsr", "ror", "robustness")
+ROBUSTNESS = ("ndr", "rsr", "ror", "robustness")
 #: Setting keys that are the metric's parameters, not conditions on rows (SURE's perturbation and
 #: subset: its rates pair each perturbed row with the unperturbed one).
 METRIC_PARAMS = frozenset({"perturbation", "subset", "module", "query_kind"})
@@ -52,15 +56,6 @@ def split_setting(setting: Mapping[str, str]) -> tuple[dict[str, str], dict[str,
 
 
 # ----------------------------------------------------------------------------- the job's recorded setting
-
-
-def job_models(ctx: ReportContext) -> dict[str, str]:
-    """job id -> the model id its ``summary.json`` recorded (``model.model_id``; jobs without one are left out)."""
-    out = {}
-    for job in ctx.jobs:
-        if model_id := job.summary.model_id:
-            out[job.job_id] = model_id
-    return out
 
 
 def _same(a: object, b: str) -> bool:
@@ -87,7 +82,7 @@ DERIVED: dict[str, tuple[str, Callable[[str], object]]] = {
 }
 
 
-def _values_of(rows: pd.DataFrame, key: str) -> dict[object, object] | None:
+def values_of(rows: pd.DataFrame, key: str) -> dict[object, object] | None:
     """Each distinct value of the column behind ``key`` -> the key's value for it (None: no such column).
     Score tables have millions of rows and few distinct values, so settings are matched on these."""
     column, fn = DERIVED.get(key, (key, lambda v: v))
@@ -98,7 +93,7 @@ def _values_of(rows: pd.DataFrame, key: str) -> dict[object, object] | None:
 
 def _hit(rows: pd.DataFrame, key: str, options: list[str]) -> pd.Series | None:
     """Whether each row's value of ``key`` is one of ``options`` (None: the rows lack its column)."""
-    values = _values_of(rows, key)
+    values = values_of(rows, key)
     if values is None:
         return None
     column = DERIVED[key][0] if key in DERIVED else key
@@ -138,7 +133,7 @@ def select(rows: pd.DataFrame, setting: Mapping[str, str]) -> pd.DataFrame:
         return out.iloc[0:0]
     out = out[out_rag | out["job_id"].isin(out.loc[out_rag, "job_id"].unique())]
     for key, options in exact.items():
-        values = _values_of(out[out["k"].astype(int) > 0] if key in RAG_KEYS else out, key)
+        values = values_of(out[out["k"].astype(int) > 0] if key in RAG_KEYS else out, key)
         assert values is not None
         if not all(any(_same(p, w) for p in values.values()) for w in options):
             return out.iloc[0:0]
@@ -159,7 +154,7 @@ class Estimate:
     per_example: pd.Series | pd.DataFrame | None = None
 
 
-def _mean_of(rows: pd.DataFrame, values: pd.Series, ctx: ReportContext) -> Estimate:
+def mean_of(rows: pd.DataFrame, values: pd.Series, ctx: ReportContext) -> Estimate:
     frame = rows.assign(_v=values.astype(float))
     r = bootstrap_mean(
         frame, "_v", n_resamples=ctx.n_resamples, confidence=ctx.confidence, seed=ctx.seed, small_sample=True
@@ -168,40 +163,60 @@ def _mean_of(rows: pd.DataFrame, values: pd.Series, ctx: ReportContext) -> Estim
     return Estimate(r.statistic, r.ci_low, r.ci_high, r.n, per)
 
 
-def _rate(column: str, closed_book: bool = False, among: str | None = None) -> Callable[..., Estimate | None]:
-    """A per-row rate on the ``k > 0`` rows (``k = 0`` if ``closed_book``), optionally among the rows
-    where ``among`` is true; ``correct`` means RGB's correctness (:func:`rr.metrics.rgb.correct`)."""
+#: An estimator: (the matched rows, the report's context, the matched jobs' rows, the setting's metric
+#: parameters) -> an :class:`Estimate`, or None where the rows lack what the metric needs.
+Estimator = Callable[..., "Estimate | None"]
 
-    def fn(rows: pd.DataFrame, ctx: ReportContext) -> Estimate | None:
-        part = rows[(rows["k"].astype(int) == 0) if closed_book else (rows["k"].astype(int) > 0)]
-        if among is not None:
-            if among not in part.columns:
-                return None
-            part = part[part[among].fillna(False).astype(bool)]
-        if column != "correct" and column not in part.columns:
-            return None
+
+def _rate(spec: MetricSpec) -> Estimator:
+    """The mean of the spec's per-row values (:attr:`~rr.metrics.registry.MetricSpec.per_row`) over the
+    ``k > 0`` rows (``k = 0`` for a closed-book rate), leaving out the rows RGB leaves out
+    (:func:`rr.metrics.rgb.skipped_rows`) and the NaN the per-row values give rows outside the rate."""
+
+    def fn(rows: pd.DataFrame, ctx: ReportContext, job_rows: pd.DataFrame | None = None) -> Estimate | None:
+        k = rows["k"].astype(int)
+        part = rows[((k == 0) if spec.closed_book else (k > 0)) & ~skipped_rows(rows)]
         if part.empty:
             return None
-        values = correct(part["score"]) if column == "correct" else part[column].fillna(False).astype(bool)
-        return _mean_of(part, values, ctx)
+        assert spec.per_row is not None
+        try:
+            values = spec.per_row(part)
+        except KeyError:  # the rows lack the column it reads (judge.llm_rejection=false, ...)
+            return None
+        keep = values.notna()
+        if not keep.any():
+            return None
+        return mean_of(part[keep], values[keep], ctx)
 
     return fn
 
 
-def _robustness(metric: str) -> Callable[..., Estimate | None]:
-    def fn(rows: pd.DataFrame, ctx: ReportContext) -> Estimate | None:
-        from rr.reporting.robustness import per_example_robustness, robustness_ci
+def _robustness_of(rows: pd.DataFrame, ctx: ReportContext) -> tuple[pd.Series, pd.DataFrame] | None:
+    """The robustness table's row (NDR, RSR, ROR, their geometric mean, intervals) and the per-example
+    values of ``rows``, computed once per rows (NDR, RSR and ROR of one setting share them)."""
+    from rr.reporting.robustness import per_example_robustness, robustness_ci
 
-        try:
-            t = robustness_ci(
-                rows, by=[], n_resamples=ctx.n_resamples, confidence=ctx.confidence, seed=ctx.seed
-            )
-        except ValueError:
-            return None  # not a table the robustness metrics are defined on (one k, no closed book, ...)
-        row = t.iloc[0]
+    key = f"paper_beside.robustness@{id(rows)}"
+    held = ctx.memo.get(key)
+    if held is not None and held[0] is rows:  # the frame is held with its result, so its id is its own
+        return held[1]  # type: ignore[no-any-return]
+    try:
+        t = robustness_ci(rows, by=[], n_resamples=ctx.n_resamples, confidence=ctx.confidence, seed=ctx.seed)
+        result: tuple[pd.Series, pd.DataFrame] | None = (t.iloc[0], per_example_robustness(rows))
+    except ValueError:
+        result = None  # not a table the robustness metrics are defined on (one k, no closed book, ...)
+    ctx.memo[key] = (rows, result)
+    return result
+
+
+def _robustness(metric: str) -> Estimator:
+    def fn(rows: pd.DataFrame, ctx: ReportContext, job_rows: pd.DataFrame | None = None) -> Estimate | None:
+        got = _robustness_of(rows, ctx)
+        if got is None:
+            return None
+        row, per = got
         if math.isnan(float(row[metric])):
             return None
-        per = per_example_robustness(rows)
         return Estimate(
             float(row[metric]), float(row[metric + CI_LOW]), float(row[metric + CI_HIGH]), len(per), per
         )
@@ -209,14 +224,18 @@ def _robustness(metric: str) -> Callable[..., Estimate | None]:
     return fn
 
 
-def _sure(rate: str) -> Callable[..., Estimate | None]:
+def _sure(rate: str) -> Estimator:
     """SURE's LR / RR / WR of one perturbation (``perturbation``, a tag such as ``style:simple``) in one
     subset (``K-G`` ... ``Total``): :func:`rr.metrics.spurious.instance_pairs` of the unperturbed and the
     perturbed rows, the share of instances whose correctness C is 1 / 0 / -1."""
     want = {"lr": 1, "rr": 0, "wr": -1}[rate]
 
     def fn(
-        rows: pd.DataFrame, ctx: ReportContext, perturbation: str = "", subset: str = "Total"
+        rows: pd.DataFrame,
+        ctx: ReportContext,
+        job_rows: pd.DataFrame | None = None,
+        perturbation: str = "",
+        subset: str = "Total",
     ) -> Estimate | None:
         from rr.metrics.spurious import instance_pairs
 
@@ -231,16 +250,16 @@ def _sure(rate: str) -> Callable[..., Estimate | None]:
             pairs = pairs[pairs["subset"] == subset]
         if pairs.empty:
             return None
-        return _mean_of(pairs, (pairs["C"] == want), ctx)
+        return mean_of(pairs, (pairs["C"] == want), ctx)
 
     return fn
 
 
-def _rare(score: str) -> Callable[..., Estimate | None]:
+def _rare(score: str) -> Estimator:
     """RARE's Table 4 score: the share of robust trials per example (:func:`rr.metrics.rare.score_rows`),
     averaged over examples."""
 
-    def fn(rows: pd.DataFrame, ctx: ReportContext) -> Estimate | None:
+    def fn(rows: pd.DataFrame, ctx: ReportContext, job_rows: pd.DataFrame | None = None) -> Estimate | None:
         from rr.metrics import rare
 
         try:
@@ -250,48 +269,113 @@ def _rare(score: str) -> Callable[..., Estimate | None]:
         if trials.empty:
             return None
         per = trials.groupby("example_id", as_index=False)["robust"].mean()
-        return _mean_of(per, per["robust"], ctx)
+        return mean_of(per, per["robust"], ctx)
 
     return fn
 
 
-#: metric name -> (function of the matched rows, the context and the setting's metric parameters: an
-#: :class:`Estimate`, or None where the rows lack what it needs; None for a metric rr computes in its
-#: own report section but not yet beside the paper; what it is).
-METRICS: dict[str, tuple[Callable[..., Estimate | None] | None, str]] = {
-    "rgb_accuracy": (_rate("correct"), "share of k > 0 responses with every answer part (RGB's accuracy)"),
-    "rgb_closed_book_accuracy": (
-        _rate("correct", closed_book=True),
-        "the same on the k = 0 rows (Table 7 Acc)",
-    ),
-    "rgb_rej": (_rate("rgb_rejected"), "share of k > 0 responses with RGB's rejection sentence (Rej)"),
-    "rgb_rej_llm": (_rate("rgb_rejected_llm"), "share the LLM judge reads as a rejection (Rej*)"),
-    "rgb_ed": (_rate("error_detected"), "share of k > 0 responses saying 'factual errors' (ED)"),
-    "rgb_ed_llm": (_rate("error_detected_llm"), "share the LLM judge reads as flagging errors (ED*)"),
-    "rgb_cr_llm": (
-        _rate("correct", among="error_detected_llm"),
-        "RGB accuracy among the responses the LLM judge read as flagging errors (CR, fact_evalue.py's)",
-    ),
-    **{
-        f"sure_{r}": (_sure(r), f"SURE's {r.upper()} of one perturbation in one subset")
-        for r in ("lr", "rr", "wr")
-    },
-    **{
-        f"rare_{m}": (_rare(m), f"RARE's {m} robustness (Table 4)")
-        for m in ("overall", "query", "document", "retrieval")
-    },
-    "ql_recall@5": (
-        None,
-        "Recall@5 per query kind: section query_level_retrieval computes it, not yet matched here",
-    ),
-    "ql_pearson_r": (
-        None,
-        "Pearson r of per-sample changes: section query_level_correlations, not yet matched here",
-    ),
-    **{
-        m: (_robustness(m), f"{m.upper() if m != 'robustness' else 'geometric mean of NDR, RSR, ROR'}")
-        for m in _ROBUSTNESS
-    },
+def _kind_rows(rows: pd.DataFrame, kind: str) -> pd.Series:
+    """Whether each row's ``query_perturbation`` is of ``kind`` (``typo@0.1``; ``none``: the originals)."""
+    from rr.analysis.query_level import perturbation_kind
+
+    kinds = {t: perturbation_kind(str(t)) for t in rows["query_perturbation"].unique()}
+    return rows["query_perturbation"].isin([t for t, kd in kinds.items() if kd == kind])
+
+
+def _query_level_recall(
+    rows: pd.DataFrame, ctx: ReportContext, job_rows: pd.DataFrame | None = None, query_kind: str = "none"
+) -> Estimate | None:
+    """Table 4: the retriever's Recall@5 over the queries of one kind (its variants pooled), from the
+    matched jobs' runs and qrels (:func:`rr.reporting.query_level.retrieval_metrics_of`, ir_measures)."""
+    from rr.analysis.query_level import perturbation_kind
+    from rr.reporting.query_level import retrieval_metrics_of
+
+    rag = rows[rows["k"].astype(int) > 0]
+    metrics = retrieval_metrics_of(ctx, [5])
+    if metrics.empty or rag.empty:
+        return None
+    m = metrics[
+        metrics["job_id"].isin(set(rag["job_id"].astype(str)))
+        & metrics["retriever"].isin(set(rag["retriever"].astype(str)))
+    ]
+    m = m[m["query_perturbation"].astype(str).map(perturbation_kind) == query_kind]
+    m = m.drop_duplicates(["retriever", "example_id", "query_perturbation"])
+    if m.empty:
+        return None
+    return mean_of(m, m["recall@5"], ctx)
+
+
+#: The values' ``module`` -> the query-level correlation's pair (:data:`rr.analysis.query_level.PAIRS`).
+MODULES = {"retriever-RAG": "RET", "closed-book": "CB", "oracle": "OR"}
+
+
+def _query_level_pearson(
+    rows: pd.DataFrame,
+    ctx: ReportContext,
+    job_rows: pd.DataFrame | None = None,
+    module: str = "",
+    query_kind: str = "",
+) -> Estimate | None:
+    """Tables 2, 5, 6: Pearson r of the module's per-sample change with the RAG change under one query
+    kind (:func:`rr.analysis.query_level.module_deltas`), at k = 5 of the matched retriever, with
+    Fisher's interval (``scipy.stats.pearsonr(...).confidence_interval``)."""
+    from scipy.stats import pearsonr
+
+    from rr.analysis import query_level as ql
+    from rr.reporting.query_level import ORACLE, retrieval_metrics_of
+
+    retrievers = sorted(set(rows.loc[rows["k"].astype(int) > 0, "retriever"].astype(str)) - {ORACLE})
+    if len(retrievers) != 1 or module not in MODULES:
+        return None
+    job_rows = rows if job_rows is None else job_rows
+    jobs = set(job_rows.loc[_kind_rows(job_rows, query_kind), "job_id"].astype(str))
+    part = job_rows[job_rows["job_id"].astype(str).isin(jobs)]
+    metrics = retrieval_metrics_of(ctx, [5])
+    if part.empty or metrics.empty:
+        return None
+    ret = metrics[metrics["job_id"].isin(jobs)].drop_duplicates(
+        ["retriever", "example_id", "query_perturbation"]
+    )
+    try:
+        deltas = ql.module_deltas(part, ret, retrievers[0], k=5, oracle=ORACLE)
+    except ValueError:
+        return None
+    d = deltas[deltas["kind"] == query_kind]
+    x, y = d[ql.PAIRS[MODULES[module]]].to_numpy(float), d["d_rag"].to_numpy(float)
+    if len(d) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return None
+    res = pearsonr(x, y)
+    ci = res.confidence_interval(confidence_level=ctx.confidence)
+    return Estimate(float(res.statistic), float(ci.low), float(ci.high), int(d["example_id"].nunique()))
+
+
+def estimator(name: str) -> Estimator:
+    """How rr estimates the registered metric ``name`` (:data:`rr.metrics.SPECS`) beside a paper.
+
+    Raises:
+        KeyError: no metric of that name.
+    """
+    spec = get_spec(LEGACY_NAMES.get(name, name))
+    if spec.estimate == "rate":
+        return _rate(spec)
+    if spec.estimate == "robustness":
+        return _robustness(spec.name)
+    if spec.estimate == "sure":
+        return _sure(spec.name.removeprefix("sure_"))
+    if spec.estimate == "rare":
+        return _rare(spec.name.removeprefix("rare_"))
+    if spec.estimate == "query_level_recall":
+        return _query_level_recall
+    return _query_level_pearson
+
+
+#: The names ``rr/papers/claims`` still uses for registered metrics (its own branch renames them).
+LEGACY_NAMES = {
+    "rgb_rej": "rgb_rejection_rate",
+    "rgb_rej_llm": "rgb_rejection_rate_llm",
+    "rgb_ed": "rgb_error_detection_rate",
+    "rgb_ed_llm": "rgb_error_detection_rate_llm",
+    "rgb_cr_llm": "rgb_error_correction_rate_llm",
 }
 
 
@@ -310,29 +394,245 @@ def _verdict(value: float, relation: str, est: Estimate) -> str:
     return INSIDE if lo - tol <= value <= hi + tol else OUTSIDE
 
 
-def _model_rows(scores: pd.DataFrame, models: Mapping[str, str], ids: str) -> pd.DataFrame:
-    """The rows of the jobs whose recorded model id is one of ``ids`` (``*``: any recorded model, for a
-    value that does not depend on the generator, such as a retriever's recall)."""
-    wanted = {i.strip() for i in ids.split(";") if i.strip()}
-    jobs = list(models) if wanted == {"*"} else [j for j, m in models.items() if m in wanted]
-    if not jobs:
-        return scores.iloc[0:0]
-    return scores[scores["job_id"].astype(str).isin(jobs)]
+@cache
+def _ids(model_ids: str) -> frozenset[str]:
+    return frozenset(i.strip() for i in str(model_ids).split(";") if i.strip())
+
+
+#: :func:`rr.papers.parse_setting`, once per distinct setting (every job is compared with every value).
+_parsed = cache(parse_setting)
+
+
+#: Metric parameters that name what the run must hold (a ``query_perturbation`` kind, a
+#: ``doc_perturbation`` tag), checked like a condition but not used to filter the rows.
+PRESENT_PARAMS = {"query_kind": "query_perturbation", "perturbation": "doc_perturbation"}
+
+
+def _key_values(cells: pd.DataFrame, key: str) -> set[object] | None:
+    """The values ``key`` takes on ``cells`` (None: the cells lack its column)."""
+    if key in PRESENT_PARAMS:
+        column = PRESENT_PARAMS[key]
+        if column not in cells.columns:
+            return None
+        if key == "query_kind":
+            from rr.analysis.query_level import perturbation_kind
+
+            return {perturbation_kind(str(t)) for t in cells[column].unique()}
+        return {str(t) for t in cells[column].unique()}
+    values = values_of(cells, key)
+    return None if values is None else set(values.values())
+
+
+@dataclass(frozen=True)
+class JobProfile:
+    """What one job ran, as the paper values name settings: its public model, the model it loaded,
+    its dataset(s), and each setting key's values (on its ``k > 0`` cells for :data:`RAG_KEYS`)."""
+
+    job_id: str
+    model: str
+    loaded: str
+    datasets: frozenset[str]
+    values: Mapping[str, set[object] | None]
+
+    def differences(self, v: Any) -> list[tuple[str, str, str]]:
+        """(key, this job's value, the paper value's) for each key in which job and paper value ``v``
+        (a row of :func:`rr.papers.paper_values`) differ; empty: the job has the value's setting."""
+        out: list[tuple[str, str, str]] = []
+        ids = _ids(v.model_ids)
+        if ids != {"*"} and not ({self.model, self.loaded} & ids):
+            out.append(("model", self.model or "?", str(v.model_ids).split(";")[0]))
+        datasets = str(v.rr_datasets).split("+")
+        if not (self.datasets & set(datasets)):
+            out.append(("dataset", "+".join(sorted(self.datasets)), str(v.rr_datasets)))
+        for key, want in _parsed(v.setting).items():
+            if key not in self.values or key in METRIC_PARAMS and key not in PRESENT_PARAMS:
+                continue
+            have = self.values[key]
+            options = want.split("+")
+            if have is None:
+                out.append((key, "none", want))
+                continue
+            if key == "k" and want == "0":
+                ok = any(_same(h, "0") for h in have)
+            else:
+                ok = (
+                    all(any(_same(h, w) for h in have) for w in options)
+                    if len(options) > 1
+                    else (any(_same(h, options[0]) for h in have))
+                )
+            if not ok:
+                shown = "+".join(sorted(map(_text, have))) or "none"
+                out.append((key, shown, want))
+        if v.out_of_reach:
+            out.append(("out of reach", "", str(v.out_of_reach)))
+        return out
+
+
+def _text(value: object) -> str:
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def describe_differences(diffs: list[tuple[str, str, str]]) -> str:
+    """``model (simulated vs gpt-3.5-turbo), k (1+2+3 vs 5+10+25+50+75+100)``."""
+    return ", ".join(
+        f"out of reach: {want}" if key == "out of reach" else f"{key} ({have} vs {want})"
+        for key, have, want in diffs
+    )
+
+
+#: Score-table columns that hold few distinct strings: the index keeps them categorical, which the
+#: metrics' groupbys and comparisons over ~10^5 rows run on 2-3x faster than on strings.
+CATEGORICAL = (
+    "example_id",
+    "example_key",
+    "dataset",
+    "generator",
+    "strategy",
+    "retriever",
+    "order",
+    "query_perturbation",
+    "doc_perturbation",
+    "job_id",
+    "judge",
+)
+
+
+def _categorical(scores: pd.DataFrame) -> pd.DataFrame:
+    cols = [
+        c for c in CATEGORICAL if c in scores.columns and not isinstance(scores[c].dtype, pd.CategoricalDtype)
+    ]
+    return scores.astype(dict.fromkeys(cols, "category")) if cols else scores
+
+
+class RunIndex:
+    """A run's score rows indexed for matching paper values fast: each row's *cell* (its distinct
+    combination of job, dataset and the columns the values' settings read), the cells as a small table,
+    and each job's :class:`JobProfile`. A value is matched on the cells (:func:`select`), and only then
+    are its rows gathered, so a run of ~10^5-10^6 rows is matched against every value in seconds."""
+
+    def __init__(self, scores: pd.DataFrame, models: Mapping[str, tuple[str, str]], keys: set[str]) -> None:
+        columns = ["job_id", "dataset", "k"]
+        for key in sorted(keys):
+            column = DERIVED[key][0] if key in DERIVED else PRESENT_PARAMS.get(key, key)
+            if column in scores.columns and column not in columns:
+                columns.append(column)
+        known = scores["job_id"].astype(str).isin(list(models)) if len(scores) else pd.Series(dtype=bool)
+        self.scores = _categorical(scores[known] if len(scores) and not known.all() else scores)
+        if self.scores.empty:
+            self.codes = np.zeros(0, dtype=np.int64)
+            self.cells = pd.DataFrame(columns=[*columns, "_cell"])
+            self.positions: dict[int, np.ndarray] = {}
+        else:
+            self.codes = (
+                self.scores.groupby(columns, sort=False, observed=True, dropna=False).ngroup().to_numpy()
+            )
+            first = pd.Series(self.codes).drop_duplicates()
+            self.cells = self.scores.iloc[first.index.to_numpy()][columns].assign(_cell=first.to_numpy())
+            self.cells = self.cells.reset_index(drop=True)
+            self.positions = pd.Series(np.arange(len(self.codes))).groupby(self.codes).indices
+        self.models = dict(models)
+        self.profiles: dict[str, JobProfile] = {}
+        for job, cells in self.cells.groupby(self.cells["job_id"].astype(str), sort=True):
+            rag = cells[cells["k"].astype(int) > 0]
+            values = {key: _key_values(rag if key in RAG_KEYS else cells, key) for key in keys}
+            model, loaded = self.models.get(job, ("", ""))
+            self.profiles[job] = JobProfile(
+                job, model, loaded, frozenset(cells["dataset"].astype(str)), values
+            )
+        self._cells_of = dict(tuple(self.cells.groupby(self.cells["job_id"].astype(str), sort=False)))
+        self._rows: dict[tuple[int, ...], pd.DataFrame] = {}
+
+    def rows_of(self, cells: pd.DataFrame) -> pd.DataFrame:
+        """The score rows of these cells (cached: values of one setting share them)."""
+        key = tuple(sorted(int(c) for c in cells["_cell"]))
+        if key not in self._rows:
+            positions = np.sort(np.concatenate([self.positions[c] for c in key])) if key else np.zeros(0, int)
+            self._rows[key] = self.scores.iloc[positions]
+        return self._rows[key]
+
+    def match(self, v: Any) -> pd.DataFrame:
+        """The cells of the run in value ``v``'s setting (empty: none), as :func:`compare_values` matches:
+        a job whose public model (or loaded model) is one of its ids, on its dataset(s) (all of them where
+        the paper pools several), every condition of its setting (:func:`select`), and the query kind or
+        document perturbation its metric is of. A value marked out of reach is matched all the same where
+        a run has its setting (a RARE-Set loaded through ``dataset=jsonl dataset.name=rare_set``)."""
+        ids = _ids(v.model_ids)
+        datasets = str(v.rr_datasets).split("+")
+        jobs = [
+            j
+            for j, p in self.profiles.items()
+            if (ids == {"*"} or {p.model, p.loaded} & ids) and p.datasets & set(datasets)
+        ]
+        if not jobs:  # most values: another model or dataset, decided without touching a table
+            return self.cells.iloc[0:0]
+        cells = pd.concat([self._cells_of[j] for j in jobs])
+        cells = cells[cells["dataset"].astype(str).isin(datasets)]
+        conditions, params = split_setting(parse_setting(v.setting))
+        cells = select(cells, conditions)
+        if cells.empty or set(cells["dataset"].astype(str)) != set(datasets):
+            return cells.iloc[0:0]
+        for key, want in params.items():
+            if key in PRESENT_PARAMS:
+                have = _key_values(cells, key)
+                if not have or want not in {str(h) for h in have}:
+                    return cells.iloc[0:0]
+        return cells
+
+    def nearest(self, v: Any) -> tuple[str, list[tuple[str, str, str]]]:
+        """(the job nearest to value ``v``, the keys they differ in): the fewest differences."""
+        best: tuple[str, list[tuple[str, str, str]]] = ("", [])
+        for job, profile in self.profiles.items():
+            d = profile.differences(v)
+            if not best[0] or len(d) < len(best[1]):
+                best = (job, d)
+        return best
+
+
+def _setting_keys(values: pd.DataFrame) -> set[str]:
+    keys: set[str] = set()
+    for s in values["setting"].unique():
+        keys |= set(parse_setting(s))
+    return keys
+
+
+def job_model_ids(ctx: ReportContext) -> dict[str, tuple[str, str]]:
+    """job id -> (the public model it recorded, the model id it loaded): ``summary.json``'s
+    ``public_model`` (:func:`rr.generation.base.public_model`) and ``model.model_id``; a job that
+    recorded no public model (written before it was) is its loaded id; jobs with neither are left out."""
+    out = {}
+    for job in ctx.jobs:
+        loaded = str(job.summary.model_id or "")
+        public = str(job.summary.public_model or loaded)
+        if public or loaded:
+            out[job.job_id] = (public, loaded)
+    return out
+
+
+def job_models(ctx: ReportContext) -> dict[str, str]:
+    """job id -> the public model it recorded (:func:`job_model_ids`; jobs without one are left out)."""
+    return {job: public for job, (public, _) in job_model_ids(ctx).items()}
 
 
 def compare_values(
-    scores: pd.DataFrame, ctx: ReportContext, values: pd.DataFrame | None = None
+    scores: pd.DataFrame,
+    ctx: ReportContext,
+    values: pd.DataFrame | None = None,
+    index: RunIndex | None = None,
 ) -> pd.DataFrame:
     """One row per paper value (``values``, default every shipped one): the paper's value and
-    rr's on the rows matching its setting, with interval and verdict (see the module docstring)."""
+    rr's on the rows matching its setting, with interval and verdict (see the module docstring); for a
+    value no part of the run matches, the nearest job and the keys it differs in (``differs``)."""
     values = paper_values() if values is None else values
-    models = job_models(ctx)
+    index = index or RunIndex(scores, job_model_ids(ctx), _setting_keys(values))
     out = []
     for v in values.itertuples(index=False):
         rec: dict[str, object] = {
             "paper": v.paper,
             "location": v.location,
             "model": v.model,
+            "run_model": "",
             "dataset": v.dataset,
             "metric": v.metric,
             "setting": v.setting,
@@ -345,45 +645,114 @@ def compare_values(
             "n_examples": 0,
             "jobs": "",
             "verdict": NO_MATCH,
+            "differs": "",
         }
-        fn = METRICS[v.metric][0]
-        rows = _model_rows(scores, models, v.model_ids)
-        datasets = v.rr_datasets.split("+")
-        rows = rows[rows["dataset"].astype(str).isin(datasets)]
-        conditions, params = split_setting(parse_setting(v.setting))
-        rows = select(rows, conditions) if not rows.empty else rows
-        if not rows.empty and set(rows["dataset"].astype(str)) == set(datasets):
-            if fn is None:
-                rec["verdict"] = NOT_COMPUTED
-                out.append(rec)
-                continue
-            est = fn(rows, ctx, **params)
-            rec["jobs"] = ",".join(sorted(set(rows["job_id"].astype(str))))
-            if est is None:
-                rec["verdict"] = NOT_MEASURED
-            else:
-                rec.update(
-                    {
-                        "rr": est.value,
-                        "rr" + CI_LOW: est.ci_low,
-                        "rr" + CI_HIGH: est.ci_high,
-                        "n_examples": est.n,
-                        "verdict": _verdict(float(v.value), v.relation, est),
-                    }
+        cells = index.match(v)
+        if cells.empty:
+            job, diffs = index.nearest(v)
+            if v.out_of_reach:
+                rec["verdict"] = OUT_OF_REACH
+            if diffs:
+                rec["differs"] = (f"job {job}: " if job else "") + describe_differences(diffs)
+            elif job:  # jobs have the setting, but not on every dataset the paper pools
+                have = sorted(
+                    {d for j, p in index.profiles.items() if not p.differences(v) for d in p.datasets}
                 )
+                rec["differs"] = (
+                    f"dataset ({'+'.join(have)} vs {v.rr_datasets}): the paper pools these datasets, "
+                    "and so must the run (a job on each)"
+                )
+            out.append(rec)
+            continue
+        jobs = sorted(set(cells["job_id"].astype(str)))
+        rec["jobs"] = ",".join(jobs)
+        rec["run_model"] = ",".join(sorted({index.models[j][0] for j in jobs}))
+        conditions, params = split_setting(parse_setting(v.setting))
+        params = {k: p for k, p in params.items()}
+        rows = index.rows_of(cells)
+        job_rows = index.rows_of(index.cells[index.cells["job_id"].astype(str).isin(jobs)])
+        est = estimator(v.metric)(rows, ctx, job_rows, **params)
+        if est is None:
+            rec["verdict"] = NOT_MEASURED
+        else:
+            rec.update(
+                {
+                    "rr": est.value,
+                    "rr" + CI_LOW: est.ci_low,
+                    "rr" + CI_HIGH: est.ci_high,
+                    "n_examples": est.n,
+                    "verdict": _verdict(float(v.value), v.relation, est),
+                }
+            )
         out.append(rec)
     return pd.DataFrame(out)
+
+
+def nearest_values(
+    index: RunIndex, values: pd.DataFrame, job_papers: Mapping[str, set[str]], n: int = 3
+) -> pd.DataFrame:
+    """For every job of the run: the ``n`` paper values nearest to it (the fewest differing keys) among
+    its paper's values (``job_papers``: the papers whose experiment it ran; every paper's for a job
+    without one), and how they differ.
+
+    Returns:
+        One row per (job, value): ``job_id``, ``run_model``, ``run_dataset``, the value's ``paper``,
+        ``location``, ``model``, ``dataset``, ``metric``, ``setting``, ``n_differences``, ``differs``
+        (empty: the job has the value's setting) and ``run`` (the ``rr`` command lines that reach it).
+    """
+    from rr.papers import run_overrides
+
+    rows = []
+    for job, profile in index.profiles.items():
+        papers = job_papers.get(job, set())
+        own = values[values["paper"].isin(papers)] if papers else values
+        scored = [
+            (len(d), i, d)
+            for i, v in enumerate(own.itertuples(index=False))
+            for d in [profile.differences(v)]
+        ]
+        scored.sort(key=lambda t: (t[0], t[1]))
+        for count, i, diffs in scored[:n]:
+            v = own.iloc[i]
+            rows.append(
+                {
+                    "job_id": job,
+                    "run_model": profile.model,
+                    "run_dataset": "+".join(sorted(profile.datasets)),
+                    "paper": v["paper"],
+                    "location": v["location"],
+                    "model": v["model"],
+                    "dataset": v["dataset"],
+                    "metric": v["metric"],
+                    "setting": v["setting"],
+                    "n_differences": count,
+                    "differs": describe_differences(diffs),
+                    "run": " ; ".join("rr -m " + " ".join(o) for o in run_overrides(v))
+                    if not v["out_of_reach"]
+                    else "",
+                }
+            )
+    return pd.DataFrame(rows)
 
 
 # ----------------------------------------------------------------------------- the section
 
 
+def _job_papers(ctx: ReportContext, papers: set[str]) -> dict[str, set[str]]:
+    """job id -> the papers whose experiment it ran (its recorded ``name``: ``rgb2024`` or ``rgb2024_mini``)."""
+    out = {}
+    for job in ctx.jobs:
+        name = str(job.summary.name or "")
+        out[job.job_id] = {p for p in papers if name in (p, f"{p}_mini")}
+    return out
+
+
 def _papers_of_run(ctx: ReportContext, matched: set[str]) -> set[str]:
     """Papers whose experiment a job ran (its recorded ``name``, ``rgb2024`` or ``rgb2024_mini``) or whose
     values or claims matched some of its rows."""
-    names = {str(j.summary.name) for j in ctx.jobs}
     papers = set(paper_values()["paper"]) | {c.paper for c in paper_claims()}
-    return {p for p in papers if p in names or f"{p}_mini" in names} | matched
+    ran = set().union(*_job_papers(ctx, papers).values()) if ctx.jobs else set()
+    return ran | matched
 
 
 @section(
@@ -393,21 +762,35 @@ def _papers_of_run(ctx: ReportContext, matched: set[str]) -> set[str]:
     order=90,
 )
 def paper_beside(df: pd.DataFrame, ctx: ReportContext) -> Iterator[Item]:
-    """The papers' values with rr's beside them, and each claim's verdict."""
+    """The papers' values with rr's beside them, each job's nearest paper values and how it differs,
+    and each claim's verdict."""
     from rr.reporting.paper_claims import claims_caption, evaluate_claims  # it imports this module's metrics
 
-    values = compare_values(df, ctx)
-    claims = evaluate_claims(df, ctx)
-    matched = set(values.loc[values["verdict"] != NO_MATCH, "paper"]) | {
+    all_values = paper_values()
+    index = RunIndex(df, job_model_ids(ctx), _setting_keys(all_values))
+    values = compare_values(df, ctx, all_values, index)
+    claims = evaluate_claims(index.scores, ctx)  # the known jobs' rows, categorical (faster)
+    matched = set(values.loc[~values["verdict"].isin([NO_MATCH, OUT_OF_REACH]), "paper"]) | {
         c.split(".", 1)[0]
         for c in claims.loc[claims["dataset"].fillna("") != "", "claim"]  # tested on the run
     }
     papers = _papers_of_run(ctx, matched)
+    nearest = nearest_values(index, all_values, _job_papers(ctx, set(all_values["paper"])))
+    if not papers and nearest.empty:
+        raise SectionSkipped("no job recorded a model, and no job ran a paper's experiment (recorded name)")
     if not papers:
-        raise SectionSkipped(
-            "no job ran a paper's experiment (recorded name) and no paper value or claim matches the run's "
-            "recorded model, dataset and setting"
+        yield ReportTable(
+            "paper_nearest",
+            "The paper values nearest to each job, and the keys they differ in",
+            nearest,
+            caption=(
+                "No job ran a paper's experiment (recorded name) and no paper value or claim matches the run's "
+                "recorded model, dataset and setting. Per job: the 3 shipped paper values (rr/papers/values) with "
+                "the fewest differing keys; differs: each key as (this run vs the paper); run: the rr command "
+                "lines whose jobs reach the value."
+            ),
         )
+        return
     values = values[values["paper"].isin(papers)].reset_index(drop=True)
     claims = claims[claims["claim"].map(lambda c: c.split(".", 1)[0]).isin(papers)].reset_index(drop=True)
     counts = values["verdict"].value_counts().to_dict()
@@ -417,12 +800,24 @@ def paper_beside(df: pd.DataFrame, ctx: ReportContext) -> Iterator[Item]:
         values,
         caption=(
             f"Papers {', '.join(sorted(papers))} (rr/papers/values). A value is matched only on what the run "
-            "recorded: the job's model id (summary.json), the dataset and every condition of the setting; "
-            f"rr = the metric on the matched rows with its {ctx.confidence:.0%} small-sample interval; verdict: "
-            f"{INSIDE!r} / {OUTSIDE!r} (relation > or <: the paper states a bound, and the verdict says whether the "
-            f"interval reaches its side; ~: the paper says approximately, within {APPROX_TOLERANCE:g}) / {NO_MATCH!r}. Here: "
-            + ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
-            + "."
+            "recorded: the job's public model (summary.json public_model: the hub id, a local folder's "
+            "_name_or_path, the API's reported model; the value's ids include aliases such as older hub names "
+            "and dated API versions), the dataset and every condition of the setting; run_model: the matched "
+            f"jobs' model; rr = the metric (rr.metrics.SPECS) on the matched rows with its {ctx.confidence:.0%} "
+            f"small-sample interval; verdict: {INSIDE!r} / {OUTSIDE!r} (relation > or <: the paper states a "
+            f"bound, and the verdict says whether the interval reaches its side) / {NO_MATCH!r} (differs: the "
+            f"nearest job and the keys it differs in, as this run vs the paper) / {OUT_OF_REACH!r} (differs says "
+            "why). Here: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) + "."
+        ),
+    )
+    yield ReportTable(
+        "paper_nearest",
+        "The paper values nearest to each job, and the keys they differ in",
+        nearest,
+        caption=(
+            "Per job: the 3 values of its paper (the experiment it ran; every paper's for another job) with the "
+            "fewest differing keys; differs: each key as (this run vs the paper), empty where the job has the "
+            "value's setting; run: the rr command lines whose jobs reach the value."
         ),
     )
     yield ReportTable(
@@ -434,24 +829,40 @@ def paper_beside(df: pd.DataFrame, ctx: ReportContext) -> Iterator[Item]:
 
 
 def console_lines(outcomes: list) -> list[str]:  # list[SectionOutcome]
-    """What ``rr report`` prints of this section: the verdicts' counts per paper, each matched value, and
-    each claim decided on the run (the full tables are ``tables/paper_values.csv`` / ``paper_claims.csv``)."""
+    """What ``rr report`` prints of this section: the verdicts' counts per paper, each matched value, each
+    job's nearest paper value and the keys it differs in, and each claim decided on the run (the full
+    tables are ``tables/paper_values.csv`` / ``paper_nearest.csv`` / ``paper_claims.csv``)."""
     items = {item.name: item for o in outcomes if o.section.name == "paper_beside" for item in o.items}
-    if "paper_values" not in items:
+    if "paper_nearest" not in items:
         return []
-    values = items["paper_values"].df  # type: ignore[union-attr]
-    claims = items["paper_claims"].df  # type: ignore[union-attr]
-    lines = ["the paper beside this run (tables/paper_values.csv, tables/paper_claims.csv):"]
-    for paper, part in values.groupby("paper", sort=True):
-        counts = part["verdict"].value_counts()
-        lines.append(f"  {paper}: " + ", ".join(f"{n} {v}" for v, n in counts.items()))
-    for v in values[values["verdict"].isin([INSIDE, OUTSIDE])].itertuples(index=False):
+    lines = ["the paper beside this run (tables/paper_values.csv, paper_nearest.csv, paper_claims.csv):"]
+    if "paper_values" in items:
+        values = items["paper_values"].df  # type: ignore[union-attr]
+        for paper, part in values.groupby("paper", sort=True):
+            counts = part["verdict"].value_counts()
+            lines.append(f"  {paper}: " + ", ".join(f"{n} {v}" for v, n in counts.items()))
+        for v in values[values["verdict"].isin([INSIDE, OUTSIDE])].itertuples(index=False):
+            lines.append(
+                f"    {v.paper} {v.location} {v.model} (run: {v.run_model}) {v.metric} [{v.setting}]: paper "
+                f"{v.paper_value}, rr {v.rr:.3f} [{v.rr_ci_low:.3f}, {v.rr_ci_high:.3f}]: {v.verdict}"
+            )
+    nearest = items["paper_nearest"].df  # type: ignore[union-attr]
+    shown = nearest[nearest["n_differences"] > 0].groupby("job_id", sort=True).head(1)
+    for n in shown.head(MAX_NEAREST_LINES).itertuples(index=False):
         lines.append(
-            f"    {v.paper} {v.location} {v.model} {v.metric} [{v.setting}]: paper {v.paper_value}, "
-            f"rr {v.rr:.3f} [{v.rr_ci_low:.3f}, {v.rr_ci_high:.3f}]: {v.verdict}"
+            f"    job {n.job_id} ({n.run_model}, {n.run_dataset}): nearest {n.paper} {n.location} {n.model} "
+            f"{n.metric} [{n.setting}]: differs in {n.differs}"
         )
-    for c in claims[claims["verdict"] != NO_MATCH].itertuples(index=False):
-        lines.append(
-            f"    claim {c.claim} ({c.model or 'across models'}, {c.dataset}): {c.verdict} ({c.test})"
-        )
+    if len(shown) > MAX_NEAREST_LINES:
+        lines.append(f"    ... {len(shown) - MAX_NEAREST_LINES} more jobs in tables/paper_nearest.csv")
+    if "paper_claims" in items:
+        claims = items["paper_claims"].df  # type: ignore[union-attr]
+        for c in claims[claims["verdict"] != NO_MATCH].itertuples(index=False):
+            lines.append(
+                f"    claim {c.claim} ({c.model or 'across models'}, {c.dataset}): {c.verdict} ({c.test})"
+            )
     return lines
+
+
+#: Jobs whose nearest paper value ``rr report`` prints (the rest are in ``tables/paper_nearest.csv``).
+MAX_NEAREST_LINES = 10

@@ -32,19 +32,19 @@ from rr.metrics.robustness import metric_notes, robustness_table
 from rr.papers import Claim, paper_claims
 from rr.reporting.core import CI_HIGH, CI_LOW, ReportContext
 from rr.reporting.paper_beside import (
-    _ROBUSTNESS,
     ALPHA,
     CONTRADICTED,
     HOLDS,
-    METRICS,
     NO_MATCH,
+    ROBUSTNESS,
     UNDECIDED,
     Estimate,
-    _mean_of,
-    _values_of,
+    estimator,
     job_models,
+    mean_of,
     select,
     split_setting,
+    values_of,
 )
 from rr.stats import bootstrap_cluster_means, paired_permutation_test
 
@@ -75,7 +75,7 @@ def _paired(
     common = pa.index.intersection(pb.index)
     if len(common) < 2:
         return math.nan, math.nan, math.nan, math.nan, "fewer than 2 shared examples"
-    if claim.metric in _ROBUSTNESS:
+    if claim.metric in ROBUSTNESS:
         assert isinstance(pa, pd.DataFrame) and isinstance(pb, pd.DataFrame)
         parts = ["ndr", "rsr", "ror"] if claim.metric == "robustness" else [claim.metric]
         vals = pd.concat(
@@ -143,7 +143,7 @@ RESTS_ON = {"ndr": ("ndr",), "rsr": ("rsr",), "ror": ("ror",), "robustness": ("n
 def _accuracy(rows: pd.DataFrame, ctx: ReportContext) -> Estimate | None:
     """Cao's task performance: the mean score of the k > 0 rows (the robustness table's ``accuracy``)."""
     part = rows[rows["k"].astype(int) > 0]
-    return None if part.empty else _mean_of(part, part["score"], ctx)
+    return None if part.empty else mean_of(part, part["score"], ctx)
 
 
 def _perfect_ndr_gain(rows: pd.DataFrame, ctx: ReportContext) -> Estimate | None:
@@ -159,7 +159,7 @@ def _perfect_ndr_gain(rows: pd.DataFrame, ctx: ReportContext) -> Estimate | None
     if rag.empty:
         return None
     base = base[base.notna()].astype(float)
-    return _mean_of(rag, np.maximum(rag["score"].astype(float), base) - rag["score"].astype(float), ctx)
+    return mean_of(rag, np.maximum(rag["score"].astype(float), base) - rag["score"].astype(float), ctx)
 
 
 #: Metrics the claims read that the values do not (name -> (function, what it is)).
@@ -173,7 +173,10 @@ def metric_fn(name: str) -> Callable[..., Estimate | None] | None:
     """The function computing metric ``name`` beside the paper (None: rr does not compute it there)."""
     if name in CLAIM_METRICS:
         return CLAIM_METRICS[name][0]
-    return METRICS[name][0] if name in METRICS else None
+    try:
+        return estimator(name)  # a registered metric (rr.metrics.SPECS)
+    except KeyError:
+        return None
 
 
 def degenerate_reason(rows: pd.DataFrame, metric: str) -> str:
@@ -228,7 +231,7 @@ def outside_scope(
     for key, want in claim.scope_setting.items():
         if not select(rows, {key: want}).empty:
             continue
-        values = _values_of(rag, key)
+        values = values_of(rag, key)
         run = _shown(values.values()) if values else "not recorded"
         out.append(f"{key} {run} (paper: {want.replace('+', ', ')})")
     if claim.scope_condition and model:
@@ -316,16 +319,15 @@ def _pair(claim: Claim, scoped: pd.DataFrame, ctx: ReportContext, params: Mappin
         "test": test,
         "verdict": _decide(claim.kind, diff, lo, hi, p),
     }
-    whys = [
-        f"{side} ({', '.join(f'{k}={v}' for k, v in cond.items())}): {why}"
-        for side, cond, rows, metric in (
-            ("a", cond_a, side_a, claim.metric_a or claim.metric),
-            ("b", cond_b, side_b, claim.metric_b or claim.metric),
-        )
-        if (why := degenerate_reason(rows, metric))
-    ]
-    if whys:
-        rec["verdict"] = f"{DEGENERATE}: " + "; ".join(whys)
+    reasons: dict[str, list[str]] = {}  # reason -> the sides it holds on (both sides once, where they agree)
+    for side, cond, rows, metric in (
+        ("a", cond_a, side_a, claim.metric_a or claim.metric),
+        ("b", cond_b, side_b, claim.metric_b or claim.metric),
+    ):
+        if why := degenerate_reason(rows, metric):
+            reasons.setdefault(why, []).append(f"{side} ({', '.join(f'{k}={v}' for k, v in cond.items())})")
+    if reasons:
+        rec["verdict"] = f"{DEGENERATE}: " + "; ".join(f"{' and '.join(s)}: {w}" for w, s in reasons.items())
     return rec
 
 

@@ -65,7 +65,7 @@ def _groups(df: pd.DataFrame) -> Iterator[tuple[dict[str, object], pd.DataFrame]
         yield dict(zip(cols, key if isinstance(key, tuple) else (key,), strict=True)), g
 
 
-def _retrieval_metrics(ctx: ReportContext, ks: Sequence[int]) -> pd.DataFrame:
+def retrieval_metrics_of(ctx: ReportContext, ks: Sequence[int]) -> pd.DataFrame:
     """Per-query Recall/Precision@k of every job with ``runs/*.trec`` and ``qrels.trec`` (cached)."""
 
     def compute() -> pd.DataFrame:
@@ -94,7 +94,7 @@ def retrieval_section(df: pd.DataFrame, ctx: ReportContext) -> Iterator[Item]:
     ks = sorted({int(k) for k in pd.unique(df["k"]) if int(k) > 0})
     if not ks:
         raise SectionSkipped("no k > 0 rows")
-    metrics = _retrieval_metrics(ctx, ks)
+    metrics = retrieval_metrics_of(ctx, ks)
     if metrics.empty:
         raise _no_runs()
     parts = []
@@ -255,7 +255,7 @@ def stars(p: float) -> str:
 def correlations_section(df: pd.DataFrame, ctx: ReportContext) -> Iterator[Item]:
     """Pearson r of ΔRET / ΔCB / ΔOR with ΔRAG per kind, long table, Table 2 layout and heatmap."""
     k, order = _cutoff(df)
-    metrics = _retrieval_metrics(ctx, [k])
+    metrics = retrieval_metrics_of(ctx, [k])
     if metrics.empty:
         raise _no_runs()
     rows = []

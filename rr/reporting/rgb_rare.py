@@ -22,7 +22,13 @@ from collections.abc import Iterator
 import pandas as pd
 
 from rr.metrics import rare
-from rr.metrics.rgb import correct, counterfactual_table, noise_ratio_of, rgb_table, skipped_rows
+from rr.metrics.rgb import (
+    counterfactual_table,
+    noise_ratio_of,
+    rejected_or_correct_rows,
+    rgb_table,
+    skipped_rows,
+)
 from rr.perturbations.base import PerturbationTag
 from rr.reporting.core import (
     CI_HIGH,
@@ -67,7 +73,7 @@ def rgb_rejection(df: pd.DataFrame, ctx: ReportContext) -> Iterator[Item]:
     ]
     rag = neg[(neg["k"] > 0) & ~skipped_rows(neg)]
     if "rgb_rejected" in rag.columns:
-        rag = rag.assign(_all=rag["rgb_rejected"].astype(bool) | correct(rag["score"]))
+        rag = rag.assign(_all=rejected_or_correct_rows(rag))  # the spec's per-row Rej (rr.metrics.SPECS)
     for i, row in table.iterrows():
         part = rag
         for c in by:

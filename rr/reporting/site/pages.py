@@ -32,6 +32,7 @@ from rr.reporting.site.format import (
 from rr.reporting.site.index import ScoreIndex
 from rr.reporting.site.pairs import Pairs
 from rr.reporting.site.papers import link_paper_values
+from rr.sweepfolder import is_sweep
 
 log = logging.getLogger(__name__)
 
@@ -232,7 +233,7 @@ def _left_out(report: Report) -> list[dict[str, Any]]:
 
 def _sweeps(ctx: ReportContext) -> list[dict[str, Any]]:
     """Done / partial / missing jobs (``rr status``) of every sweep folder the jobs lie in."""
-    roots = sorted({j.path.parent for j in ctx.jobs if (j.path.parent / "multirun.yaml").exists()})
+    roots = sorted({j.path.parent for j in ctx.jobs if is_sweep(j.path.parent)})
     out: list[dict[str, Any]] = []
     for root in roots:
         try:

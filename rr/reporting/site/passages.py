@@ -4,6 +4,7 @@ thread while the rest is built), written in passage shards."""
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -71,6 +72,18 @@ class PassageFiles:
     notes: tuple[str, ...]  # the corpora that could not be read
 
 
+@dataclass(frozen=True)
+class _Texts:
+    """The passages' titles and texts by number (as read, or as JSON literals), and per corpus what
+    it gave (:meth:`Passages._texts`)."""
+
+    titles: pa.Array | pa.ChunkedArray
+    texts: pa.Array | pa.ChunkedArray
+    corpora: list[dict[str, Any]]  # per corpus: {name, status}
+    unreadable: int
+    notes: tuple[str, ...]
+
+
 class Passages:
     """Every passage the rows show, each once: numbered in order of first use (by the documents
     stage, :func:`rr.reporting.site.documents.number_documents`), texts from the jobs' corpora
@@ -78,7 +91,6 @@ class Passages:
 
     def __init__(self, jobs: Sequence[JobInfo], loader: Callable[[Path], Any] | None) -> None:
         self.loader = loader
-        self.notes: list[str] = []
         self.corpus_of_job: dict[str, int] = {}
         self.corpora: list[dict[str, Any]] = []
         self.jobs: dict[str, JobInfo] = {j.job_id: j for j in jobs}
@@ -86,7 +98,6 @@ class Passages:
         self.corpus: list[int] = []  # its corpus by number
         self.maps: list[dict[Any, int]] = []  # per corpus: passage id -> number
         self.pending: list[list[tuple[np.ndarray, np.ndarray]]] = []  # per corpus: not in maps yet
-        self.unreadable = 0
 
     def _corpus(self, job: str) -> int:
         c = self.corpus_of_job.get(job)
@@ -159,12 +170,13 @@ class Passages:
         self.corpus.extend([c] * len(new))
         return list(map(m.__getitem__, ids))
 
-    def corpora_info(self) -> list[dict[str, Any]]:
-        return [{"name": c.get("name", "?"), "status": c.get("status", "")} for c in self.corpora]
-
-    def _texts(self) -> pa.Table:
-        """``title`` and ``text`` (null where not readable) of every passage, by number."""
+    def _texts(self) -> _Texts:
+        """``title`` and ``text`` (null where not readable) of every passage, by number, and what
+        each corpus gave."""
         n = len(self.ids)
+        corpora: list[dict[str, Any]] = [{"name": "?", "status": ""} for _ in self.corpora]
+        notes: list[str] = []
+        unreadable = 0
         corpus = np.asarray(self.corpus, dtype=np.int64)
         parts: list[tuple[np.ndarray, pa.Table]] = []  # (numbers, their titles and texts)
         for c, info in enumerate(self.corpora):
@@ -182,30 +194,32 @@ class Passages:
                 else:
                     name, table = _job_texts(self.jobs[info["job"]], ids)
             except Exception as err:
-                info["name"] = f"corpus of job {info['job']}"
-                info["status"] = f"not readable: {type(err).__name__}: {err}"
-                self.notes.append(f"passage texts of job {info['job']}: {info['status']}")
-                self.unreadable += len(ids)
+                status = f"not readable: {type(err).__name__}: {err}"
+                corpora[c] = {"name": f"corpus of job {info['job']}", "status": status}
+                notes.append(f"passage texts of job {info['job']}: {status}")
+                unreadable += len(ids)
                 empty = pa.array([""] * len(ids), pa.string())
                 table = pa.table({"title": empty, "text": pa.nulls(len(ids), pa.string())})
                 parts.append((numbers, table))
                 continue
-            info["name"] = name
             missing = table.column("text").null_count
-            self.unreadable += missing
-            info["status"] = (
-                "ok"
+            unreadable += missing
+            corpora[c] = {
+                "name": name,
+                "status": "ok"
                 if not missing
-                else f"{missing} passage(s) not in the corpus (made by a document perturbation)"
-            )
+                else f"{missing} passage(s) not in the corpus (made by a document perturbation)",
+            }
             parts.append((numbers, table.select(["title", "text"])))
         if len(parts) == 1:
-            return parts[0][1]
-        if not parts:
-            return pa.table({"title": pa.array([], pa.string()), "text": pa.array([], pa.string())})
-        at = np.empty(n, dtype=np.int64)  # number -> row of the tables one after the other
-        at[np.concatenate([numbers for numbers, _ in parts])] = np.arange(n)
-        return pa.concat_tables([t for _, t in parts]).take(pa.array(at))
+            texts = parts[0][1]
+        elif not parts:
+            texts = pa.table({"title": pa.array([], pa.string()), "text": pa.array([], pa.string())})
+        else:
+            at = np.empty(n, dtype=np.int64)  # number -> row of the tables one after the other
+            at[np.concatenate([numbers for numbers, _ in parts])] = np.arange(n)
+            texts = pa.concat_tables([t for _, t in parts]).take(pa.array(at))
+        return _Texts(texts.column("title"), texts.column("text"), corpora, unreadable, tuple(notes))
 
     def read_texts_in_background(self) -> None:
         """Start reading every numbered passage's text (:meth:`_texts`) in a thread; :meth:`write`
@@ -213,10 +227,10 @@ class Passages:
         self._reading = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="rr-site")
         self._texts_future = self._reading.submit(self._shard_texts)
 
-    def _shard_texts(self) -> tuple[pa.Array, pa.Array]:
-        """The titles and texts as JSON literals (:func:`json_strings`), by number."""
-        table = self._texts()
-        return json_strings(table.column("title")), json_strings(table.column("text"))
+    def _shard_texts(self) -> _Texts:
+        """:meth:`_texts`, the titles and texts as JSON literals (:func:`json_strings`)."""
+        got = self._texts()
+        return dataclasses.replace(got, titles=json_strings(got.titles), texts=json_strings(got.texts))
 
     def write(self, data: Path, clock: Clock) -> PassageFiles:
         """Write the passage shards, ~:data:`PASSAGE_SHARD_BYTES` each (``corpus``: the wait for
@@ -224,10 +238,11 @@ class Passages:
         if getattr(self, "_texts_future", None) is None:
             self.read_texts_in_background()
         try:
-            titles, texts = self._texts_future.result()
+            got = self._texts_future.result()
         finally:
             self._reading.shutdown()
         clock("corpus")
+        titles, texts = got.titles, got.texts
         ids, n = self.ids, len(self.ids)
         size = np.fromiter(map(len, ids), dtype=np.int64, count=n) + 8
         size += pc.binary_length(titles).to_numpy() + pc.binary_length(texts).to_numpy()
@@ -246,4 +261,4 @@ class Passages:
                 f'"{P.text}":{next(shard_texts)}}});\n'
             )
             (data / "p" / f"p-{shard:04d}.js").write_bytes(text.encode("utf-8"))
-        return PassageFiles(bounds[:-1], self.corpora_info(), n, self.unreadable, tuple(self.notes))
+        return PassageFiles(bounds[:-1], got.corpora, n, got.unreadable, got.notes)

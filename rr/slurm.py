@@ -1,6 +1,0 @@
-"""Moved to :mod:`rr.commands.slurm` (see CHANGELOG.md): this alias warns and goes in the next release."""
-
-from rr.commands import slurm
-from rr.moved import moved_module
-
-__getattr__, __dir__ = moved_module("rr.slurm", slurm)

@@ -1,0 +1,66 @@
+"""Every shipped paper value is reached by a run of its paper's experiment config, or says why not
+(issue 42, part 1; CONVENTIONS 17). Generated from the values data: each value's run (``experiment=<paper>``,
+its dataset(s), its model, its ``run`` overrides) is composed as ``rr -m`` composes it, its jobs' cells
+planned (:func:`rr.pipeline.planned_cells`), and the value matched against them as the report matches a
+real run (:class:`rr.reporting.paper_beside.RunIndex`). Each distinct job and each model is composed once."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from rr.papers import paper_values, run_overrides
+from rr.pipeline import planned_cells
+from rr.reporting.paper_reach import counts, reach
+from tests.conftest import compose_config
+
+
+@pytest.fixture(scope="module")
+def reached() -> pd.DataFrame:
+    return reach()
+
+
+def test_every_value_is_reached_by_its_papers_experiment_or_marked_out_of_reach(reached):
+    missed = reached[~reached["reached"] & ~reached["out_of_reach"].astype(bool)]
+    assert missed.empty, (
+        missed[["paper", "location", "model", "metric", "setting", "differs"]].head(10).to_string()
+    )
+    table = counts(reached)
+    print("\n" + table.to_string())  # the per-paper counts (docs/paper-values.md)
+    assert table["neither"].sum() == 0
+    # the issue's three: Cao from its own config, the query-level values, RGB's Chinese files
+    assert table.loc["cao2025", "reached"] == 40 and table.loc["query_level2025", "reached"] == 462
+    zh = reached[(reached["paper"] == "rgb2024") & (reached["dataset"] == "RGB Chinese")]
+    assert len(zh) == 70 and zh["reached"].all()
+    # a value out of reach says why (the report prints it)
+    rare = reached[reached["paper"] == "rare2025"]
+    assert len(rare) == 40 and rare["out_of_reach"].str.contains("no loader for RARE-Set").all()
+
+
+def test_a_value_the_config_does_not_write_is_not_reached_and_says_which_key(reached):
+    """The generated check fails where a value names what its paper's config never writes (today's Cao
+    ``retriever=bm25+dense``, the mini configs' MiniLM for bge)."""
+    values = paper_values()
+    cao = values[values["paper"] == "cao2025"].head(1)
+    bad = cao.assign(setting=cao["setting"].str.replace("bm25+bge_large", "bm25+dense", regex=False))
+    (row,) = reach(bad).to_dict("records")
+    assert not row["reached"] and row["differs"] == "retriever (bge_large+bm25 vs bm25+dense)"
+    mini = cao.assign(run="", paper="cao2025_mini")  # the demo's config: packaged MiniLM, k 1-3
+    (row,) = reach(mini).to_dict("records")
+    assert not row["reached"]
+    assert "retriever (bm25+dense vs bm25+bge_large)" in row["differs"] and "k (1+2+3 vs" in row["differs"]
+
+
+def test_the_run_column_is_the_command_that_reaches_the_value(tmp_path):
+    v = next(paper_values().query("paper == 'rgb2024' and dataset == 'RGB Chinese'").itertuples())
+    (line,) = run_overrides(v)
+    assert line == [
+        "experiment=rgb2024",
+        "dataset=rgb_zh",
+        "generator=openai",
+        "generator.model=gpt-3.5-turbo",
+        "perturbation.doc.ratio=0",
+    ]
+    cells = planned_cells(compose_config([*line, "dataset.path=zh.json"], tmp_path))
+    assert set(cells["dataset"]) == {"rgb_zh"} and set(cells["doc_perturbation"]) == {"noise_ratio@0", "none"}
+    assert cells.loc[cells["k"] > 0, "n_docs_given"].eq(5).all()  # RGB's five documents
