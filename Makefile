@@ -18,7 +18,10 @@ UV_VERSION := 0.13.9
 UV_DIR ?= .uv
 UV := $(UV_DIR)/bin/uv
 TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
-TORCH_WHEELS ?= $(PIP_FIND_LINKS)
+# pip's own configured find-links (pip.conf) count too, where they hold the CPU torch wheel: a VM whose
+# pip is configured so but whose shell does not export PIP_FIND_LINKS (CI) installs without network
+PIP_CONF_WHEELS := $(foreach d,$(shell $(PYTHON) -m pip config list 2>/dev/null | sed -n "s/^global.find-links='\(.*\)'$$/\1/p"),$(if $(wildcard $(d)/torch-2.13.0+cpu-*.whl),$(d)))
+TORCH_WHEELS ?= $(or $(PIP_FIND_LINKS),$(PIP_CONF_WHEELS))
 UV_FIND := $(foreach links,$(or $(TORCH_WHEELS),$(TORCH_INDEX)/torch/),--find-links $(links))
 # GPU=1: .venv is locks/rr-gpu.txt (a Linux x86_64 GPU node: PyPI's CUDA torch, vLLM 0.32.0,
 # faiss-gpu) instead of locks/rr.txt; once installed so, later make commands keep it (the stamp says
