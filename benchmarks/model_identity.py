@@ -47,7 +47,9 @@ def write_folder(folder: Path, gb: float) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--gb", type=float, default=3.0)
-    parser.add_argument("--dir", default=None, help="where the dummy folder goes (default: a temporary folder)")
+    parser.add_argument(
+        "--dir", default=None, help="where the dummy folder goes (default: a temporary folder)"
+    )
     parser.add_argument("--quick", action="store_true", help="20 MB")
     args = parser.parse_args()
     gb = 0.02 if args.quick else args.gb

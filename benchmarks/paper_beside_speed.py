@@ -21,15 +21,8 @@ import pandas as pd
 from rr.jobfolder import JobSummary
 from rr.papers import paper_values
 from rr.reporting.core import JobInfo, ReportContext
-from rr.reporting.paper_beside import (
-    RunIndex,
-    _job_papers,
-    _setting_keys,
-    compare_values,
-    job_model_ids,
-    nearest_values,
-    paper_beside,
-)
+from rr.reporting.paper_beside import _job_papers, paper_beside
+from rr.reporting.paper_match import RunIndex, compare_values, job_model_ids, nearest_values, setting_keys
 
 
 def synthetic(n_examples: int) -> tuple[pd.DataFrame, ReportContext]:
@@ -76,7 +69,7 @@ def main() -> None:
     def mark() -> None:
         marks.append((time.perf_counter(), time.process_time()))
 
-    index = RunIndex(scores, job_model_ids(ctx), _setting_keys(values))
+    index = RunIndex(scores, job_model_ids(ctx), setting_keys(values))
     mark()
     got = compare_values(scores, ctx, values, index)
     mark()

@@ -18,7 +18,8 @@ from rr.papers import VALUE_COLUMNS, Claim, paper_claims, paper_values, parse_se
 from rr.pipeline import run_job
 from rr.reporting import build_report
 from rr.reporting.core import ReportContext, load_jobs
-from rr.reporting.paper_beside import (
+from rr.reporting.paper_claims import OUTSIDE_SCOPE, evaluate_claims, metric_fn
+from rr.reporting.paper_match import (
     CONTRADICTED,
     HOLDS,
     INSIDE,
@@ -30,7 +31,6 @@ from rr.reporting.paper_beside import (
     estimator,
     select,
 )
-from rr.reporting.paper_claims import OUTSIDE_SCOPE, evaluate_claims, metric_fn
 from tests.conftest import compose_config
 from tests.test_site import chromium, page  # noqa: F401 (the browser fixtures)
 

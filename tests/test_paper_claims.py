@@ -14,7 +14,6 @@ from rr.jobfolder import JobSummary
 from rr.metrics.robustness import NOTE_NDR_TRIVIAL, NOTE_ROR_ONE_ORDER
 from rr.papers import ELLIPSIS, Claim, paper_claims, paper_excerpts, paper_values, quote_in
 from rr.reporting.core import JobInfo, ReportContext
-from rr.reporting.paper_beside import CONTRADICTED, HOLDS, INSIDE, OUTSIDE, Estimate, _verdict
 from rr.reporting.paper_claims import (
     DEGENERATE,
     NOT_EVALUABLE,
@@ -22,6 +21,7 @@ from rr.reporting.paper_claims import (
     evaluate_claims,
     metric_fn,
 )
+from rr.reporting.paper_match import CONTRADICTED, HOLDS, INSIDE, OUTSIDE, Estimate, _verdict
 from tests.conftest import compose_config
 from tests.test_paper_beside import PAPER_FILES, PAPERS
 

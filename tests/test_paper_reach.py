@@ -2,7 +2,7 @@
 (issue 42, part 1; CONVENTIONS 17). Generated from the values data: each value's run (``experiment=<paper>``,
 its dataset(s), its model, its ``run`` overrides) is composed as ``rr -m`` composes it, its jobs' cells
 planned (:func:`rr.pipeline.planned_cells`), and the value matched against them as the report matches a
-real run (:class:`rr.reporting.paper_beside.RunIndex`). Each distinct job and each model is composed once."""
+real run (:class:`rr.reporting.paper_match.RunIndex`). Each distinct job and each model is composed once."""
 
 from __future__ import annotations
 

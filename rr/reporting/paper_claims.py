@@ -1,5 +1,5 @@
 """The paper's claims beside this run (:mod:`rr.papers` ``claims/``), the claims half of the
-``paper_beside`` report section (:mod:`rr.reporting.paper_beside`, which holds the values half).
+``paper_beside`` report section (:mod:`rr.reporting.paper_beside`, which lays both out; the values are matched in :mod:`rr.reporting.paper_match`).
 
 Each claim (:class:`rr.papers.Claim`) is tested per model and dataset of the run, on the rows of its
 ``scope``: a ``direction`` claim (a above b) by a paired test over the examples both sides answered
@@ -31,7 +31,7 @@ import pandas as pd
 from rr.metrics.robustness import metric_notes, robustness_table
 from rr.papers import Claim, paper_claims
 from rr.reporting.core import CI_HIGH, CI_LOW, ReportContext
-from rr.reporting.paper_beside import (
+from rr.reporting.paper_match import (
     ALPHA,
     CONTRADICTED,
     HOLDS,

@@ -4,7 +4,7 @@ For each value (:func:`rr.papers.paper_values`), the jobs that reach it are comp
 ``rr -m`` composes them (:func:`rr.cost.compose_jobs` of :func:`rr.papers.run_overrides`: the paper's
 experiment, the value's dataset(s) and model, its ``run`` column), their cells planned
 (:func:`rr.pipeline.planned_cells`) into a score table of two examples per cell, and the value is
-matched against those jobs as the report matches a real run (:meth:`rr.reporting.paper_beside.RunIndex.match`).
+matched against those jobs as the report matches a real run (:meth:`rr.reporting.paper_match.RunIndex.match`).
 Each distinct (paper, dataset, run) is composed once, and each distinct model once (a model override
 changes only the job's recorded model: its public model, :func:`rr.generation.base.public_model`).
 ``tests/test_paper_reach.py`` asserts every value is reached or marked ``out_of_reach`` with its reason;
@@ -18,7 +18,7 @@ from collections.abc import Iterable
 import pandas as pd
 
 from rr.papers import dataset_overrides, model_overrides, paper_values
-from rr.reporting.paper_beside import RunIndex, _setting_keys, describe_differences
+from rr.reporting.paper_match import RunIndex, describe_differences, setting_keys
 
 
 def _jobs_of(line: list[str]) -> list[tuple[str, ...]]:
@@ -82,7 +82,7 @@ def reach(values: pd.DataFrame | None = None, config_dir: str | None = None) -> 
     and, where not reached, what differs between the planned jobs and the value (``differs``), or the
     composition's error. ``config_dir``: another ``conf`` folder to compose from (default rr's own)."""
     values = paper_values() if values is None else values
-    keys = _setting_keys(values)
+    keys = setting_keys(values)
     firsts = values["model_ids"].astype(str).str.split(";").str[0]
     reachable = values[~values["out_of_reach"].astype(bool)]
     runs = sorted(

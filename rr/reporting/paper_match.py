@@ -1,0 +1,734 @@
+"""Matching a paper's values to a run: settings, estimators and verdicts (the values half of the
+``paper_beside`` report section, :mod:`rr.reporting.paper_beside`, which lays the tables out; the
+claims' verdicts, :mod:`rr.reporting.paper_claims`, use the same estimators and verdict words).
+
+A paper value is matched to a run only on what the run recorded: the job's
+``summary.json`` ``model.model_id`` (or its public model, through the value's aliases) must be one of
+the value's ``model_ids``, the score rows' ``dataset`` one of its ``rr_datasets`` (all of them where
+the paper pools several), and every condition of its ``setting`` must hold on the rows (strategy,
+noise ratio, documents given, retrievers, k grid, orders, ...). Where nothing matches, the verdict
+is *no matching setting in this run* and :func:`nearest_values` says what differs; nothing is
+matched by a similar name. A matched value gets rr's value on the matched rows, its interval (the
+small-sample intervals ``rr report`` prints everywhere) and a verdict: *inside the interval* or
+*outside* (for a bound the paper states, ``> 0.8``: whether the interval reaches the bound's side).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from rr.metrics import MetricSpec, get_spec
+from rr.metrics.rgb import noise_ratio_of, skipped_rows
+from rr.papers import APPROX_TOLERANCE, paper_values, parse_setting
+from rr.perturbations.base import PerturbationTag
+from rr.reporting.core import CI_HIGH, CI_LOW, ReportContext
+from rr.stats import bootstrap_mean
+
+INSIDE, OUTSIDE, NO_MATCH = "inside the interval", "outside", "no matching setting in this run"
+NOT_MEASURED = "not measured in this run"
+OUT_OF_REACH = "out of reach of rr"
+HOLDS, CONTRADICTED, UNDECIDED = "holds", "contradicted", "not decided at this n"
+#: Significance level of the claims' paired tests (two-sided).
+ALPHA = 0.05
+#: Setting keys that describe the documents given, so hold on the ``k > 0`` rows only (a job's
+#: closed-book rows have none of them).
+RAG_KEYS = frozenset(
+    {"noise_ratio", "counterfactual", "doc_perturbation", "n_docs_given", "retriever", "order", "k"}
+)
+ROBUSTNESS = ("ndr", "rsr", "ror", "robustness")
+#: Setting keys that are the metric's parameters, not conditions on rows (SURE's perturbation and
+#: subset: its rates pair each perturbed row with the unperturbed one).
+METRIC_PARAMS = frozenset({"perturbation", "subset", "module", "query_kind"})
+
+
+def split_setting(setting: Mapping[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    """(conditions on rows, the metric's parameters) of a setting (:data:`METRIC_PARAMS`)."""
+    rows = {k: v for k, v in setting.items() if k not in METRIC_PARAMS}
+    return rows, {k: v for k, v in setting.items() if k in METRIC_PARAMS}
+
+
+# ----------------------------------------------------------------------------- the job's recorded setting
+
+
+def _same(a: object, b: str) -> bool:
+    """``a`` (a score-table value) equals ``b`` (a setting's text): as numbers where both are, else as text."""
+    try:
+        return math.isclose(float(a), float(b), abs_tol=1e-9)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return str(a).lower() == b.lower()
+
+
+def _any_same(value: object, options: list[str]) -> bool:
+    return any(_same(value, w) for w in options)
+
+
+def _counterfactual(tag: str) -> str:
+    t = PerturbationTag.read(tag)
+    return str(t is not None and t.name == "counterfactual")
+
+
+#: Setting keys read off another column: key -> (that column, the function of its value).
+DERIVED: dict[str, tuple[str, Callable[[str], object]]] = {
+    "noise_ratio": ("doc_perturbation", noise_ratio_of),
+    "counterfactual": ("doc_perturbation", _counterfactual),
+}
+
+
+def values_of(rows: pd.DataFrame, key: str) -> dict[object, object] | None:
+    """Each distinct value of the column behind ``key`` -> the key's value for it (None: no such column).
+    Score tables have millions of rows and few distinct values, so settings are matched on these."""
+    column, fn = DERIVED.get(key, (key, lambda v: v))
+    if column not in rows.columns:
+        return None
+    return {v: fn(str(v)) if key in DERIVED else v for v in rows[column].unique()}
+
+
+def _hit(rows: pd.DataFrame, key: str, options: list[str]) -> pd.Series | None:
+    """Whether each row's value of ``key`` is one of ``options`` (None: the rows lack its column)."""
+    values = values_of(rows, key)
+    if values is None:
+        return None
+    column = DERIVED[key][0] if key in DERIVED else key
+    good = [v for v, kv in values.items() if _any_same(kv, options)]
+    return rows[column].isin(good)
+
+
+def select(rows: pd.DataFrame, setting: Mapping[str, str]) -> pd.DataFrame:
+    """The rows of ``rows`` in ``setting`` (empty if the run does not have it).
+
+    Keys in :data:`RAG_KEYS` hold on the ``k > 0`` rows; a job's ``k = 0`` rows are kept with it
+    when some of its ``k > 0`` rows are in the setting (``k=0`` itself selects the closed-book rows
+    only). Rows need a ``job_id`` column. A value ``a+b+c`` needs exactly these values among the
+    selected rows (a pooled grid).
+    """
+    if rows.empty:
+        return rows
+    rag = rows["k"].astype(int) > 0
+    keep = pd.Series(True, index=rows.index)
+    exact: dict[str, list[str]] = {}
+    for key, want in setting.items():
+        if key == "k" and want == "0":
+            keep &= ~rag
+            continue
+        options = want.split("+")
+        hit = _hit(rows, key, options)
+        if hit is None:
+            return rows.iloc[0:0]
+        keep &= (hit | ~rag) if key in RAG_KEYS else hit
+        if len(options) > 1:
+            exact[key] = options
+    out = rows[keep]
+    if setting.get("k") == "0":
+        return out
+    out_rag = out["k"].astype(int) > 0
+    if not out_rag.any():
+        return out.iloc[0:0]
+    out = out[out_rag | out["job_id"].isin(out.loc[out_rag, "job_id"].unique())]
+    for key, options in exact.items():
+        values = values_of(out[out["k"].astype(int) > 0] if key in RAG_KEYS else out, key)
+        assert values is not None
+        if not all(any(_same(p, w) for p in values.values()) for w in options):
+            return out.iloc[0:0]
+    return out
+
+
+# ----------------------------------------------------------------------------- metrics
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """rr's value of a metric on some rows, its interval, and how many examples it rests on."""
+
+    value: float
+    ci_low: float
+    ci_high: float
+    n: int
+    per_example: pd.Series | pd.DataFrame | None = None
+
+
+def mean_of(rows: pd.DataFrame, values: pd.Series, ctx: ReportContext) -> Estimate:
+    frame = rows.assign(_v=values.astype(float))
+    r = bootstrap_mean(
+        frame, "_v", n_resamples=ctx.n_resamples, confidence=ctx.confidence, seed=ctx.seed, small_sample=True
+    )
+    per = frame.groupby("example_id")["_v"].mean()
+    return Estimate(r.statistic, r.ci_low, r.ci_high, r.n, per)
+
+
+#: An estimator: (the matched rows, the report's context, the matched jobs' rows, the setting's metric
+#: parameters) -> an :class:`Estimate`, or None where the rows lack what the metric needs.
+Estimator = Callable[..., "Estimate | None"]
+
+
+def _rate(spec: MetricSpec) -> Estimator:
+    """The mean of the spec's per-row values (:attr:`~rr.metrics.registry.MetricSpec.per_row`) over the
+    ``k > 0`` rows (``k = 0`` for a closed-book rate), leaving out the rows RGB leaves out
+    (:func:`rr.metrics.rgb.skipped_rows`) and the NaN the per-row values give rows outside the rate."""
+
+    def fn(rows: pd.DataFrame, ctx: ReportContext, job_rows: pd.DataFrame | None = None) -> Estimate | None:
+        k = rows["k"].astype(int)
+        part = rows[((k == 0) if spec.closed_book else (k > 0)) & ~skipped_rows(rows)]
+        if part.empty:
+            return None
+        assert spec.per_row is not None
+        try:
+            values = spec.per_row(part)
+        except KeyError:  # the rows lack the column it reads (judge.llm_rejection=false, ...)
+            return None
+        keep = values.notna()
+        if not keep.any():
+            return None
+        return mean_of(part[keep], values[keep], ctx)
+
+    return fn
+
+
+def _robustness_of(rows: pd.DataFrame, ctx: ReportContext) -> tuple[pd.Series, pd.DataFrame] | None:
+    """The robustness table's row (NDR, RSR, ROR, their geometric mean, intervals) and the per-example
+    values of ``rows``, computed once per rows (NDR, RSR and ROR of one setting share them)."""
+    from rr.reporting.robustness import per_example_robustness, robustness_ci
+
+    key = f"paper_beside.robustness@{id(rows)}"
+    held = ctx.memo.get(key)
+    if held is not None and held[0] is rows:  # the frame is held with its result, so its id is its own
+        return held[1]  # type: ignore[no-any-return]
+    try:
+        t = robustness_ci(rows, by=[], n_resamples=ctx.n_resamples, confidence=ctx.confidence, seed=ctx.seed)
+        result: tuple[pd.Series, pd.DataFrame] | None = (t.iloc[0], per_example_robustness(rows))
+    except ValueError:
+        result = None  # not a table the robustness metrics are defined on (one k, no closed book, ...)
+    ctx.memo[key] = (rows, result)
+    return result
+
+
+def _robustness(metric: str) -> Estimator:
+    def fn(rows: pd.DataFrame, ctx: ReportContext, job_rows: pd.DataFrame | None = None) -> Estimate | None:
+        got = _robustness_of(rows, ctx)
+        if got is None:
+            return None
+        row, per = got
+        if math.isnan(float(row[metric])):
+            return None
+        return Estimate(
+            float(row[metric]), float(row[metric + CI_LOW]), float(row[metric + CI_HIGH]), len(per), per
+        )
+
+    return fn
+
+
+def _sure(rate: str) -> Estimator:
+    """SURE's LR / RR / WR of one perturbation (``perturbation``, a tag such as ``style:simple``) in one
+    subset (``K-G`` ... ``Total``): :func:`rr.metrics.spurious.instance_pairs` of the unperturbed and the
+    perturbed rows, the share of instances whose correctness C is 1 / 0 / -1."""
+    want = {"lr": 1, "rr": 0, "wr": -1}[rate]
+
+    def fn(
+        rows: pd.DataFrame,
+        ctx: ReportContext,
+        job_rows: pd.DataFrame | None = None,
+        perturbation: str = "",
+        subset: str = "Total",
+    ) -> Estimate | None:
+        from rr.metrics.spurious import instance_pairs
+
+        part = rows[rows["doc_perturbation"].astype(str).isin(["none", perturbation])]
+        if not (part["doc_perturbation"] == perturbation).any():
+            return None
+        try:
+            pairs = instance_pairs(part, subsets=subset != "Total")
+        except ValueError:  # incl. MetricUndefinedError
+            return None
+        if subset != "Total":
+            pairs = pairs[pairs["subset"] == subset]
+        if pairs.empty:
+            return None
+        return mean_of(pairs, (pairs["C"] == want), ctx)
+
+    return fn
+
+
+def _rare(score: str) -> Estimator:
+    """RARE's Table 4 score: the share of robust trials per example (:func:`rr.metrics.rare.score_rows`),
+    averaged over examples."""
+
+    def fn(rows: pd.DataFrame, ctx: ReportContext, job_rows: pd.DataFrame | None = None) -> Estimate | None:
+        from rr.metrics import rare
+
+        try:
+            trials = rare.score_rows(rare.robustness_flags(rows), score)
+        except ValueError:  # incl. MetricUndefinedError
+            return None
+        if trials.empty:
+            return None
+        per = trials.groupby("example_id", as_index=False)["robust"].mean()
+        return mean_of(per, per["robust"], ctx)
+
+    return fn
+
+
+def _kind_rows(rows: pd.DataFrame, kind: str) -> pd.Series:
+    """Whether each row's ``query_perturbation`` is of ``kind`` (``typo@0.1``; ``none``: the originals)."""
+    from rr.analysis.query_level import perturbation_kind
+
+    kinds = {t: perturbation_kind(str(t)) for t in rows["query_perturbation"].unique()}
+    return rows["query_perturbation"].isin([t for t, kd in kinds.items() if kd == kind])
+
+
+def _query_level_recall(
+    rows: pd.DataFrame, ctx: ReportContext, job_rows: pd.DataFrame | None = None, query_kind: str = "none"
+) -> Estimate | None:
+    """Table 4: the retriever's Recall@5 over the queries of one kind (its variants pooled), from the
+    matched jobs' runs and qrels (:func:`rr.reporting.query_level.retrieval_metrics_of`, ir_measures)."""
+    from rr.analysis.query_level import perturbation_kind
+    from rr.reporting.query_level import retrieval_metrics_of
+
+    rag = rows[rows["k"].astype(int) > 0]
+    metrics = retrieval_metrics_of(ctx, [5])
+    if metrics.empty or rag.empty:
+        return None
+    m = metrics[
+        metrics["job_id"].isin(set(rag["job_id"].astype(str)))
+        & metrics["retriever"].isin(set(rag["retriever"].astype(str)))
+    ]
+    m = m[m["query_perturbation"].astype(str).map(perturbation_kind) == query_kind]
+    m = m.drop_duplicates(["retriever", "example_id", "query_perturbation"])
+    if m.empty:
+        return None
+    return mean_of(m, m["recall@5"], ctx)
+
+
+#: The values' ``module`` -> the query-level correlation's pair (:data:`rr.analysis.query_level.PAIRS`).
+MODULES = {"retriever-RAG": "RET", "closed-book": "CB", "oracle": "OR"}
+
+
+def _query_level_pearson(
+    rows: pd.DataFrame,
+    ctx: ReportContext,
+    job_rows: pd.DataFrame | None = None,
+    module: str = "",
+    query_kind: str = "",
+) -> Estimate | None:
+    """Tables 2, 5, 6: Pearson r of the module's per-sample change with the RAG change under one query
+    kind (:func:`rr.analysis.query_level.module_deltas`), at k = 5 of the matched retriever, with
+    Fisher's interval (``scipy.stats.pearsonr(...).confidence_interval``)."""
+    from scipy.stats import pearsonr
+
+    from rr.analysis import query_level as ql
+    from rr.reporting.query_level import ORACLE, retrieval_metrics_of
+
+    retrievers = sorted(set(rows.loc[rows["k"].astype(int) > 0, "retriever"].astype(str)) - {ORACLE})
+    if len(retrievers) != 1 or module not in MODULES:
+        return None
+    job_rows = rows if job_rows is None else job_rows
+    jobs = set(job_rows.loc[_kind_rows(job_rows, query_kind), "job_id"].astype(str))
+    part = job_rows[job_rows["job_id"].astype(str).isin(jobs)]
+    metrics = retrieval_metrics_of(ctx, [5])
+    if part.empty or metrics.empty:
+        return None
+    ret = metrics[metrics["job_id"].isin(jobs)].drop_duplicates(
+        ["retriever", "example_id", "query_perturbation"]
+    )
+    try:
+        deltas = ql.module_deltas(part, ret, retrievers[0], k=5, oracle=ORACLE)
+    except ValueError:
+        return None
+    d = deltas[deltas["kind"] == query_kind]
+    x, y = d[ql.PAIRS[MODULES[module]]].to_numpy(float), d["d_rag"].to_numpy(float)
+    if len(d) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return None
+    res = pearsonr(x, y)
+    ci = res.confidence_interval(confidence_level=ctx.confidence)
+    return Estimate(float(res.statistic), float(ci.low), float(ci.high), int(d["example_id"].nunique()))
+
+
+def estimator(name: str) -> Estimator:
+    """How rr estimates the registered metric ``name`` (:data:`rr.metrics.SPECS`) beside a paper.
+
+    Raises:
+        KeyError: no metric of that name.
+    """
+    spec = get_spec(LEGACY_NAMES.get(name, name))
+    if spec.estimate == "rate":
+        return _rate(spec)
+    if spec.estimate == "robustness":
+        return _robustness(spec.name)
+    if spec.estimate == "sure":
+        return _sure(spec.name.removeprefix("sure_"))
+    if spec.estimate == "rare":
+        return _rare(spec.name.removeprefix("rare_"))
+    if spec.estimate == "query_level_recall":
+        return _query_level_recall
+    return _query_level_pearson
+
+
+#: The names ``rr/papers/claims`` still uses for registered metrics (its own branch renames them).
+LEGACY_NAMES = {
+    "rgb_rej": "rgb_rejection_rate",
+    "rgb_rej_llm": "rgb_rejection_rate_llm",
+    "rgb_ed": "rgb_error_detection_rate",
+    "rgb_ed_llm": "rgb_error_detection_rate_llm",
+    "rgb_cr_llm": "rgb_error_correction_rate_llm",
+}
+
+
+# ----------------------------------------------------------------------------- values
+
+
+def _verdict(value: float, relation: str, est: Estimate) -> str:
+    lo, hi = est.ci_low, est.ci_high
+    if math.isnan(lo) or math.isnan(hi):
+        lo = hi = est.value
+    if relation == ">":
+        return INSIDE if hi > value else OUTSIDE
+    if relation == "<":
+        return INSIDE if lo < value else OUTSIDE
+    tol = APPROX_TOLERANCE if relation == "~" else 1e-12  # "approximately 14%": within the stated tolerance
+    return INSIDE if lo - tol <= value <= hi + tol else OUTSIDE
+
+
+@cache
+def _ids(model_ids: str) -> frozenset[str]:
+    return frozenset(i.strip() for i in str(model_ids).split(";") if i.strip())
+
+
+#: :func:`rr.papers.parse_setting`, once per distinct setting (every job is compared with every value).
+_parsed = cache(parse_setting)
+
+
+#: Metric parameters that name what the run must hold (a ``query_perturbation`` kind, a
+#: ``doc_perturbation`` tag), checked like a condition but not used to filter the rows.
+PRESENT_PARAMS = {"query_kind": "query_perturbation", "perturbation": "doc_perturbation"}
+
+
+def _key_values(cells: pd.DataFrame, key: str) -> set[object] | None:
+    """The values ``key`` takes on ``cells`` (None: the cells lack its column)."""
+    if key in PRESENT_PARAMS:
+        column = PRESENT_PARAMS[key]
+        if column not in cells.columns:
+            return None
+        if key == "query_kind":
+            from rr.analysis.query_level import perturbation_kind
+
+            return {perturbation_kind(str(t)) for t in cells[column].unique()}
+        return {str(t) for t in cells[column].unique()}
+    values = values_of(cells, key)
+    return None if values is None else set(values.values())
+
+
+@dataclass(frozen=True)
+class JobProfile:
+    """What one job ran, as the paper values name settings: its public model, the model it loaded,
+    its dataset(s), and each setting key's values (on its ``k > 0`` cells for :data:`RAG_KEYS`)."""
+
+    job_id: str
+    model: str
+    loaded: str
+    datasets: frozenset[str]
+    values: Mapping[str, set[object] | None]
+
+    def differences(self, v: Any) -> list[tuple[str, str, str]]:
+        """(key, this job's value, the paper value's) for each key in which job and paper value ``v``
+        (a row of :func:`rr.papers.paper_values`) differ; empty: the job has the value's setting."""
+        out: list[tuple[str, str, str]] = []
+        ids = _ids(v.model_ids)
+        if ids != {"*"} and not ({self.model, self.loaded} & ids):
+            out.append(("model", self.model or "?", str(v.model_ids).split(";")[0]))
+        datasets = str(v.rr_datasets).split("+")
+        if not (self.datasets & set(datasets)):
+            out.append(("dataset", "+".join(sorted(self.datasets)), str(v.rr_datasets)))
+        for key, want in _parsed(v.setting).items():
+            if key not in self.values or key in METRIC_PARAMS and key not in PRESENT_PARAMS:
+                continue
+            have = self.values[key]
+            options = want.split("+")
+            if have is None:
+                out.append((key, "none", want))
+                continue
+            if key == "k" and want == "0":
+                ok = any(_same(h, "0") for h in have)
+            else:
+                ok = (
+                    all(any(_same(h, w) for h in have) for w in options)
+                    if len(options) > 1
+                    else (any(_same(h, options[0]) for h in have))
+                )
+            if not ok:
+                shown = "+".join(sorted(map(_text, have))) or "none"
+                out.append((key, shown, want))
+        if v.out_of_reach:
+            out.append(("out of reach", "", str(v.out_of_reach)))
+        return out
+
+
+def _text(value: object) -> str:
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def describe_differences(diffs: list[tuple[str, str, str]]) -> str:
+    """``model (simulated vs gpt-3.5-turbo), k (1+2+3 vs 5+10+25+50+75+100)``."""
+    return ", ".join(
+        f"out of reach: {want}" if key == "out of reach" else f"{key} ({have} vs {want})"
+        for key, have, want in diffs
+    )
+
+
+#: Score-table columns that hold few distinct strings: the index keeps them categorical, which the
+#: metrics' groupbys and comparisons over ~10^5 rows run on 2-3x faster than on strings.
+CATEGORICAL = (
+    "example_id",
+    "example_key",
+    "dataset",
+    "generator",
+    "strategy",
+    "retriever",
+    "order",
+    "query_perturbation",
+    "doc_perturbation",
+    "job_id",
+    "judge",
+)
+
+
+def _categorical(scores: pd.DataFrame) -> pd.DataFrame:
+    cols = [
+        c for c in CATEGORICAL if c in scores.columns and not isinstance(scores[c].dtype, pd.CategoricalDtype)
+    ]
+    return scores.astype(dict.fromkeys(cols, "category")) if cols else scores
+
+
+class RunIndex:
+    """A run's score rows indexed for matching paper values fast: each row's *cell* (its distinct
+    combination of job, dataset and the columns the values' settings read), the cells as a small table,
+    and each job's :class:`JobProfile`. A value is matched on the cells (:func:`select`), and only then
+    are its rows gathered, so a run of ~10^5-10^6 rows is matched against every value in seconds."""
+
+    def __init__(self, scores: pd.DataFrame, models: Mapping[str, tuple[str, str]], keys: set[str]) -> None:
+        columns = ["job_id", "dataset", "k"]
+        for key in sorted(keys):
+            column = DERIVED[key][0] if key in DERIVED else PRESENT_PARAMS.get(key, key)
+            if column in scores.columns and column not in columns:
+                columns.append(column)
+        known = scores["job_id"].astype(str).isin(list(models)) if len(scores) else pd.Series(dtype=bool)
+        self.scores = _categorical(scores[known] if len(scores) and not known.all() else scores)
+        if self.scores.empty:
+            self.codes = np.zeros(0, dtype=np.int64)
+            self.cells = pd.DataFrame(columns=[*columns, "_cell"])
+            self.positions: dict[int, np.ndarray] = {}
+        else:
+            self.codes = (
+                self.scores.groupby(columns, sort=False, observed=True, dropna=False).ngroup().to_numpy()
+            )
+            first = pd.Series(self.codes).drop_duplicates()
+            self.cells = self.scores.iloc[first.index.to_numpy()][columns].assign(_cell=first.to_numpy())
+            self.cells = self.cells.reset_index(drop=True)
+            self.positions = pd.Series(np.arange(len(self.codes))).groupby(self.codes).indices
+        self.models = dict(models)
+        self.profiles: dict[str, JobProfile] = {}
+        for job, cells in self.cells.groupby(self.cells["job_id"].astype(str), sort=True):
+            rag = cells[cells["k"].astype(int) > 0]
+            values = {key: _key_values(rag if key in RAG_KEYS else cells, key) for key in keys}
+            model, loaded = self.models.get(job, ("", ""))
+            self.profiles[job] = JobProfile(
+                job, model, loaded, frozenset(cells["dataset"].astype(str)), values
+            )
+        self._cells_of = dict(tuple(self.cells.groupby(self.cells["job_id"].astype(str), sort=False)))
+        self._rows: dict[tuple[int, ...], pd.DataFrame] = {}
+
+    def rows_of(self, cells: pd.DataFrame) -> pd.DataFrame:
+        """The score rows of these cells (cached: values of one setting share them)."""
+        key = tuple(sorted(int(c) for c in cells["_cell"]))
+        if key not in self._rows:
+            positions = np.sort(np.concatenate([self.positions[c] for c in key])) if key else np.zeros(0, int)
+            self._rows[key] = self.scores.iloc[positions]
+        return self._rows[key]
+
+    def match(self, v: Any) -> pd.DataFrame:
+        """The cells of the run in value ``v``'s setting (empty: none), as :func:`compare_values` matches:
+        a job whose public model (or loaded model) is one of its ids, on its dataset(s) (all of them where
+        the paper pools several), every condition of its setting (:func:`select`), and the query kind or
+        document perturbation its metric is of. A value marked out of reach is matched all the same where
+        a run has its setting (a RARE-Set loaded through ``dataset=jsonl dataset.name=rare_set``)."""
+        ids = _ids(v.model_ids)
+        datasets = str(v.rr_datasets).split("+")
+        jobs = [
+            j
+            for j, p in self.profiles.items()
+            if (ids == {"*"} or {p.model, p.loaded} & ids) and p.datasets & set(datasets)
+        ]
+        if not jobs:  # most values: another model or dataset, decided without touching a table
+            return self.cells.iloc[0:0]
+        cells = pd.concat([self._cells_of[j] for j in jobs])
+        cells = cells[cells["dataset"].astype(str).isin(datasets)]
+        conditions, params = split_setting(parse_setting(v.setting))
+        cells = select(cells, conditions)
+        if cells.empty or set(cells["dataset"].astype(str)) != set(datasets):
+            return cells.iloc[0:0]
+        for key, want in params.items():
+            if key in PRESENT_PARAMS:
+                have = _key_values(cells, key)
+                if not have or want not in {str(h) for h in have}:
+                    return cells.iloc[0:0]
+        return cells
+
+    def nearest(self, v: Any) -> tuple[str, list[tuple[str, str, str]]]:
+        """(the job nearest to value ``v``, the keys they differ in): the fewest differences."""
+        best: tuple[str, list[tuple[str, str, str]]] = ("", [])
+        for job, profile in self.profiles.items():
+            d = profile.differences(v)
+            if not best[0] or len(d) < len(best[1]):
+                best = (job, d)
+        return best
+
+
+def setting_keys(values: pd.DataFrame) -> set[str]:
+    keys: set[str] = set()
+    for s in values["setting"].unique():
+        keys |= set(parse_setting(s))
+    return keys
+
+
+def job_model_ids(ctx: ReportContext) -> dict[str, tuple[str, str]]:
+    """job id -> (the public model it recorded, the model id it loaded): ``summary.json``'s
+    ``public_model`` (:func:`rr.generation.base.public_model`) and ``model.model_id``; a job that
+    recorded no public model (written before it was) is its loaded id; jobs with neither are left out."""
+    out = {}
+    for job in ctx.jobs:
+        loaded = str(job.summary.model_id or "")
+        public = str(job.summary.public_model or loaded)
+        if public or loaded:
+            out[job.job_id] = (public, loaded)
+    return out
+
+
+def job_models(ctx: ReportContext) -> dict[str, str]:
+    """job id -> the public model it recorded (:func:`job_model_ids`; jobs without one are left out)."""
+    return {job: public for job, (public, _) in job_model_ids(ctx).items()}
+
+
+def compare_values(
+    scores: pd.DataFrame,
+    ctx: ReportContext,
+    values: pd.DataFrame | None = None,
+    index: RunIndex | None = None,
+) -> pd.DataFrame:
+    """One row per paper value (``values``, default every shipped one): the paper's value and
+    rr's on the rows matching its setting, with interval and verdict (see the module docstring); for a
+    value no part of the run matches, the nearest job and the keys it differs in (``differs``)."""
+    values = paper_values() if values is None else values
+    index = index or RunIndex(scores, job_model_ids(ctx), setting_keys(values))
+    out = []
+    for v in values.itertuples(index=False):
+        rec: dict[str, object] = {
+            "paper": v.paper,
+            "location": v.location,
+            "model": v.model,
+            "run_model": "",
+            "dataset": v.dataset,
+            "metric": v.metric,
+            "setting": v.setting,
+            "paper_value": v.printed,
+            "paper_fraction": float(v.value),
+            "relation": v.relation,
+            "rr": math.nan,
+            "rr" + CI_LOW: math.nan,
+            "rr" + CI_HIGH: math.nan,
+            "n_examples": 0,
+            "jobs": "",
+            "verdict": NO_MATCH,
+            "differs": "",
+        }
+        cells = index.match(v)
+        if cells.empty:
+            job, diffs = index.nearest(v)
+            if v.out_of_reach:
+                rec["verdict"] = OUT_OF_REACH
+            if diffs:
+                rec["differs"] = (f"job {job}: " if job else "") + describe_differences(diffs)
+            elif job:  # jobs have the setting, but not on every dataset the paper pools
+                have = sorted(
+                    {d for j, p in index.profiles.items() if not p.differences(v) for d in p.datasets}
+                )
+                rec["differs"] = (
+                    f"dataset ({'+'.join(have)} vs {v.rr_datasets}): the paper pools these datasets, "
+                    "and so must the run (a job on each)"
+                )
+            out.append(rec)
+            continue
+        jobs = sorted(set(cells["job_id"].astype(str)))
+        rec["jobs"] = ",".join(jobs)
+        rec["run_model"] = ",".join(sorted({index.models[j][0] for j in jobs}))
+        conditions, params = split_setting(parse_setting(v.setting))
+        params = {k: p for k, p in params.items()}
+        rows = index.rows_of(cells)
+        job_rows = index.rows_of(index.cells[index.cells["job_id"].astype(str).isin(jobs)])
+        est = estimator(v.metric)(rows, ctx, job_rows, **params)
+        if est is None:
+            rec["verdict"] = NOT_MEASURED
+        else:
+            rec.update(
+                {
+                    "rr": est.value,
+                    "rr" + CI_LOW: est.ci_low,
+                    "rr" + CI_HIGH: est.ci_high,
+                    "n_examples": est.n,
+                    "verdict": _verdict(float(v.value), v.relation, est),
+                }
+            )
+        out.append(rec)
+    return pd.DataFrame(out)
+
+
+def nearest_values(
+    index: RunIndex, values: pd.DataFrame, job_papers: Mapping[str, set[str]], n: int = 3
+) -> pd.DataFrame:
+    """For every job of the run: the ``n`` paper values nearest to it (the fewest differing keys) among
+    its paper's values (``job_papers``: the papers whose experiment it ran; every paper's for a job
+    without one), and how they differ.
+
+    Returns:
+        One row per (job, value): ``job_id``, ``run_model``, ``run_dataset``, the value's ``paper``,
+        ``location``, ``model``, ``dataset``, ``metric``, ``setting``, ``n_differences``, ``differs``
+        (empty: the job has the value's setting) and ``run`` (the ``rr`` command lines that reach it).
+    """
+    from rr.papers import run_overrides
+
+    rows = []
+    for job, profile in index.profiles.items():
+        papers = job_papers.get(job, set())
+        own = values[values["paper"].isin(papers)] if papers else values
+        scored = [
+            (len(d), i, d)
+            for i, v in enumerate(own.itertuples(index=False))
+            for d in [profile.differences(v)]
+        ]
+        scored.sort(key=lambda t: (t[0], t[1]))
+        for count, i, diffs in scored[:n]:
+            v = own.iloc[i]
+            rows.append(
+                {
+                    "job_id": job,
+                    "run_model": profile.model,
+                    "run_dataset": "+".join(sorted(profile.datasets)),
+                    "paper": v["paper"],
+                    "location": v["location"],
+                    "model": v["model"],
+                    "dataset": v["dataset"],
+                    "metric": v["metric"],
+                    "setting": v["setting"],
+                    "n_differences": count,
+                    "differs": describe_differences(diffs),
+                    "run": " ; ".join("rr -m " + " ".join(o) for o in run_overrides(v))
+                    if not v["out_of_reach"]
+                    else "",
+                }
+            )
+    return pd.DataFrame(rows)
