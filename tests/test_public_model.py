@@ -77,3 +77,23 @@ def test_paper_values_match_the_public_model_and_its_aliases() -> None:
     got = compare_values(rows, _ctx("Qwen/Qwen2.5-7B-Instruct", "Qwen/Qwen2.5-7B-Instruct"), gpt4o)
     assert got["verdict"].item() == NO_MATCH
     assert "model (Qwen/Qwen2.5-7B-Instruct vs gpt-4o)" in got["differs"].item()
+
+
+def test_a_pooled_value_on_one_dataset_says_the_paper_pools() -> None:
+    """Cao's values pool three datasets: one job on nq_open has the setting but not the pool, and says so."""
+    from rr.papers import paper_values
+
+    v = paper_values().query("paper == 'cao2025' and model == 'Llama-3.1-8B-Instruct' and metric == 'ndr'")
+    cells = [("none", 0, "none")] + [
+        (r, k, o)
+        for r in ("bm25", "bge_large")
+        for k in (5, 10, 25, 50, 75, 100)
+        for o in ("original", "reversed", "shuffled")
+    ]
+    rows = pd.DataFrame(
+        [("j", "nq_open", "vanilla", r, k, o, e, 1.0) for r, k, o in cells for e in ("e1", "e2")],
+        columns=["job_id", "dataset", "strategy", "retriever", "k", "order", "example_id", "score"],
+    )
+    got = compare_values(rows, _ctx("meta-llama/Llama-3.1-8B-Instruct", "/models/llama"), v)
+    assert got["verdict"].item() == NO_MATCH
+    assert got["differs"].item().startswith("dataset (nq_open vs asqa+hotpot_qa+nq_open): the paper pools")

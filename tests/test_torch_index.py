@@ -157,9 +157,7 @@ def test_the_makefile_takes_torch_from_the_index_page_unless_a_folder_is_given(t
     assert _source_flags(_sync_line(TORCH_INDEX=index, PIP_FIND_LINKS=str(other))) == [
         f"--find-links {index}/torch/"
     ]
-    conf = tmp_path / "pip.conf"
-    conf.write_text(f"[global]\nfind-links = {wheels}\n")
-    assert _source_flags(_sync_line(str(conf), TORCH_INDEX=index)) == [f"--find-links {wheels}"]
+    # pip.conf's find-links: test_pips_configured_folder_holding_the_wheel_is_used
     assert _source_flags(_sync_line(TORCH_INDEX=index, TORCH_WHEELS="/a /b")) == [
         "--find-links /a",
         "--find-links /b",
@@ -169,6 +167,41 @@ def test_the_makefile_takes_torch_from_the_index_page_unless_a_folder_is_given(t
     assert _source_flags(gpu) == [] and "locks/rr-gpu.txt" in gpu and "locks/rr.txt" not in gpu
     # nothing in the Makefile names one machine's folder
     assert "/opt/" not in (REPO / "Makefile").read_text(encoding="utf-8")
+
+
+def test_pips_configured_folder_holding_the_wheel_is_used(tmp_path: Path) -> None:
+    """A machine whose pip.conf names the wheel folder but whose shell exports no PIP_FIND_LINKS (a
+    CI runner of this VM, where download.pytorch.org is unreachable) installs from that folder; a
+    configured folder without the wheel leaves the index in place."""
+    wheels, other = tmp_path / "wheels", tmp_path / "other"
+    wheels.mkdir()
+    other.mkdir()
+    (wheels / "torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl").write_bytes(b"")
+
+    def flags(folder: Path) -> list[str]:
+        conf = tmp_path / f"pip-{folder.name}.conf"
+        conf.write_text(f"[global]\nfind-links = {folder}\n", encoding="utf-8")
+        env = {k: v for k, v in os.environ.items() if k not in ("TORCH_WHEELS", "PIP_FIND_LINKS", "GPU")}
+        out = subprocess.run(
+            [
+                "make",
+                "-n",
+                "-B",
+                "--no-print-directory",
+                "install",
+                "TORCH_INDEX=https://example.invalid/whl/cpu",
+            ],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**env, "PIP_CONFIG_FILE": str(conf)},
+        ).stdout
+        (line,) = [ln for ln in out.splitlines() if " pip sync " in ln]
+        return _source_flags(shlex.split(line))
+
+    assert flags(wheels) == [f"--find-links {wheels}"]
+    assert flags(other) == ["--find-links https://example.invalid/whl/cpu/torch/"]
 
 
 def test_torch_resolves_and_syncs_from_the_index_alone(

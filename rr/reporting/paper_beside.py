@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -393,8 +394,13 @@ def _verdict(value: float, relation: str, est: Estimate) -> str:
     return INSIDE if lo - tol <= value <= hi + tol else OUTSIDE
 
 
-def _ids(model_ids: str) -> set[str]:
-    return {i.strip() for i in str(model_ids).split(";") if i.strip()}
+@cache
+def _ids(model_ids: str) -> frozenset[str]:
+    return frozenset(i.strip() for i in str(model_ids).split(";") if i.strip())
+
+
+#: :func:`rr.papers.parse_setting`, once per distinct setting (every job is compared with every value).
+_parsed = cache(parse_setting)
 
 
 #: Metric parameters that name what the run must hold (a ``query_perturbation`` kind, a
@@ -438,7 +444,7 @@ class JobProfile:
         datasets = str(v.rr_datasets).split("+")
         if not (self.datasets & set(datasets)):
             out.append(("dataset", "+".join(sorted(self.datasets)), str(v.rr_datasets)))
-        for key, want in parse_setting(v.setting).items():
+        for key, want in _parsed(v.setting).items():
             if key not in self.values or key in METRIC_PARAMS and key not in PRESENT_PARAMS:
                 continue
             have = self.values[key]
@@ -646,7 +652,16 @@ def compare_values(
             job, diffs = index.nearest(v)
             if v.out_of_reach:
                 rec["verdict"] = OUT_OF_REACH
-            rec["differs"] = (f"job {job}: " if job else "") + describe_differences(diffs) if diffs else ""
+            if diffs:
+                rec["differs"] = (f"job {job}: " if job else "") + describe_differences(diffs)
+            elif job:  # jobs have the setting, but not on every dataset the paper pools
+                have = sorted(
+                    {d for j, p in index.profiles.items() if not p.differences(v) for d in p.datasets}
+                )
+                rec["differs"] = (
+                    f"dataset ({'+'.join(have)} vs {v.rr_datasets}): the paper pools these datasets, "
+                    "and so must the run (a job on each)"
+                )
             out.append(rec)
             continue
         jobs = sorted(set(cells["job_id"].astype(str)))
