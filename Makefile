@@ -12,17 +12,16 @@ TA_STAMP := $(TA_VENV)/.rr-installed
 # installs from PyPI into .uv/ (pinned). The CPU build of torch (torch==2.13.0+cpu) is not on PyPI:
 # uv finds it on torch's own page of PyTorch's CPU wheel index (TORCH_INDEX/torch/, given as
 # --find-links: that page lists torch's files alone, so nothing else can come from it), or, where
-# TORCH_WHEELS (default: $PIP_FIND_LINKS, as pip is told) names folders holding the wheel, there
-# instead (a machine without download.pytorch.org).
+# TORCH_WHEELS names folders holding the wheel, there instead (a machine without download.pytorch.org).
+# Its default: the folders pip is told of ($PIP_FIND_LINKS, else pip's configured find-links) that
+# hold a torch CPU wheel; none: the index.
 UV_VERSION := 0.13.9
 UV_DIR ?= .uv
 UV := $(UV_DIR)/bin/uv
 TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
-# pip's own configured find-links (pip.conf) count too, where they hold the CPU torch wheel: a VM whose
-# pip is configured so but whose shell does not export PIP_FIND_LINKS (CI) installs without network
-PIP_CONF_WHEELS := $(foreach d,$(shell $(PYTHON) -m pip config list 2>/dev/null | sed -n "s/^global.find-links='\(.*\)'$$/\1/p"),$(if $(wildcard $(d)/torch-2.13.0+cpu-*.whl),$(d)))
-TORCH_WHEELS ?= $(or $(PIP_FIND_LINKS),$(PIP_CONF_WHEELS))
-UV_FIND := $(foreach links,$(or $(TORCH_WHEELS),$(TORCH_INDEX)/torch/),--find-links $(links))
+PIP_WHEELS = $(or $(PIP_FIND_LINKS),$(shell $(PYTHON) -m pip config list 2>/dev/null | sed -n "s/^global.find-links='\(.*\)'$$/\1/p"))
+TORCH_WHEELS ?= $(foreach dir,$(PIP_WHEELS),$(if $(wildcard $(dir)/torch-*+cpu-*.whl),$(dir)))
+UV_FIND = $(foreach links,$(or $(TORCH_WHEELS),$(TORCH_INDEX)/torch/),--find-links $(links))
 # GPU=1: .venv is locks/rr-gpu.txt (a Linux x86_64 GPU node: PyPI's CUDA torch, vLLM 0.32.0,
 # faiss-gpu) instead of locks/rr.txt; once installed so, later make commands keep it (the stamp says
 # which) until `make install GPU=` chooses the CPU lock again.

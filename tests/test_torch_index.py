@@ -100,11 +100,13 @@ def torch_index(tmp_path: Path) -> Iterator[tuple[str, Path]]:
         server.server_close()
 
 
-def _sync_line(**variables: str) -> list[str]:
+def _sync_line(pip_conf: str = os.devnull, **variables: str) -> list[str]:
     """The ``uv pip sync`` command ``make install`` runs with these make variables (``make -n -B``),
-    in an environment without this machine's TORCH_WHEELS / PIP_FIND_LINKS / GPU."""
+    in an environment without this machine's TORCH_WHEELS / PIP_FIND_LINKS / GPU and with pip
+    configured by ``pip_conf`` (default: no configuration)."""
     args = [f"{k}={v}" for k, v in variables.items()]
     env = {k: v for k, v in os.environ.items() if k not in ("TORCH_WHEELS", "PIP_FIND_LINKS", "GPU")}
+    env["PIP_CONFIG_FILE"] = pip_conf
     out = subprocess.run(
         ["make", "-n", "-B", "--no-print-directory", "install", *args],
         cwd=REPO,
@@ -130,7 +132,7 @@ def _env() -> dict[str, str]:
     return {**env, "NO_PROXY": "127.0.0.1", "UV_PYTHON_DOWNLOADS": "never"}
 
 
-def test_the_makefile_takes_torch_from_the_index_page_unless_a_folder_is_given() -> None:
+def test_the_makefile_takes_torch_from_the_index_page_unless_a_folder_is_given(tmp_path: Path) -> None:
     index = "https://example.invalid/whl/cpu"
     no_folder = {"TORCH_INDEX": index, "TORCH_WHEELS": "", "PIP_FIND_LINKS": ""}
     # no folder: torch's page of the index, and no other source (PyPI for everything else)
@@ -139,8 +141,23 @@ def test_the_makefile_takes_torch_from_the_index_page_unless_a_folder_is_given()
     default = _sync_line(TORCH_WHEELS="", PIP_FIND_LINKS="")
     assert _source_flags(default) == ["--find-links https://download.pytorch.org/whl/cpu/torch/"]
     assert lock_tool.TORCH_CPU_INDEX == "https://download.pytorch.org/whl/cpu"
-    # a wheel folder overrides it (PIP_FIND_LINKS, as on this machine, or TORCH_WHEELS)
-    assert _source_flags(_sync_line(TORCH_INDEX=index, PIP_FIND_LINKS="/w")) == ["--find-links /w"]
+    # a wheel folder overrides it: TORCH_WHEELS, or a folder pip is told of (PIP_FIND_LINKS, else
+    # pip's configured find-links, as on this machine) that holds a torch CPU wheel; one without is
+    # no source of torch (the index then)
+    wheels, other = tmp_path / "wheels", tmp_path / "other"
+    wheels.mkdir()
+    other.mkdir()
+    (wheels / WHEEL).write_bytes(b"")
+    assert _source_flags(_sync_line(TORCH_INDEX=index, PIP_FIND_LINKS=str(wheels))) == [
+        f"--find-links {wheels}"
+    ]
+    assert _source_flags(_sync_line(TORCH_INDEX=index, PIP_FIND_LINKS=f"{other} {wheels}")) == [
+        f"--find-links {wheels}"
+    ]
+    assert _source_flags(_sync_line(TORCH_INDEX=index, PIP_FIND_LINKS=str(other))) == [
+        f"--find-links {index}/torch/"
+    ]
+    # pip.conf's find-links: test_pips_configured_folder_holding_the_wheel_is_used
     assert _source_flags(_sync_line(TORCH_INDEX=index, TORCH_WHEELS="/a /b")) == [
         "--find-links /a",
         "--find-links /b",
