@@ -7,11 +7,12 @@ are computed for the matched Cao values. Prints the seconds of matching every sh
 of the nearest values per job, and of the whole section (claims included).
 
     .venv/bin/python benchmarks/paper_beside_speed.py [examples per job]
+    .venv/bin/python benchmarks/paper_beside_speed.py --quick      # 4 examples per job, 50 resamples
 """
 
 from __future__ import annotations
 
-import sys
+import argparse
 import time
 from pathlib import Path
 
@@ -25,7 +26,7 @@ from rr.reporting.paper_beside import _job_papers, paper_beside
 from rr.reporting.paper_match import RunIndex, compare_values, job_model_ids, nearest_values, setting_keys
 
 
-def synthetic(n_examples: int) -> tuple[pd.DataFrame, ReportContext]:
+def synthetic(n_examples: int, n_resamples: int = 1000) -> tuple[pd.DataFrame, ReportContext]:
     rng = np.random.default_rng(0)
     cells = [("none", 0, "none")] + [
         (r, k, o)
@@ -56,12 +57,21 @@ def synthetic(n_examples: int) -> tuple[pd.DataFrame, ReportContext]:
             )
             summary = JobSummary(name="cao2025", model={"model_id": model}, public_model=model)
             jobs.append(JobInfo(job, Path(job), len(rows), summary, None))
-    return pd.concat(frames, ignore_index=True), ReportContext(jobs=jobs, n_resamples=1000)
+    return pd.concat(frames, ignore_index=True), ReportContext(jobs=jobs, n_resamples=n_resamples)
+
+
+#: The lines a ``--quick`` run prints (tests/test_benchmarks.py).
+QUICK_FIGURES = [r"[0-9,]+ score rows", r"whole section \(claims too\): [0-9.]+ s wall, [0-9.]+ s CPU"]
 
 
 def main() -> None:
-    n = int(sys.argv[1]) if len(sys.argv) > 1 else 600
-    scores, ctx = synthetic(n)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("examples", nargs="?", type=int, default=600, help="examples per job (default 600)")
+    parser.add_argument("--quick", action="store_true", help="4 examples per job, 50 resamples (seconds)")
+    a = parser.parse_args()
+    n = 4 if a.quick else a.examples
+    resamples = 50 if a.quick else 1000
+    scores, ctx = synthetic(n, resamples)
     values = paper_values()
     print(f"{len(scores):,} score rows, {scores['job_id'].nunique()} jobs, {len(values)} paper values")
     marks = [(time.perf_counter(), time.process_time())]
@@ -75,7 +85,9 @@ def main() -> None:
     mark()
     nearest_values(index, values, _job_papers(ctx, set(values["paper"])))
     mark()
-    list(paper_beside(scores, ReportContext(jobs=ctx.jobs, n_resamples=1000)))  # the section, claims included
+    list(
+        paper_beside(scores, ReportContext(jobs=ctx.jobs, n_resamples=resamples))
+    )  # the section, claims included
     mark()
     matched = int(got["verdict"].isin(["inside the interval", "outside"]).sum())
     names = [
