@@ -167,7 +167,7 @@ class Claim:
             when a paired test finds a > b, holds when its interval of a - b lies at or below 0),
             ``bound`` (the metric is ``relation`` ``threshold``: holds when the interval lies on
             that side, contradicted when it lies on the other).
-        metric: What rr computes (:data:`rr.reporting.paper_beside.METRICS`).
+        metric: What rr computes (a name in :data:`rr.metrics.SPECS`, computed by :func:`rr.reporting.paper_match.estimator`).
         scope: Setting every compared row has (``key=value`` as in the values' ``setting``).
         a: For ``direction`` / ``no_gain``: the setting of side a (added to ``scope``).
         b: Side b's.
