@@ -235,7 +235,7 @@ def test_configs_live_in_the_top_level_conf_folder() -> None:
 
 def test_copied_config_repositories_read_the_live_config_store() -> None:
     """Hydra copies its config repository once per group that ``rr --help`` lists and once per sweep
-    job; rr makes the copies share the ConfigStore (``rr.config._share_the_config_store``) instead of
+    job; rr makes the copies share the ConfigStore (``rr.config.schemas._share_the_config_store``) instead of
     deep-copying every schema each time, so a copy still sees the store as it is, later entries too."""
     import copy
 
