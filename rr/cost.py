@@ -117,7 +117,7 @@ def plan_retrieval(
     encoded, index memory and encode GPU-hours; other retrievers report the passage count.
     ``corpus``: the loaded corpus of ``cfg`` (loaded here when ``None``).
     """
-    from rr.config import instantiate
+    from rr.config.instantiation import instantiate
 
     if not cfg.get("retriever"):
         return []
@@ -136,7 +136,7 @@ def plan_retrieval(
 def plan_jobs_retrieval(jobs: list[tuple[list[str], DictConfig]], encode_pps: float) -> list[RetrievalPlan]:
     """:func:`plan_retrieval` over a sweep's jobs: one row per distinct (corpus, retriever),
     each distinct corpus loaded once."""
-    from rr.config import instantiate
+    from rr.config.instantiation import instantiate
 
     def ident(node: Any) -> str:
         return json.dumps(OmegaConf.to_container(node, resolve=True), sort_keys=True, default=str)
@@ -557,7 +557,7 @@ def cost_job(
     pipeline without the model (this plan's own time, less timing) + model loads + generation.
     The job's own progress bars (corpus encoding) show when ``cfg.progress`` is on.
     """
-    from rr.config import job_settings
+    from rr.config.settings import job_settings
     from rr.pipeline import run_job
 
     t0, c0 = time.perf_counter(), time.process_time()
@@ -628,7 +628,7 @@ def total(steps: list[PlanStep]) -> PlanStep:
 def dataset_size(cfg: DictConfig) -> tuple[int, str]:
     """How many examples ``cfg``'s dataset holds (all of them: ``n`` unset, after its own filters),
     and its name."""
-    from rr.config import instantiate
+    from rr.config.instantiation import instantiate
 
     node = cfg.dataset.copy()
     with open_dict(node):
@@ -650,7 +650,7 @@ def compose_many_jobs(
     """:func:`compose_jobs` of each command line, in one Hydra session (composing many is faster so)."""
     from hydra import compose
 
-    from rr.config import hydra_context
+    from rr.config.composition import hydra_context
     from rr.resume import sweep_jobs
 
     result = []

@@ -25,7 +25,7 @@ class ConfigError(UserError, ValueError):
 
     Args:
         key: The offending key relative to the component's config node (``"max_new_tokens"``);
-            :func:`rr.config.instantiate` prefixes the node's path (``"generator.max_new_tokens"``).
+            :func:`rr.config.instantiation.instantiate` prefixes the node's path (``"generator.max_new_tokens"``).
         message: What is wrong and how to fix it, e.g. ``"must be a positive integer, got -5"``.
     """
 

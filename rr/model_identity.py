@@ -11,7 +11,7 @@
   to: asked of the hub when online, else read from the local hub cache; ``None`` when neither
   knows (offline and never downloaded: the job cannot load it either).
 
-The job id (:func:`rr.config.job_id`) adds :func:`model_identity` beside each component's ``model``;
+The job id (:func:`rr.config.identity.job_id`) adds :func:`model_identity` beside each component's ``model``;
 the backends use :func:`local_identity` for their cache keys.
 """
 

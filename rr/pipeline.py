@@ -21,7 +21,9 @@ from omegaconf import DictConfig, OmegaConf
 
 from rr.answers import has_answer_in
 from rr.atomic import atomic_write
-from rr.config import JobSettings, instantiate, instantiate_as, job_id, job_settings, semantic_config
+from rr.config.identity import job_id, semantic_config
+from rr.config.instantiation import instantiate, instantiate_as
+from rr.config.settings import JobSettings, job_settings
 from rr.context import ORDERS, RankedDoc, order_indices
 from rr.data.base import Corpus, DataError, Dataset, FilteringDataset, SampledDataset
 from rr.errors import ConfigError, require_positive
@@ -342,7 +344,7 @@ def run_job(
 
 def data_scope(cfg: DictConfig, dataset: Dataset, examples: list[Example], corpus: Corpus) -> DataScope:
     """The job's :class:`DataScope`: a subset of the user's data never goes unsaid (CONVENTIONS 13)."""
-    from rr.config import experiment_settings, setting_origin
+    from rr.config.origin import experiment_settings, setting_origin
 
     def shown(value: Any) -> str:  # as on the command line: null, [1, 2, 3], [original, reversed]
         if isinstance(value, list | tuple):

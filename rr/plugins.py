@@ -9,7 +9,7 @@ A plugin is an ordinary distribution that declares two entry points in its ``pyp
     first_passages = "rr_first_passages.conf"   # a package of YAMLs (conf/<group>/<option>.yaml)
 
 ``rr`` imports every ``rr.components`` module when it registers its schemas
-(:func:`rr.config.register_configs`), and adds every ``rr.configs`` package to Hydra's config
+(:func:`rr.config.composition.register_configs`), and adds every ``rr.configs`` package to Hydra's config
 search path (through :mod:`hydra_plugins.rr_searchpath`, Hydra's own mechanism for a library that
 brings configs), so ``rr retriever=[first_passages]`` works with no edit to rr. The worked example
 is in the README ("Add a component") and ``tests/test_plugins.py`` builds and installs one.

@@ -1,6 +1,6 @@
 """Component registry: one class per config option, with its config schema derived from it.
 
-Decorate a component class with ``@component("retriever", "bm25")``. :func:`rr.config.register_configs`
+Decorate a component class with ``@component("retriever", "bm25")``. :func:`rr.config.composition.register_configs`
 turns each registered class's constructor parameters into a dataclass schema stored in Hydra's
 ConfigStore as ``<group>/<name>_schema``; the option's YAML lists that schema first in its
 defaults, so a misspelled or unknown key fails when the config is composed, not after a GPU hour.

@@ -25,7 +25,7 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
-from rr.config import job_id
+from rr.config.identity import job_id
 from rr.errors import UserError
 from rr.jobfolder import (
     CONFIG_FILE,
@@ -213,7 +213,7 @@ def expected_jobs(sweep_dir: str | Path, config_dir: str | None = None) -> list[
     """
     from hydra import compose
 
-    from rr.config import hydra_context
+    from rr.config.composition import hydra_context
 
     sweep = read_sweep(sweep_dir)
     jobs = sweep_jobs(sweep.overrides, sweep.sweeper_params)

@@ -55,7 +55,7 @@ class Runtime:
         """
         if generator is None:
             return self.llm
-        from rr.config import instantiate  # rr.config imports every component module
+        from rr.config.instantiation import instantiate  # rr.config imports every component module
 
         gen = instantiate(generator) if isinstance(generator, Mapping | DictConfig) else generator
         key = content_hash(gen.identity(), 16)

@@ -235,7 +235,7 @@ def test_configs_live_in_the_top_level_conf_folder() -> None:
 
 def test_copied_config_repositories_read_the_live_config_store() -> None:
     """Hydra copies its config repository once per group that ``rr --help`` lists and once per sweep
-    job; rr makes the copies share the ConfigStore (``rr.config._share_the_config_store``) instead of
+    job; rr makes the copies share the ConfigStore (``rr.config.schemas._share_the_config_store``) instead of
     deep-copying every schema each time, so a copy still sees the store as it is, later entries too."""
     import copy
 
@@ -254,3 +254,35 @@ def test_copied_config_repositories_read_the_live_config_store() -> None:
     assert repo.config_exists("rr_test_late_group/late.yaml")
     loaded = repo.load_config("rr_test_late_group/late.yaml")
     assert loaded is not None and loaded.config == {"a": 1}
+
+
+RR_CONFIG_ROOMS = ("schemas", "settings", "composition", "identity", "origin", "instantiation")
+
+
+def test_rr_config_is_the_public_face_of_its_modules() -> None:
+    """``rr.config`` re-exports every public name of its modules (schemas, settings, composition,
+    identity, origin, instantiation), each the owning module's own object, and still offers every
+    name the single ``rr/config.py`` offered before the split (issue 44)."""
+    import importlib
+    import types
+
+    import rr.config
+
+    rooms = [importlib.import_module(f"rr.config.{room}") for room in RR_CONFIG_ROOMS]
+
+    def defined_in(module: types.ModuleType, name: str) -> bool:
+        value = vars(module).get(name)
+        return value is not None and getattr(value, "__module__", module.__name__) == module.__name__
+
+    before = {
+        "MULTI_GROUPS", "NON_SEMANTIC_KEYS", "NON_SEMANTIC_LEAVES", "PACKAGE_CONFIG_DIR", "PRIMARY_CONFIG",
+        "WHOLE_RESPONSE_STRATEGY", "EncodeSchema", "GridSchema", "JobSettings", "PathsSchema", "RootSchema",
+        "ScoringSchema", "compose", "config_dir", "config_groups_help", "experiment_settings", "hydra_context",
+        "import_components", "instantiate", "instantiate_as", "job_id", "job_settings", "protocol_members",
+        "register_configs", "semantic_config", "setting_origin", "with_model_identities",
+    }  # fmt: skip
+    assert before <= set(rr.config.__all__)
+    for name in rr.config.__all__:
+        owners = [m for m in rooms if defined_in(m, name)]
+        assert len(owners) == 1, f"{name}: defined in {[m.__name__ for m in owners]}"
+        assert getattr(rr.config, name) is getattr(owners[0], name), name

@@ -430,7 +430,7 @@ def preliminary_from_config(cfg: Any, output_dir: str | Path, depth: int = 100) 
     Returns:
         The K-S table (Tables 3-4).
     """
-    from rr.config import instantiate
+    from rr.config.instantiation import instantiate
     from rr.preflight import check_resources
     from rr.retrieval.runs import RunCache
 

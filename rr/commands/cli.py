@@ -21,7 +21,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig
 
 from rr.commands.errors import user_message
-from rr.config import PRIMARY_CONFIG, config_dir, register_configs
+from rr.config.composition import PRIMARY_CONFIG, config_dir, register_configs
 from rr.errors import ConfigError
 from rr.registry import Registry
 
@@ -57,7 +57,8 @@ def _app(cfg: DictConfig) -> dict[str, Any]:
         Its :func:`rr.commands.status.job_record` (what ``rr -m``'s sweep table shows).
     """
     from rr.commands.status import job_record
-    from rr.config import job_id, job_settings
+    from rr.config.identity import job_id
+    from rr.config.settings import job_settings
     from rr.job_env import prepare_job
     from rr.jobfolder import HISTORY_DIR, SUMMARY_FILE, archive_run, is_started
     from rr.pipeline import run_job

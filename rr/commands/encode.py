@@ -50,7 +50,7 @@ def run_encode(cfg: DictConfig, output_dir: str | Path | None = None) -> dict[st
     Raises:
         ConfigError: bad ``shards`` / ``shard`` / ``shard_gpus``, or no dense retriever selected.
     """
-    from rr.config import instantiate
+    from rr.config.instantiation import instantiate
     from rr.preflight import check_resources
 
     shards = cfg.shards
@@ -114,7 +114,7 @@ def encode_main(argv: list[str]) -> int:
     import hydra
     from hydra.core.hydra_config import HydraConfig
 
-    from rr.config import config_dir, register_configs
+    from rr.config.composition import config_dir, register_configs
 
     register_configs()
 

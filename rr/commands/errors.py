@@ -12,7 +12,7 @@ import difflib
 import errno
 import re
 
-from rr.config import hydra_context
+from rr.config.composition import hydra_context
 from rr.errors import UserError
 
 #: OS errors on a named path that come from the user's environment, with how to fix them.

@@ -53,7 +53,7 @@ def read_questions(path: str | Path) -> list[Example]:
 
 
 def _compose(overrides: list[str]) -> Any:
-    from rr.config import compose
+    from rr.config.composition import compose
 
     return compose(overrides)
 
@@ -76,7 +76,7 @@ def print_counters(counts: dict[str, int], perturbation: Any) -> None:
 
 
 def cmd_questions(args: argparse.Namespace) -> None:
-    from rr.config import instantiate
+    from rr.config.instantiation import instantiate
 
     cfg = _compose(args.overrides)
     examples = instantiate(cfg.dataset).load()
@@ -109,7 +109,8 @@ def cmd_typo(args: argparse.Namespace) -> None:
 
 
 def cmd_apply(args: argparse.Namespace) -> None:
-    from rr.config import instantiate, job_id
+    from rr.config.identity import job_id
+    from rr.config.instantiation import instantiate
     from rr.generation.cache import GenerationCache
     from rr.generation.client import LLM
     from rr.perturbations.query_file import write_query_file

@@ -209,7 +209,7 @@ def process_age() -> float:
 def step_timing(jobs: list[tuple[list[str], DictConfig]], a: argparse.Namespace) -> StepTiming:
     """How the steps are timed (``--timing-budget`` / ``--no-timing``), recorded per machine
     (:func:`~rr.generation.throughput.machine_dir`)."""
-    from rr.config import job_settings
+    from rr.config.settings import job_settings
     from rr.job_env import progress_enabled
 
     store = ThroughputStore() if jobs else None  # this machine's, whatever the output folder

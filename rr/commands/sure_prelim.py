@@ -14,7 +14,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     import argparse
     import sys
 
-    from rr.config import compose
+    from rr.config.composition import compose
 
     parser = argparse.ArgumentParser(prog="rr sure-prelim", description=main.__doc__)
     parser.add_argument("output_dir")

@@ -213,7 +213,7 @@ def check_decoding(max_new_tokens: Any, temperature: Any, top_p: Any, batch_size
 
     Raises:
         ConfigError: naming the key (``max_new_tokens``, ``temperature``, ``top_p``,
-            ``batch_size``); :func:`rr.config.instantiate` prefixes the node (``generator.``).
+            ``batch_size``); :func:`rr.config.instantiation.instantiate` prefixes the node (``generator.``).
     """
     require_positive("max_new_tokens", max_new_tokens)
     require_non_negative("temperature", temperature)
