@@ -40,6 +40,7 @@ from rr.reporting.paper_match import (
     UNDECIDED,
     Estimate,
     estimator,
+    held_robustness_row,
     job_models,
     mean_of,
     select,
@@ -235,7 +236,8 @@ class _Cache:
 
     def notes(self, rows: pd.DataFrame) -> dict[str, str] | None:
         if id(rows) not in self._notes:
-            self._notes[id(rows)] = (rows, _notes(rows))
+            row = held_robustness_row(rows, self.ctx)  # the estimator's table: the same point values
+            self._notes[id(rows)] = (rows, metric_notes(row) if row is not None else _notes(rows))
         return self._notes[id(rows)][1]
 
     def paired(self, claim: Claim, a: Estimate, b: Estimate) -> tuple[float, float, float, float, str]:
