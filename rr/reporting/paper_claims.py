@@ -39,8 +39,10 @@ from rr.reporting.paper_match import (
     ROBUSTNESS,
     UNDECIDED,
     Estimate,
+    RunIndex,
     estimator,
     held_robustness_row,
+    job_model_ids,
     job_models,
     mean_of,
     select,
@@ -51,20 +53,29 @@ from rr.stats import bootstrap_cluster_means, paired_permutation_test
 
 
 def _groups(
-    scores: pd.DataFrame, models: Mapping[str, str], across_models: bool
+    index: RunIndex, models: Mapping[str, str], across_models: bool
 ) -> list[tuple[str, str, pd.DataFrame]]:
-    """(model id, dataset, rows) for every recorded model and dataset of the run, the rows with a
-    ``model_id`` column (the recorded model id); with ``across_models`` one group per dataset (model "")."""
-    jobs = scores["job_id"].astype(str)
-    known = scores[jobs.isin(list(models))]
-    codes, uniques = pd.factorize(known["job_id"].astype(str))
-    known = known.assign(model_id=np.asarray([models[u] for u in uniques], dtype=object)[codes])
+    """(model id, dataset, cells) for every recorded model and dataset of the run: the index's cells (their rows:
+    :meth:`RunIndex.rows_of`) with a ``model_id`` column (the recorded model id); with ``across_models`` one
+    group per dataset (model "")."""
+    jobs = index.cells["job_id"].astype(str)
+    cells = index.cells[jobs.isin(list(models))]
+    cells = cells.assign(model_id=[models[j] for j in cells["job_id"].astype(str)])
     if across_models:
-        return [("", str(d), rows) for d, rows in known.groupby(known["dataset"].astype(str), sort=True)]
+        return [("", str(d), part) for d, part in cells.groupby(cells["dataset"].astype(str), sort=True)]
     return [
-        (str(m), str(d), rows)
-        for (m, d), rows in known.groupby(["model_id", known["dataset"].astype(str)], sort=True)
+        (str(m), str(d), part)
+        for (m, d), part in cells.groupby(["model_id", cells["dataset"].astype(str)], sort=True)
     ]
+
+
+def claim_keys(claims: Iterable[Claim]) -> set[str]:
+    """The setting keys the claims' scopes, sides and paper scopes name (a :class:`RunIndex` of them has a
+    column for each)."""
+    keys: set[str] = set()
+    for c in claims:
+        keys |= set(c.scope) | set(c.a) | set(c.b) | set(c.scope_setting)
+    return keys
 
 
 def _paired(
@@ -211,8 +222,8 @@ class _Cache:
     entry holds the frames and estimates its key names by ``id``, so an id stays its object's; the results are
     the uncached functions' (each bootstrap draws from its own generator seeded with the report's seed)."""
 
-    def __init__(self, ctx: ReportContext) -> None:
-        self.ctx = ctx
+    def __init__(self, ctx: ReportContext, index: RunIndex | None = None) -> None:
+        self.ctx, self.index = ctx, index
         self._selected: dict[tuple[int, tuple[tuple[str, str], ...]], tuple[pd.DataFrame, pd.DataFrame]] = {}
         self._estimates: dict[tuple[object, ...], tuple[pd.DataFrame, Estimate | None]] = {}
         self._notes: dict[int, tuple[pd.DataFrame, dict[str, str] | None]] = {}
@@ -351,12 +362,14 @@ def _single(claim: Claim, rows: pd.DataFrame, cache: _Cache, params: Mapping[str
 
 
 def _pair(claim: Claim, scoped: pd.DataFrame, cache: _Cache, params: Mapping[str, str]) -> dict | None:
-    """A ``direction`` or ``no_gain`` claim: side a against side b on the scoped rows."""
+    """A ``direction`` or ``no_gain`` claim: side a against side b on the scoped cells (of ``cache.index``)."""
     (cond_a, params_a), (cond_b, params_b) = split_setting(claim.a), split_setting(claim.b)
-    side_a = cache.select(scoped, cond_a) if cond_a else scoped
-    side_b = cache.select(scoped, cond_b) if cond_b else scoped
-    if side_a.empty or side_b.empty:
+    cells_a = cache.select(scoped, cond_a) if cond_a else scoped
+    cells_b = cache.select(scoped, cond_b) if cond_b else scoped
+    if cells_a.empty or cells_b.empty:
         return None
+    assert cache.index is not None
+    side_a, side_b = cache.index.rows_of(cells_a), cache.index.rows_of(cells_b)
     metric_a, metric_b = claim.metric_a or claim.metric, claim.metric_b or claim.metric
     assert metric_fn(metric_a) is not None and metric_fn(metric_b) is not None, claim.id
     ea = cache.estimate(metric_a, side_a, {**params, **params_a})
@@ -397,15 +410,22 @@ def _in_scope(verdict: str, outside: list[str]) -> str:
 
 
 def evaluate_claims(
-    scores: pd.DataFrame, ctx: ReportContext, claims: tuple[Claim, ...] | None = None
+    scores: pd.DataFrame,
+    ctx: ReportContext,
+    claims: tuple[Claim, ...] | None = None,
+    index: RunIndex | None = None,
 ) -> pd.DataFrame:
     """One row per claim and (model, dataset) of the run that has its setting (one row saying *no
     matching setting in this run* for a claim no part of the run has, and one saying *not evaluable* with
-    the reason for a claim rr's tables cannot test)."""
+    the reason for a claim rr's tables cannot test). Rows are selected on ``index``'s cells (built here
+    unless given with a column for every key the claims name, :func:`claim_keys`), so the claims and the
+    values share their rows' frames and the estimates memoized on them."""
     claims = paper_claims() if claims is None else claims
     models = job_models(ctx)
-    groups = {across: _groups(scores, models, across) for across in (False, True)}
-    cache = _Cache(ctx)
+    if index is None or not claim_keys(claims) <= index.keys:
+        index = RunIndex(scores, job_model_ids(ctx), claim_keys(claims))
+    groups = {across: _groups(index, models, across) for across in (False, True)}
+    cache = _Cache(ctx, index)
     out = []
     for claim in claims:
         base: dict[str, object] = {
@@ -430,13 +450,14 @@ def evaluate_claims(
         across = "model_id" in claim.a or "model_id" in claim.b
         scope, scope_params = split_setting(claim.scope)
         for mid, dataset, rows in groups[across]:
-            scoped = cache.select(rows, scope) if scope else rows
-            if scoped.empty:
+            scoped_cells = cache.select(rows, scope) if scope else rows
+            if scoped_cells.empty:
                 continue
+            scoped = index.rows_of(scoped_cells)
             got = (
                 _single(claim, scoped, cache, scope_params)
                 if claim.kind in ("bound", "approx")
-                else _pair(claim, scoped, cache, scope_params)
+                else _pair(claim, scoped_cells, cache, scope_params)
             )
             if got is None:
                 continue

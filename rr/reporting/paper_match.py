@@ -545,6 +545,7 @@ class RunIndex:
             self.cells = self.scores.iloc[first.index.to_numpy()][columns].assign(_cell=first.to_numpy())
             self.cells = self.cells.reset_index(drop=True)
             self.positions = pd.Series(np.arange(len(self.codes))).groupby(self.codes).indices
+        self.keys = frozenset(keys)
         self.models = dict(models)
         self.profiles: dict[str, JobProfile] = {}
         for job, cells in self.cells.groupby(self.cells["job_id"].astype(str), sort=True):
