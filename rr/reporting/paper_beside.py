@@ -22,7 +22,7 @@ import pandas as pd
 
 from rr.papers import paper_claims, paper_values
 from rr.reporting.core import Item, ReportContext, ReportTable, SectionSkipped, section
-from rr.reporting.paper_claims import claims_caption, evaluate_claims
+from rr.reporting.paper_claims import claim_keys, claims_caption, evaluate_claims
 from rr.reporting.paper_match import (
     INSIDE,
     NO_MATCH,
@@ -66,9 +66,10 @@ def paper_beside(df: pd.DataFrame, ctx: ReportContext) -> Iterator[Item]:
     and each claim's verdict."""
 
     all_values = paper_values()
-    index = RunIndex(df, job_model_ids(ctx), setting_keys(all_values))
+    keys = setting_keys(all_values) | claim_keys(paper_claims())
+    index = RunIndex(df, job_model_ids(ctx), keys)
     values = compare_values(df, ctx, all_values, index)
-    claims = evaluate_claims(index.scores, ctx)  # the known jobs' rows, categorical (faster)
+    claims = evaluate_claims(index.scores, ctx, index=index)  # on the values' index: their frames shared
     matched = set(values.loc[~values["verdict"].isin([NO_MATCH, OUT_OF_REACH]), "paper"]) | {
         c.split(".", 1)[0]
         for c in claims.loc[claims["dataset"].fillna("") != "", "claim"]  # tested on the run

@@ -39,7 +39,10 @@ from rr.reporting.paper_match import (
     ROBUSTNESS,
     UNDECIDED,
     Estimate,
+    RunIndex,
     estimator,
+    held_robustness_row,
+    job_model_ids,
     job_models,
     mean_of,
     select,
@@ -50,20 +53,29 @@ from rr.stats import bootstrap_cluster_means, paired_permutation_test
 
 
 def _groups(
-    scores: pd.DataFrame, models: Mapping[str, str], across_models: bool
+    index: RunIndex, models: Mapping[str, str], across_models: bool
 ) -> list[tuple[str, str, pd.DataFrame]]:
-    """(model id, dataset, rows) for every recorded model and dataset of the run, the rows with a
-    ``model_id`` column (the recorded model id); with ``across_models`` one group per dataset (model "")."""
-    jobs = scores["job_id"].astype(str)
-    known = scores[jobs.isin(list(models))]
-    codes, uniques = pd.factorize(known["job_id"].astype(str))
-    known = known.assign(model_id=np.asarray([models[u] for u in uniques], dtype=object)[codes])
+    """(model id, dataset, cells) for every recorded model and dataset of the run: the index's cells (their rows:
+    :meth:`RunIndex.rows_of`) with a ``model_id`` column (the recorded model id); with ``across_models`` one
+    group per dataset (model "")."""
+    jobs = index.cells["job_id"].astype(str)
+    cells = index.cells[jobs.isin(list(models))]
+    cells = cells.assign(model_id=[models[j] for j in cells["job_id"].astype(str)])
     if across_models:
-        return [("", str(d), rows) for d, rows in known.groupby(known["dataset"].astype(str), sort=True)]
+        return [("", str(d), part) for d, part in cells.groupby(cells["dataset"].astype(str), sort=True)]
     return [
-        (str(m), str(d), rows)
-        for (m, d), rows in known.groupby(["model_id", known["dataset"].astype(str)], sort=True)
+        (str(m), str(d), part)
+        for (m, d), part in cells.groupby(["model_id", cells["dataset"].astype(str)], sort=True)
     ]
+
+
+def claim_keys(claims: Iterable[Claim]) -> set[str]:
+    """The setting keys the claims' scopes, sides and paper scopes name (a :class:`RunIndex` of them has a
+    column for each)."""
+    keys: set[str] = set()
+    for c in claims:
+        keys |= set(c.scope) | set(c.a) | set(c.b) | set(c.scope_setting)
+    return keys
 
 
 def _paired(
@@ -179,20 +191,72 @@ def metric_fn(name: str) -> Callable[..., Estimate | None] | None:
         return None
 
 
-def degenerate_reason(rows: pd.DataFrame, metric: str) -> str:
+def degenerate_reason(rows: pd.DataFrame, metric: str, cache: _Cache | None = None) -> str:
     """Why ``metric`` is degenerate on ``rows`` (one system's rows), as the report's robustness table says it
     (:func:`rr.metrics.robustness.metric_notes` of :func:`rr.metrics.robustness.robustness_table`); ``""``
     where it is not, or is not a robustness metric. Perfect-NDR gain rests on NDR (0 by construction where
-    closed-book accuracy is 0)."""
+    closed-book accuracy is 0). ``cache``: the table's notes once per rows."""
     parts = RESTS_ON.get(metric, ("ndr",) if metric == "perfect_ndr_gain" else ())
     if not parts:
         return ""
+    notes = cache.notes(rows) if cache is not None else _notes(rows)
+    if notes is None:
+        return ""
+    return "; ".join(dict.fromkeys(notes[p] for p in parts if p in notes))
+
+
+def _notes(rows: pd.DataFrame) -> dict[str, str] | None:
+    """The robustness table's notes on ``rows`` (None: not a table the robustness metrics are defined on,
+    and the metric says so itself)."""
     try:
         row = robustness_table(rows, by=()).iloc[0]
-    except ValueError:  # not a table the robustness metrics are defined on: the metric says so itself
-        return ""
-    notes = metric_notes(row)
-    return "; ".join(dict.fromkeys(notes[p] for p in parts if p in notes))
+    except ValueError:
+        return None
+    return metric_notes(row)
+
+
+class _Cache:
+    """What one :func:`evaluate_claims` call computes on the same rows more than once, computed once:
+    the selections of a setting from a frame, the metrics' estimates, the robustness table's notes and the
+    paired tests (claims share scopes and sides: ``strategy=vanilla`` is the scope of most of Cao's). Every
+    entry holds the frames and estimates its key names by ``id``, so an id stays its object's; the results are
+    the uncached functions' (each bootstrap draws from its own generator seeded with the report's seed)."""
+
+    def __init__(self, ctx: ReportContext, index: RunIndex | None = None) -> None:
+        self.ctx, self.index = ctx, index
+        self._selected: dict[tuple[int, tuple[tuple[str, str], ...]], tuple[pd.DataFrame, pd.DataFrame]] = {}
+        self._estimates: dict[tuple[object, ...], tuple[pd.DataFrame, Estimate | None]] = {}
+        self._notes: dict[int, tuple[pd.DataFrame, dict[str, str] | None]] = {}
+        self._paired: dict[tuple[object, ...], tuple[Estimate, Estimate, tuple]] = {}
+
+    def select(self, rows: pd.DataFrame, setting: Mapping[str, str]) -> pd.DataFrame:
+        """:func:`rr.reporting.paper_match.select` of ``setting`` from ``rows``."""
+        key = (id(rows), tuple(setting.items()))
+        if key not in self._selected:
+            self._selected[key] = (rows, select(rows, setting))
+        return self._selected[key][1]
+
+    def estimate(self, metric: str, rows: pd.DataFrame, params: Mapping[str, str]) -> Estimate | None:
+        """``metric`` (:func:`metric_fn`) on ``rows`` with the metric's parameters ``params``."""
+        key = (metric, id(rows), tuple(sorted(params.items())))
+        if key not in self._estimates:
+            fn = metric_fn(metric)
+            assert fn is not None, metric
+            self._estimates[key] = (rows, fn(rows, self.ctx, **params))
+        return self._estimates[key][1]
+
+    def notes(self, rows: pd.DataFrame) -> dict[str, str] | None:
+        if id(rows) not in self._notes:
+            row = held_robustness_row(rows, self.ctx)  # the estimator's table: the same point values
+            self._notes[id(rows)] = (rows, metric_notes(row) if row is not None else _notes(rows))
+        return self._notes[id(rows)][1]
+
+    def paired(self, claim: Claim, a: Estimate, b: Estimate) -> tuple[float, float, float, float, str]:
+        """:func:`_paired` of the two estimates (it reads of the claim its metric only)."""
+        key = (claim.metric, id(a), id(b))
+        if key not in self._paired:
+            self._paired[key] = (a, b, _paired(claim, a, b, self.ctx))
+        return self._paired[key][2]  # type: ignore[no-any-return]
 
 
 # ----------------------------------------------------------------------------- scope
@@ -219,9 +283,15 @@ def _condition(text: str) -> tuple[str, str, float]:
 
 
 def outside_scope(
-    claim: Claim, model: str, dataset: str, rows: pd.DataFrame, ctx: ReportContext
+    claim: Claim,
+    model: str,
+    dataset: str,
+    rows: pd.DataFrame,
+    ctx: ReportContext,
+    cache: _Cache | None = None,
 ) -> list[str]:
     """What of this model's rows on ``dataset`` lies outside the paper's scope of ``claim`` (empty: inside)."""
+    cache = cache or _Cache(ctx)
     out = []
     if model and claim.scope_models and model not in claim.scope_models:
         out.append(f"model {model}, not one the paper states it of")
@@ -229,15 +299,14 @@ def outside_scope(
         out.append(f"dataset {dataset} (paper: {', '.join(claim.scope_datasets)})")
     rag = rows[rows["k"].astype(int) > 0]
     for key, want in claim.scope_setting.items():
-        if not select(rows, {key: want}).empty:
+        if not cache.select(rows, {key: want}).empty:
             continue
         values = values_of(rag, key)
         run = _shown(values.values()) if values else "not recorded"
         out.append(f"{key} {run} (paper: {want.replace('+', ', ')})")
     if claim.scope_condition and model:
         name, rel, bound = _condition(claim.scope_condition)
-        fn = metric_fn(name)
-        est = fn(rows, ctx) if fn is not None else None
+        est = cache.estimate(name, rows, {}) if metric_fn(name) is not None else None
         if est is None:
             out.append(f"{name} not measured (paper: models with {name} {rel} {bound:g})")
         elif not (est.value > bound if rel == ">" else est.value < bound):
@@ -258,11 +327,10 @@ def _approx(claim: Claim, est: Estimate) -> str:
     return CONTRADICTED if hi < band_lo or lo > band_hi else UNDECIDED
 
 
-def _single(claim: Claim, rows: pd.DataFrame, ctx: ReportContext, params: Mapping[str, str]) -> dict | None:
+def _single(claim: Claim, rows: pd.DataFrame, cache: _Cache, params: Mapping[str, str]) -> dict | None:
     """A ``bound`` or ``approx`` claim on one set of rows (None: the rows lack what the metric needs)."""
-    fn = metric_fn(claim.metric)
-    assert fn is not None, claim.id
-    est = fn(rows, ctx, **params)
+    assert metric_fn(claim.metric) is not None, claim.id
+    est = cache.estimate(claim.metric, rows, params)
     if est is None:
         return None
     rec: dict[str, object] = {
@@ -273,7 +341,7 @@ def _single(claim: Claim, rows: pd.DataFrame, ctx: ReportContext, params: Mappin
         "diff": math.nan,
         "p_value": math.nan,
     }
-    why = degenerate_reason(rows, claim.metric)
+    why = degenerate_reason(rows, claim.metric, cache)
     if claim.kind == "approx":
         rec["test"] = (
             f"{claim.metric} ~ {claim.threshold:g} (within {claim.tolerance:g}): the metric's interval "
@@ -293,20 +361,22 @@ def _single(claim: Claim, rows: pd.DataFrame, ctx: ReportContext, params: Mappin
     return rec
 
 
-def _pair(claim: Claim, scoped: pd.DataFrame, ctx: ReportContext, params: Mapping[str, str]) -> dict | None:
-    """A ``direction`` or ``no_gain`` claim: side a against side b on the scoped rows."""
+def _pair(claim: Claim, scoped: pd.DataFrame, cache: _Cache, params: Mapping[str, str]) -> dict | None:
+    """A ``direction`` or ``no_gain`` claim: side a against side b on the scoped cells (of ``cache.index``)."""
     (cond_a, params_a), (cond_b, params_b) = split_setting(claim.a), split_setting(claim.b)
-    side_a = select(scoped, cond_a) if cond_a else scoped
-    side_b = select(scoped, cond_b) if cond_b else scoped
-    if side_a.empty or side_b.empty:
+    cells_a = cache.select(scoped, cond_a) if cond_a else scoped
+    cells_b = cache.select(scoped, cond_b) if cond_b else scoped
+    if cells_a.empty or cells_b.empty:
         return None
-    fn_a, fn_b = (metric_fn(m or claim.metric) for m in (claim.metric_a, claim.metric_b))
-    assert fn_a is not None and fn_b is not None, claim.id
-    ea = fn_a(side_a, ctx, **{**params, **params_a})
-    eb = fn_b(side_b, ctx, **{**params, **params_b})
+    assert cache.index is not None
+    side_a, side_b = cache.index.rows_of(cells_a), cache.index.rows_of(cells_b)
+    metric_a, metric_b = claim.metric_a or claim.metric, claim.metric_b or claim.metric
+    assert metric_fn(metric_a) is not None and metric_fn(metric_b) is not None, claim.id
+    ea = cache.estimate(metric_a, side_a, {**params, **params_a})
+    eb = cache.estimate(metric_b, side_b, {**params, **params_b})
     if ea is None or eb is None:
         return None
-    diff, lo, hi, p, test = _paired(claim, ea, eb, ctx)
+    diff, lo, hi, p, test = cache.paired(claim, ea, eb)
     rec: dict[str, object] = {
         "a": ea.value,
         "a" + CI_LOW: ea.ci_low,
@@ -324,7 +394,7 @@ def _pair(claim: Claim, scoped: pd.DataFrame, ctx: ReportContext, params: Mappin
         ("a", cond_a, side_a, claim.metric_a or claim.metric),
         ("b", cond_b, side_b, claim.metric_b or claim.metric),
     ):
-        if why := degenerate_reason(rows, metric):
+        if why := degenerate_reason(rows, metric, cache):
             reasons.setdefault(why, []).append(f"{side} ({', '.join(f'{k}={v}' for k, v in cond.items())})")
     if reasons:
         rec["verdict"] = f"{DEGENERATE}: " + "; ".join(f"{' and '.join(s)}: {w}" for w, s in reasons.items())
@@ -340,14 +410,22 @@ def _in_scope(verdict: str, outside: list[str]) -> str:
 
 
 def evaluate_claims(
-    scores: pd.DataFrame, ctx: ReportContext, claims: tuple[Claim, ...] | None = None
+    scores: pd.DataFrame,
+    ctx: ReportContext,
+    claims: tuple[Claim, ...] | None = None,
+    index: RunIndex | None = None,
 ) -> pd.DataFrame:
     """One row per claim and (model, dataset) of the run that has its setting (one row saying *no
     matching setting in this run* for a claim no part of the run has, and one saying *not evaluable* with
-    the reason for a claim rr's tables cannot test)."""
+    the reason for a claim rr's tables cannot test). Rows are selected on ``index``'s cells (built here
+    unless given with a column for every key the claims name, :func:`claim_keys`), so the claims and the
+    values share their rows' frames and the estimates memoized on them."""
     claims = paper_claims() if claims is None else claims
     models = job_models(ctx)
-    groups = {across: _groups(scores, models, across) for across in (False, True)}
+    if index is None or not claim_keys(claims) <= index.keys:
+        index = RunIndex(scores, job_model_ids(ctx), claim_keys(claims))
+    groups = {across: _groups(index, models, across) for across in (False, True)}
+    cache = _Cache(ctx, index)
     out = []
     for claim in claims:
         base: dict[str, object] = {
@@ -372,17 +450,18 @@ def evaluate_claims(
         across = "model_id" in claim.a or "model_id" in claim.b
         scope, scope_params = split_setting(claim.scope)
         for mid, dataset, rows in groups[across]:
-            scoped = select(rows, scope) if scope else rows
-            if scoped.empty:
+            scoped_cells = cache.select(rows, scope) if scope else rows
+            if scoped_cells.empty:
                 continue
+            scoped = index.rows_of(scoped_cells)
             got = (
-                _single(claim, scoped, ctx, scope_params)
+                _single(claim, scoped, cache, scope_params)
                 if claim.kind in ("bound", "approx")
-                else _pair(claim, scoped, ctx, scope_params)
+                else _pair(claim, scoped_cells, cache, scope_params)
             )
             if got is None:
                 continue
-            outside = outside_scope(claim, mid, dataset, scoped, ctx)
+            outside = outside_scope(claim, mid, dataset, scoped, ctx, cache)
             if claim.scope_pooled and not outside and claim.scope_datasets:
                 got["test"] = (
                     f"{got['test']}; the paper pools {', '.join(claim.scope_datasets)}: this is {dataset} alone"

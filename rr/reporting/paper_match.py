@@ -190,12 +190,16 @@ def _rate(spec: MetricSpec) -> Estimator:
     return fn
 
 
+def _robustness_key(rows: pd.DataFrame) -> str:
+    return f"paper_beside.robustness@{id(rows)}"
+
+
 def _robustness_of(rows: pd.DataFrame, ctx: ReportContext) -> tuple[pd.Series, pd.DataFrame] | None:
     """The robustness table's row (NDR, RSR, ROR, their geometric mean, intervals) and the per-example
     values of ``rows``, computed once per rows (NDR, RSR and ROR of one setting share them)."""
     from rr.reporting.robustness import per_example_robustness, robustness_ci
 
-    key = f"paper_beside.robustness@{id(rows)}"
+    key = _robustness_key(rows)
     held = ctx.memo.get(key)
     if held is not None and held[0] is rows:  # the frame is held with its result, so its id is its own
         return held[1]  # type: ignore[no-any-return]
@@ -206,6 +210,16 @@ def _robustness_of(rows: pd.DataFrame, ctx: ReportContext) -> tuple[pd.Series, p
         result = None  # not a table the robustness metrics are defined on (one k, no closed book, ...)
     ctx.memo[key] = (rows, result)
     return result
+
+
+def held_robustness_row(rows: pd.DataFrame, ctx: ReportContext) -> pd.Series | None:
+    """The robustness table's row of ``rows`` (:func:`rr.reporting.robustness.robustness_ci`: the point values
+    of :func:`rr.metrics.robustness.robustness_table` and their intervals) where an estimator of this report
+    already computed it on this very frame; None where none did, or the metrics are not defined on it."""
+    held = ctx.memo.get(_robustness_key(rows))
+    if held is None or held[0] is not rows or held[1] is None:
+        return None
+    return held[1][0]  # type: ignore[no-any-return]
 
 
 def _robustness(metric: str) -> Estimator:
@@ -531,6 +545,7 @@ class RunIndex:
             self.cells = self.scores.iloc[first.index.to_numpy()][columns].assign(_cell=first.to_numpy())
             self.cells = self.cells.reset_index(drop=True)
             self.positions = pd.Series(np.arange(len(self.codes))).groupby(self.codes).indices
+        self.keys = frozenset(keys)
         self.models = dict(models)
         self.profiles: dict[str, JobProfile] = {}
         for job, cells in self.cells.groupby(self.cells["job_id"].astype(str), sort=True):
