@@ -48,7 +48,7 @@ MODEL_IDS = (
 )
 #: Cao's three datasets (its values pool them): question ``q`` is from ``DATASETS[q % 3]``.
 DATASETS = ("nq_open", "hotpot_qa", "asqa")
-RETRIEVERS = ("bm25", "dense")
+RETRIEVERS = ("bm25", "bge_large")  # as experiment=cao2025 names them, so the Cao values match
 KS = (5, 10, 25, 50, 75, 100)
 ORDERS = ("original", "reversed", "shuffled")
 DEPTH = 100
@@ -105,8 +105,8 @@ def job_rows(n_questions: int, generator: str, strategy: str, seed: int):
     for q in range(n_questions):
         ids = [f"q{q}-p{j}" for j in range(150)]
         order = rng.permutation(150)
-        rankings[(q, "bm25")] = [ids[i] for i in order[:DEPTH]]
-        rankings[(q, "dense")] = [ids[i] for i in order[50:150]]
+        rankings[(q, RETRIEVERS[0])] = [ids[i] for i in order[:DEPTH]]
+        rankings[(q, RETRIEVERS[1])] = [ids[i] for i in order[50:150]]
     cells = [("none", 0, "none")] + [(r, k, o) for r in RETRIEVERS for k in KS for o in ORDERS]
     rows: dict[str, list] = {c: [] for c in ("example_id", "retriever", "k", "order", "doc_ids", "score")}
     ability = rng.uniform(-0.25, 0.25, n_questions)
