@@ -135,7 +135,7 @@ def test_every_registry_is_one_type_and_knows_its_built_ins() -> None:
     from rr.commands.cli import SUBCOMMANDS
     from rr.metrics import METRICS, ndr
     from rr.registry import BUILT_IN, COMPONENTS, Registry
-    from rr.reporting.core import SECTIONS, sections
+    from rr.reporting.registry import SECTIONS, sections
 
     sections()
     for reg in (METRICS, SECTIONS, SUBCOMMANDS, COMPONENTS["judge"]):
