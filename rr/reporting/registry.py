@@ -10,7 +10,6 @@ reason. Adding a section is one decorated function in any module listed in
 
 from __future__ import annotations
 
-import importlib
 import logging
 import traceback
 from collections.abc import Callable, Iterable, Sequence
@@ -19,7 +18,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 from matplotlib.figure import Figure
 
-from rr.registry import Registry, origin_of
+from rr.registry import Registry, import_builtins, origin_of
 from rr.reporting.loading import ReportContext
 
 log = logging.getLogger(__name__)
@@ -143,8 +142,7 @@ def section(
 
 def sections() -> list[Section]:
     """Every registered section (importing :data:`SECTION_MODULES` first), in report order."""
-    for module in SECTION_MODULES:
-        importlib.import_module(module)
+    import_builtins(SECTION_MODULES)
     return sorted(SECTIONS.values(), key=lambda s: s.order)
 
 
