@@ -21,7 +21,7 @@ import pandas as pd
 
 from rr.jobfolder import JobSummary
 from rr.papers import paper_values
-from rr.reporting.core import JobInfo, ReportContext
+from rr.reporting.loading import JobInfo, ReportContext
 from rr.reporting.paper_beside import _job_papers, paper_beside
 from rr.reporting.paper_match import RunIndex, compare_values, job_model_ids, nearest_values, setting_keys
 

@@ -39,6 +39,14 @@ MOVED: dict[str, tuple[str, ...]] = {
     "rr.slurm": ("rr.commands.slurm",),
     "rr.sweep_report": ("rr.commands.status",),
     "rr.perturbations.generate": ("rr.commands.perturb_queries",),
+    "rr.reporting.core": (
+        "rr.reporting.registry",
+        "rr.reporting.loading",
+        "rr.reporting.writers",
+        "rr.reporting.report",
+        "rr.analysis.intervals",
+        "rr.results",
+    ),
 }
 
 #: Old module run with ``python -m`` -> (the module whose ``main()`` runs now, the ``rr`` subcommand to use).

@@ -37,7 +37,7 @@ import importlib
 import inspect
 import types
 import typing
-from collections.abc import Callable, Iterator, MutableMapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, MutableMapping, Sequence
 from contextlib import contextmanager
 from typing import Any, Generic, Optional, TypeVar
 
@@ -168,6 +168,15 @@ class Registry(MutableMapping[str, T]):
 
     def __repr__(self) -> str:
         return f"Registry({self.kind!r}, {sorted(self._entries)})"
+
+
+def import_builtins(modules: Iterable[str]) -> None:
+    """Import a registry's declared built-in modules, in order: their decorators (``@component``,
+    ``@register_metric``, ``@section``) register their names. Every registry filled by decorators
+    declares its tuple: :data:`COMPONENT_MODULES`, :data:`rr.metrics.registry.METRIC_MODULES`,
+    :data:`rr.reporting.registry.SECTION_MODULES`."""
+    for module in modules:
+        importlib.import_module(module)
 
 
 #: group -> option name -> class (one :class:`Registry` per config group)

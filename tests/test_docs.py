@@ -419,7 +419,7 @@ def test_compose(cmd: Command, in_reader_dir: Path, capsys) -> None:
 
 @pytest.mark.parametrize("cmd", distinct("report-sections"))
 def test_report_only_names_real_sections(cmd: Command) -> None:
-    from rr.reporting.core import check_section_names
+    from rr.reporting.registry import check_section_names
 
     args = _argv(cmd)
     if "--only" in args:

@@ -179,16 +179,16 @@ def test_no_import_runs_up_a_layer() -> None:
 def test_analysis_importing_reporting_runs_up_a_layer(tmp_path: Path) -> None:
     """Reporting reads analysis; an analysis module importing reporting (even inside a function, as
     rr.analysis.power once did for its intervals) is caught, and the reverse is allowed."""
-    known = {"rr.analysis.power", "rr.reporting.core", "rr.reporting.robustness", "rr.analysis.intervals"}
+    known = {"rr.analysis.power", "rr.reporting.registry", "rr.reporting.robustness", "rr.analysis.intervals"}
     bad = tmp_path / "power.py"
-    bad.write_text("def f():\n    from rr.reporting.core import system_by\n")
+    bad.write_text("def f():\n    from rr.reporting.registry import system_label\n")
     good = tmp_path / "robustness.py"
     good.write_text("from rr.analysis.intervals import robustness_ci\n")
     g = {
         "rr.analysis.power": imports("rr.analysis.power", bad, known),
         "rr.reporting.robustness": imports("rr.reporting.robustness", good, known),
     }
-    assert upward(g) == ["rr.analysis.power (analysis) imports rr.reporting.core (reporting)"]
+    assert upward(g) == ["rr.analysis.power (analysis) imports rr.reporting.registry (reporting)"]
 
 
 def test_no_library_module_parses_argv() -> None:

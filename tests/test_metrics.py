@@ -321,7 +321,7 @@ def test_every_metric_has_one_spec_that_names_it_as_the_papers_and_the_sections_
     its per-row values (the paper table's intervals average these); a spec's section is a real section."""
     from rr.metrics import SPECS, get_spec
     from rr.metrics.rgb import rejection_all_rate
-    from rr.reporting.core import sections
+    from rr.reporting.registry import sections
 
     names = {s.name for s in sections()}
 

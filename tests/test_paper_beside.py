@@ -17,7 +17,7 @@ from rr.metrics import SPECS
 from rr.papers import VALUE_COLUMNS, Claim, paper_claims, paper_values, parse_setting
 from rr.pipeline import run_job
 from rr.reporting import build_report
-from rr.reporting.core import ReportContext, load_jobs
+from rr.reporting.loading import ReportContext, load_jobs
 from rr.reporting.paper_claims import OUTSIDE_SCOPE, evaluate_claims, metric_fn
 from rr.reporting.paper_match import (
     CONTRADICTED,
@@ -439,7 +439,7 @@ def test_a_cross_model_claim_pairs_the_two_recorded_models(qwen_better):
     """RARE Table 8 prints Qwen3-8B above GPT-4.1 (z = -15.3 for GPT-4.1 vs Qwen3-8B): on planted rows where
     Qwen is robust on 14 of 16 questions and GPT on 2 it holds; with the models swapped it is contradicted."""
     from rr.jobfolder import JobSummary
-    from rr.reporting.core import JobInfo
+    from rr.reporting.loading import JobInfo
 
     good, bad = [True] * 14 + [False] * 2, [False] * 14 + [True] * 2
     scores = pd.concat(

@@ -13,7 +13,7 @@ import pytest
 from rr.jobfolder import JobSummary
 from rr.metrics.robustness import NOTE_NDR_TRIVIAL, NOTE_ROR_ONE_ORDER
 from rr.papers import ELLIPSIS, Claim, paper_claims, paper_excerpts, paper_values, quote_in
-from rr.reporting.core import JobInfo, ReportContext
+from rr.reporting.loading import JobInfo, ReportContext
 from rr.reporting.paper_claims import (
     DEGENERATE,
     NOT_EVALUABLE,

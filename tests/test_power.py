@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rr.analysis.intervals import robustness_ci
+from rr.analysis.intervals import robustness_ci, system_by
 from rr.analysis.power import (
     examples_needed,
     parse_rates,
@@ -26,7 +26,6 @@ from rr.analysis.power import (
     wald_halfwidth,
     z_value,
 )
-from rr.reporting.core import system_by
 
 Z95 = 1.959963984540054
 

@@ -13,7 +13,7 @@ from rr.generation.base import public_model
 from rr.generation.hf import HFGenerator
 from rr.generation.openai import OpenAIGenerator
 from rr.jobfolder import JobSummary
-from rr.reporting.core import JobInfo, ReportContext
+from rr.reporting.loading import JobInfo, ReportContext
 from rr.reporting.paper_match import NO_MATCH, RunIndex, compare_values, job_model_ids
 from tests.conftest import compose_config
 

@@ -135,7 +135,7 @@ def test_every_registry_is_one_type_and_knows_its_built_ins() -> None:
     from rr.commands.cli import SUBCOMMANDS
     from rr.metrics import METRICS, ndr
     from rr.registry import BUILT_IN, COMPONENTS, Registry
-    from rr.reporting.core import SECTIONS, sections
+    from rr.reporting.registry import SECTIONS, sections
 
     sections()
     for reg in (METRICS, SECTIONS, SUBCOMMANDS, COMPONENTS["judge"]):
@@ -145,6 +145,42 @@ def test_every_registry_is_one_type_and_knows_its_built_ins() -> None:
     assert SECTIONS.origin("robustness") == BUILT_IN
     assert COMPONENTS["judge"].origin("match") == BUILT_IN
     assert SUBCOMMANDS.reference("report") == "rr.commands.report:main"
+
+
+def test_every_declared_built_in_module_registers_a_name_and_the_registries_hold_only_theirs() -> None:
+    """Components, metrics and report sections are filled one way: decorators run by importing each
+    registry's declared tuple (rr.registry.import_builtins). Every declared module registers at least
+    one name, and every built-in name comes from a declared module (so the tuples are the registries)."""
+    import subprocess
+    import sys
+
+    from rr.config import import_components
+    from rr.metrics import METRIC_MODULES, METRICS, SPECS
+    from rr.registry import BUILT_IN, COMPONENT_MODULES, COMPONENTS
+    from rr.reporting.registry import SECTION_MODULES, SECTIONS, sections
+
+    import_components()
+    sections()
+    homes: dict[str, set[str]] = {}  # declared module -> the names it registered
+    for reg in [*COMPONENTS.values(), METRICS]:
+        for name in reg:
+            if reg.origin(name) == BUILT_IN:
+                homes.setdefault(reg.reference(name).split(":")[0], set()).add(name)
+    for name, sec in SECTIONS.items():
+        if SECTIONS.origin(name) == BUILT_IN:
+            homes.setdefault(sec.fn.__module__, set()).add(name)
+    # metrics with no function of the score table alone: a spec each (describe_metric)
+    described = {"rr.metrics.query_level": "ql_", "rr.metrics.spurious": "sure_"}
+    for module, prefix in described.items():
+        assert any(n.startswith(prefix) and n not in METRICS for n in SPECS), module
+    declared = [*COMPONENT_MODULES, *METRIC_MODULES, *SECTION_MODULES]
+    assert [m for m in declared if m not in homes and m not in described] == []
+    undeclared = {m for m in homes if m not in declared and m != "rr.metrics.registry"}
+    assert undeclared == set()
+    listed = subprocess.run(
+        [sys.executable, "-m", "rr", "report", "--list-sections"], capture_output=True, text=True, check=True
+    ).stdout
+    assert all(name in listed for name in SECTIONS)
 
 
 def test_a_lazy_entry_imports_its_module_at_first_lookup(

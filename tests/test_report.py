@@ -10,9 +10,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from rr.analysis.intervals import system_by
 from rr.metrics.robustness import robustness_table
 from rr.reporting import SECTIONS, ReportTable, build_report, load_jobs, section
-from rr.reporting.core import display_frame, system_by, to_latex
+from rr.reporting.writers import display_frame, to_latex
 
 from .synthetic import write_synthetic_sweep
 
@@ -240,3 +241,18 @@ def test_oracle_curves_and_sure_rates_sections(sweep: Path, tmp_path: Path) -> N
     reason = SECTIONS["oracle_curves"].skip_reason(scores[scores["k"] > 0])
     assert reason is not None and "k = 0" in reason
     assert SECTIONS["sure_robustness_rates"].skip_reason(none) is not None
+
+
+def test_the_package_names_are_their_rooms_objects_after_every_room_is_imported() -> None:
+    """``rr.reporting.<name>`` stays the room's object once the rooms are imported (a room named
+    like one of the package's names would shadow it: why the section registry is ``registry.py``)."""
+    import importlib
+
+    import rr.reporting as pkg
+
+    rooms = ["rr.reporting.registry", "rr.reporting.loading", "rr.reporting.writers", "rr.reporting.report"]
+    for room in rooms:
+        importlib.import_module(room)
+    assert set(pkg.__all__) == set(pkg._HOMES)
+    for name in pkg.__all__:
+        assert getattr(pkg, name) is getattr(importlib.import_module(pkg._HOMES[name]), name), name

@@ -257,7 +257,7 @@ def test_other_flip_filters_match_their_definitions(page: Any, sweep: dict[str, 
 @pytest.fixture(scope="module")
 def three_orders(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """A small site of synthetic rows: two retrievers, k in {5, 10, 25}, three orders."""
-    from rr.reporting.core import build_report
+    from rr.reporting.report import build_report
     from rr.reporting.site import build_site
 
     root = tmp_path_factory.mktemp("orders")
@@ -379,7 +379,7 @@ def test_mcnemar_pairs_are_the_paired_tests_pairs_and_the_others_say_why(
     other, so the site offers no McNemar filter for them and its overview says why; a third job on
     the first one's grid is paired with it. The pairs read from the report's tables are those the
     pairing rule gives when the site calls it itself."""
-    from rr.reporting.core import build_report
+    from rr.reporting.report import build_report
     from rr.reporting.site import build_site
 
     sweep = tmp_path / "sweep"
@@ -565,7 +565,7 @@ def test_two_cells_side_by_side_and_perturbed_query_as_a_character_diff(
 def test_unreadable_corpus_shows_the_ids_and_says_so(
     page: Any, sweep: dict[str, Any], tmp_path: Path
 ) -> None:
-    from rr.reporting.core import build_report
+    from rr.reporting.report import build_report
     from rr.reporting.site import build_site
 
     report = build_report([sweep["folder"]], tmp_path / "report", n_resamples=50, only=["robustness"])
@@ -627,7 +627,7 @@ def test_every_rows_documents_and_output_decode_from_the_shards(
     """Prefix, reversed and shuffled cells of a ranking, a cell with a passage outside it,
     closed-book rows, outputs that need escapes: each row's documents (in prompt order), score and
     outputs read back from the example shards equal the score table's."""
-    from rr.reporting.core import build_report
+    from rr.reporting.report import build_report
     from rr.reporting.site import build_site
 
     table = job_rows("m", "vanilla", 6, base=0.5, gain=0.2)
@@ -895,7 +895,7 @@ def test_passage_text_highlights_wraps_keeps_lines_and_isolates_bidi(page: Any, 
     line breaks stay; a 3,000-character token does not widen the page; U+202E in a title or id
     stays inside it; highlighting a 40,000-character passage with a one-letter answer is fast."""
     from rr.records import Passage
-    from rr.reporting.core import build_report
+    from rr.reporting.report import build_report
     from rr.reporting.site import build_site
 
     table = job_rows("m", "vanilla", 2, base=0.5, gain=0.2)

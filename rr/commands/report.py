@@ -41,8 +41,10 @@ def main(argv: list[str]) -> int:
     import matplotlib
 
     matplotlib.use("Agg")
-    from rr.reporting.core import build_report, environments_note, sections
     from rr.reporting.coverage import coverage
+    from rr.reporting.loading import environments_note
+    from rr.reporting.registry import sections
+    from rr.reporting.report import build_report
 
     p = argparse.ArgumentParser(
         prog="rr report",

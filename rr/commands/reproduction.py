@@ -132,7 +132,9 @@ def run_block(block: Block, size: int, work: Path) -> str:
 
     from rr.cost import compose_jobs
     from rr.pipeline import SUMMARY_FILE, run_job
-    from rr.reporting.core import ReportTable, build_report, display_frame, to_markdown
+    from rr.reporting.registry import ReportTable
+    from rr.reporting.report import build_report
+    from rr.reporting.writers import display_frame, to_markdown
 
     overrides = [*block.overrides, *block.reader, f"dataset.n={size}"]
     for i, (_, cfg) in enumerate(compose_jobs(overrides, multirun=block.multirun)):

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from rr.metrics import query_level, rare, rgb, spurious
 from rr.metrics.registry import (
+    METRIC_MODULES,
     METRICS,
     SPECS,
     Metric,
@@ -28,9 +29,13 @@ from rr.metrics.registry import (
     register_metric,
 )
 from rr.metrics.robustness import ndr, robustness_table, ror, rsr
+from rr.registry import import_builtins
+
+import_builtins(METRIC_MODULES)  # the modules above, as every registry is filled (rr.registry)
 
 __all__ = [
     "METRICS",
+    "METRIC_MODULES",
     "SPECS",
     "Metric",
     "MetricSpec",

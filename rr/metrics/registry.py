@@ -83,6 +83,16 @@ def _qualname(fn: Metric) -> str:
     return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
 
 
+#: Modules whose import registers the built-in metrics and specs (:func:`rr.registry.import_builtins`,
+#: run by ``rr.metrics``'s import), in the order their names register.
+METRIC_MODULES = (
+    "rr.metrics.query_level",
+    "rr.metrics.rare",
+    "rr.metrics.rgb",
+    "rr.metrics.spurious",
+    "rr.metrics.robustness",
+)
+
 #: name -> metric function
 METRICS: Registry[Metric] = Registry("metric", Callable, key=_qualname)
 #: name -> its spec (every metric of :data:`METRICS`, and those computed from more than the score table)

@@ -2,11 +2,14 @@
 
 ``rr report <job | sweep | glob> [--out DIR]`` runs :func:`build_report`; notebooks call the
 same functions (:func:`load_jobs`, :func:`robustness_ci`, :func:`run_sections`, ...). See
-docs/reporting.md, and :mod:`rr.reporting.core` for how to add a section. The console report
+docs/reporting.md, and :mod:`rr.reporting.registry` for how to add a section. The console report
 that ``rr`` prints after a job is :func:`rr.reporting.job.print_job_report`.
 
-The names below are :mod:`rr.reporting.core`'s, imported on first use: ``rr`` imports
-:mod:`rr.reporting.job` after every job, and that should not cost matplotlib's import.
+The rooms: :mod:`rr.reporting.registry` (the ``section`` decorator, its registry, running the
+sections), :mod:`rr.reporting.loading` (reading jobs), :mod:`rr.reporting.writers` (CSV / Markdown /
+LaTeX / README.md), :mod:`rr.reporting.report` (:func:`build_report`). The names below are theirs,
+imported on first use (:data:`_HOMES`): ``rr`` imports :mod:`rr.reporting.job` after every job, and
+that should not cost matplotlib's import.
 """
 
 from __future__ import annotations
@@ -14,22 +17,20 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from rr.reporting.core import (
+    from rr.analysis.intervals import system_by
+    from rr.reporting.loading import ReportContext, load_jobs
+    from rr.reporting.registry import (
         SECTION_MODULES,
         SECTIONS,
-        Report,
-        ReportContext,
         ReportFigure,
         ReportTable,
         Section,
         SectionSkipped,
-        build_report,
-        load_jobs,
         run_sections,
         section,
         sections,
-        system_by,
     )
+    from rr.reporting.report import Report, build_report
 
 __all__ = [
     "SECTIONS",
@@ -49,9 +50,22 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name in __all__:
-        from rr.reporting import core
+#: Each name of ``__all__`` -> the module that holds it.
+_HOMES = {
+    **dict.fromkeys(["ReportContext", "load_jobs"], "rr.reporting.loading"),
+    **dict.fromkeys(["Report", "build_report"], "rr.reporting.report"),
+    **dict.fromkeys(
+        ["SECTIONS", "SECTION_MODULES", "ReportFigure", "ReportTable", "Section", "SectionSkipped"],
+        "rr.reporting.registry",
+    ),
+    **dict.fromkeys(["run_sections", "section", "sections"], "rr.reporting.registry"),
+    "system_by": "rr.analysis.intervals",
+}
 
-        return getattr(core, name)
+
+def __getattr__(name: str) -> Any:
+    if name in _HOMES:
+        import importlib
+
+        return getattr(importlib.import_module(_HOMES[name]), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,7 +1,7 @@
 """Paired comparisons of systems on the same examples, corrected for multiple comparisons.
 
 Two systems are compared when they share a dataset, differ in exactly one of the grouping
-columns (:func:`rr.reporting.core.system_by`: generator, strategy, or a setting such as the
+columns (:func:`rr.analysis.intervals.system_by`: generator, strategy, or a setting such as the
 doc perturbation) and were measured on the same examples and the same (retriever, k, order)
 cells; other such pairs, and metrics undefined or degenerate for either system, are listed apart
 with the reason (:func:`not_comparable_pairs`). For each metric (accuracy over k > 0 cells, NDR, RSR, ROR) each example gets
@@ -21,17 +21,10 @@ from typing import Any
 
 import pandas as pd
 
-from rr.analysis.intervals import checked_per_example
+from rr.analysis.intervals import checked_per_example, system_by
 from rr.metrics.robustness import metric_notes
-from rr.reporting.core import (
-    Item,
-    ReportContext,
-    ReportTable,
-    SectionSkipped,
-    section,
-    system_by,
-    system_label,
-)
+from rr.reporting.loading import ReportContext
+from rr.reporting.registry import Item, ReportTable, SectionSkipped, section, system_label
 from rr.results import CELL_KEYS, given_id, natural_key
 from rr.stats import adjust_pvalues, paired_permutation_test
 

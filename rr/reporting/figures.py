@@ -3,7 +3,7 @@
 Every section draws with these, so figures look alike: one panel per setting (:func:`panels` on
 :func:`panel_settings`, laid out by :func:`grid`), a colour per system (:func:`colors`), interval
 columns drawn as error bars (:func:`error_bars`), and :func:`finish` for the tail every figure
-shares (one legend right of the panels, the heading, the :class:`~rr.reporting.core.ReportFigure`).
+shares (one legend right of the panels, the heading, the :class:`~rr.reporting.registry.ReportFigure`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,9 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from rr.reporting.core import CI_HIGH, CI_LOW, SYSTEM_COLUMNS, ReportFigure, varying
+from rr.analysis.intervals import CI_HIGH, CI_LOW, SYSTEM_COLUMNS
+from rr.reporting.registry import ReportFigure
+from rr.results import varying
 
 #: Marker shapes, one per value (:func:`markers`), repeating after ten.
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">")
@@ -121,7 +123,7 @@ def finish(
     handles: list | None = None,
 ) -> ReportFigure:
     """The tail every panel figure shares: :func:`legend` right of ``axes``, ``heading`` above the
-    panels, and the :class:`~rr.reporting.core.ReportFigure` named ``name`` (index ``title``,
+    panels, and the :class:`~rr.reporting.registry.ReportFigure` named ``name`` (index ``title``,
     ``caption``)."""
     legend(fig, axes, legend_title, handles)
     fig.suptitle(heading, fontsize=11)

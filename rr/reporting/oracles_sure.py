@@ -15,20 +15,12 @@ from collections.abc import Iterator
 import pandas as pd
 
 from rr.analysis.cao import perfect_ndr_curve, perfect_ror_curve, perfect_rsr_curve, performance_by_k
+from rr.analysis.intervals import SYSTEM_COLUMNS, system_by
 from rr.metrics.spurious import PAIR_KEYS, robustness_rates
 from rr.reporting import figures
-from rr.reporting.core import (
-    SYSTEM_COLUMNS,
-    Item,
-    ReportContext,
-    ReportFigure,
-    ReportTable,
-    SectionSkipped,
-    section,
-    system_by,
-    system_label,
-    varying,
-)
+from rr.reporting.loading import ReportContext
+from rr.reporting.registry import Item, ReportFigure, ReportTable, SectionSkipped, section, system_label
+from rr.results import varying
 
 #: Curve columns of the ``oracle_curves`` table, with their line style in the figure.
 CURVES = {

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 import pandas as pd
 
 from rr.papers import paper_claims, paper_values
-from rr.reporting.core import Item, ReportContext, ReportTable, SectionSkipped, section
+from rr.reporting.loading import ReportContext
 from rr.reporting.paper_claims import claim_keys, claims_caption, evaluate_claims
 from rr.reporting.paper_match import (
     INSIDE,
@@ -34,6 +34,7 @@ from rr.reporting.paper_match import (
     nearest_values,
     setting_keys,
 )
+from rr.reporting.registry import Item, ReportTable, SectionSkipped, section
 
 # ----------------------------------------------------------------------------- the section
 

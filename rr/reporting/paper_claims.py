@@ -28,9 +28,10 @@ from collections.abc import Callable, Iterable, Mapping
 import numpy as np
 import pandas as pd
 
+from rr.analysis.intervals import CI_HIGH, CI_LOW
 from rr.metrics.robustness import metric_notes, robustness_table
 from rr.papers import Claim, paper_claims
-from rr.reporting.core import CI_HIGH, CI_LOW, ReportContext
+from rr.reporting.loading import ReportContext
 from rr.reporting.paper_match import (
     ALPHA,
     CONTRADICTED,

@@ -24,11 +24,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rr.analysis.intervals import CI_HIGH, CI_LOW
 from rr.metrics import MetricSpec, get_spec
 from rr.metrics.rgb import noise_ratio_of, skipped_rows
 from rr.papers import APPROX_TOLERANCE, paper_values, parse_setting
 from rr.perturbations.base import PerturbationTag
-from rr.reporting.core import CI_HIGH, CI_LOW, ReportContext
+from rr.reporting.loading import ReportContext
 from rr.stats import bootstrap_mean
 
 INSIDE, OUTSIDE, NO_MATCH = "inside the interval", "outside", "no matching setting in this run"

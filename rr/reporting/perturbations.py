@@ -16,20 +16,12 @@ from collections.abc import Iterator, Sequence
 
 import pandas as pd
 
+from rr.analysis.intervals import CI_HIGH, CI_LOW, SYSTEM_COLUMNS, system_by
 from rr.metrics.rgb import correct, noise_ratio_of, rgb_table, skipped_rows
 from rr.reporting import figures
-from rr.reporting.core import (
-    CI_HIGH,
-    CI_LOW,
-    SYSTEM_COLUMNS,
-    Item,
-    ReportContext,
-    ReportTable,
-    section,
-    system_by,
-    system_label,
-    varying,
-)
+from rr.reporting.loading import ReportContext
+from rr.reporting.registry import Item, ReportTable, section, system_label
+from rr.results import varying
 from rr.stats import bootstrap_mean
 
 PERTURBATIONS = ("query_perturbation", "doc_perturbation")

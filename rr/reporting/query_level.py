@@ -23,21 +23,12 @@ import numpy as np
 import pandas as pd
 
 from rr.analysis import query_level as ql
+from rr.analysis.intervals import CI_HIGH, CI_LOW
 from rr.jobfolder import QRELS_FILE, RUNS_DIR
 from rr.reporting import figures
-from rr.reporting.core import (
-    CI_HIGH,
-    CI_LOW,
-    Item,
-    ReportContext,
-    ReportFigure,
-    ReportTable,
-    SectionSkipped,
-    section,
-    system_label,
-    varying,
-)
-from rr.results import follow_split_ids
+from rr.reporting.loading import ReportContext
+from rr.reporting.registry import Item, ReportFigure, ReportTable, SectionSkipped, section, system_label
+from rr.results import follow_split_ids, varying
 from rr.stats import bootstrap_mean
 
 ORACLE = "oracle"

@@ -21,6 +21,7 @@ from collections.abc import Iterator
 
 import pandas as pd
 
+from rr.analysis.intervals import CI_HIGH, CI_LOW
 from rr.metrics import rare
 from rr.metrics.rgb import (
     counterfactual_table,
@@ -30,15 +31,8 @@ from rr.metrics.rgb import (
     skipped_rows,
 )
 from rr.perturbations.base import PerturbationTag
-from rr.reporting.core import (
-    CI_HIGH,
-    CI_LOW,
-    Item,
-    ReportContext,
-    ReportTable,
-    section,
-    system_label,
-)
+from rr.reporting.loading import ReportContext
+from rr.reporting.registry import Item, ReportTable, section, system_label
 from rr.stats import adjust_pvalues, bootstrap_mean, two_proportion_ztest
 
 #: Columns that make a system in these sections (settings such as doc_perturbation are inside).

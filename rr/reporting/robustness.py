@@ -22,23 +22,19 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from rr.analysis.intervals import per_example_robustness, robustness_ci  # noqa: F401 (importable here as before)
-from rr.metrics.robustness import NO_RETRIEVER, metric_notes, robustness_table
-from rr.reporting import figures
-from rr.reporting.core import (
+from rr.analysis.intervals import (  # noqa: F401 (importable here as before)
     CI_HIGH,
     CI_LOW,
     SYSTEM_COLUMNS,
-    Item,
-    ReportContext,
-    ReportFigure,
-    ReportTable,
-    SectionSkipped,
-    section,
+    per_example_robustness,
+    robustness_ci,
     system_by,
-    system_label,
-    varying,
 )
+from rr.metrics.robustness import NO_RETRIEVER, metric_notes, robustness_table
+from rr.reporting import figures
+from rr.reporting.loading import ReportContext
+from rr.reporting.registry import Item, ReportFigure, ReportTable, SectionSkipped, section, system_label
+from rr.results import varying
 from rr.stats import COVERAGE_CHECKED_FROM, bootstrap_cluster_means
 
 log = logging.getLogger(__name__)

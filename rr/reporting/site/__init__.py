@@ -1,6 +1,6 @@
 """The report's result browser: a static, self-contained, offline site under ``<report>/site/``.
 
-:func:`build_site` turns a built :class:`~rr.reporting.core.Report` (its score table, jobs and
+:func:`build_site` turns a built :class:`~rr.reporting.report.Report` (its score table, jobs and
 sections) into HTML pages, one stylesheet and a few scripts (``rr/reporting/site/assets/``,
 written for rr: no library, no CDN, no network) plus data files::
 
@@ -28,7 +28,7 @@ file is a script that calls ``RR.load(kind, key, payload)`` (JSONP-style) and pa
 row chunks, an example page one example shard and the passage shards its documents live in.
 
 **Flips** (the examples list's flip filters) are computed here by :mod:`rr.metrics.flips`, from
-the metrics' own decompositions, per system (:func:`rr.reporting.core.system_by`) and cell; the
+the metrics' own decompositions, per system (:func:`rr.analysis.intervals.system_by`) and cell; the
 pages only read them. Each (example, system) row carries one character per cell of its system
 for the score and one for the flip kinds failing at that cell (a bit mask, :data:`FLIP_BITS`).
 

@@ -25,7 +25,8 @@ from typing import Any
 
 import pandas as pd
 
-from rr.reporting.core import Report, ReportContext
+from rr.reporting.loading import ReportContext
+from rr.reporting.report import Report
 from rr.reporting.site.clock import Clock
 from rr.reporting.site.documents import number_documents
 from rr.reporting.site.encoding import write_data_file
@@ -64,7 +65,7 @@ def build_site(
     """Write the result browser of a built report.
 
     Args:
-        report: The report (:func:`rr.reporting.core.build_report`'s result; its ``scores`` and
+        report: The report (:func:`rr.reporting.report.build_report`'s result; its ``scores`` and
             ``context`` are what the site shows).
         out_dir: Site folder (default ``<report folder>/site``); its ``data/`` is replaced.
         scores: The score table, when ``report`` does not carry it.

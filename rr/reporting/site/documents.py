@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rr.reporting.core import JobInfo
+from rr.reporting.loading import JobInfo
 from rr.reporting.site.encoding import codes, id_lists, int_literals, large_text, list_literals, str_list
 from rr.reporting.site.index import ScoreIndex
 from rr.reporting.site.passages import Passages

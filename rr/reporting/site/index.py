@@ -11,7 +11,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rr.reporting.core import system_by, system_label
+from rr.analysis.intervals import system_by
+from rr.reporting.registry import system_label
 from rr.reporting.site.encoding import as_list
 from rr.reporting.site.format import System
 from rr.results import example_key
@@ -39,7 +40,7 @@ class ScoreIndex:
     table's rows; a *slot* is an (example, system) list row's cell, ``offsets[row] + pos``."""
 
     df: pd.DataFrame  # the score table (a ``job_id`` column added when it has none)
-    by: list[str]  # rr.reporting.core.system_by of the table
+    by: list[str]  # rr.analysis.intervals.system_by of the table
     sys_cols: list[str]  # by without dataset: what a system is
     examples: pd.DataFrame  # per example number: ``ds`` (dataset) and ``id``, sorted
     ex: np.ndarray  # per row: its example number

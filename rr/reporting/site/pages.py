@@ -13,7 +13,9 @@ from typing import Any
 
 from rr.environment import describe
 from rr.jobfolder import CONFIG_FILE
-from rr.reporting.core import JobInfo, Report, ReportContext, ReportTable, environments_note
+from rr.reporting.loading import JobInfo, ReportContext, environments_note
+from rr.reporting.registry import ReportTable
+from rr.reporting.report import Report
 from rr.reporting.site.encoding import json_number
 from rr.reporting.site.flips import Flips, flip_counts
 from rr.reporting.site.format import (

@@ -11,7 +11,8 @@ import pandas as pd
 
 from rr.metrics.flips import discordant_cells
 from rr.reporting.comparisons import system_pairs
-from rr.reporting.core import Report, ReportTable, system_label
+from rr.reporting.registry import ReportTable, system_label
+from rr.reporting.report import Report
 from rr.reporting.site.encoding import records_of
 from rr.reporting.site.index import ScoreIndex
 from rr.results import CELL_KEYS

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rr.jobfolder import CONFIG_FILE
-from rr.reporting.core import JobInfo
+from rr.reporting.loading import JobInfo
 from rr.reporting.site.clock import Clock
 from rr.reporting.site.encoding import json_strings, runs_json, to_json
 from rr.reporting.site.format import PassageShard as P

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rr.jobfolder import SCORES_FILE
-from rr.reporting.core import JobInfo
+from rr.reporting.loading import JobInfo
 from rr.reporting.site.documents import Documents
 from rr.reporting.site.encoding import (
     arrow_strings,
