@@ -195,7 +195,7 @@ def test_console_says_what_cells_fallbacks_and_planted_mean(tmp_path: Path, monk
         in said
     )
     assert (
-        "answer-extraction fallbacks 0 (outputs without an 'Answer:' marker: their first non-empty line"
-        in said
+        "answer-extraction fallbacks 0 (outputs without an 'Answer:' marker: with scoring.text=extracted "
+        "their first non-empty line is scored)" in said
     )
     assert "planted = the true value of the simulated reader's population" in said
