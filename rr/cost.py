@@ -56,6 +56,9 @@ from rr.generation.throughput import (  # noqa: F401  (PREFIX_BLOCK, shared_pref
     Throughput,
     ThroughputStore,
     TimesBatches,
+    contention_now,
+    contention_words,
+    median_contention,
     prefix_sharing,
     shared_prefix_tokens,
     step_seconds,
@@ -239,6 +242,8 @@ class StepTiming:
         load_s: Backend key -> seconds loading its model took.
         seconds: Seconds spent timing (model loads included).
         pool: Backend key -> every batch timed for it by this plan (warm-up excluded).
+        contention_now: The machine's contention when a step was first predicted from a record
+            (:func:`~rr.generation.throughput.contention_now`; sampled once per plan).
     """
 
     budget_s: float | None = 60.0
@@ -249,6 +254,7 @@ class StepTiming:
     load_s: dict[str, float] = field(default_factory=dict)
     seconds: float = 0.0
     pool: dict[str, list[BatchTiming]] = field(default_factory=dict)
+    contention_now: float | None = None
 
     def predict(
         self, llm: LLM, step: str, prepared: PreparedStep, tokens: dict[str, int]
@@ -284,6 +290,17 @@ class StepTiming:
             tp, basis = recorded, "recorded by an earlier plan or job on this machine"
         else:
             return None, ""
+        # At the machine's contention as this plan timed it, else as it is now (a record fitted while
+        # other processes shared the cores is the machine's alone: from_timings divided it out).
+        if tp.alone and gen.runs_on_cpu():
+            contention = median_contention(self.pool.get(backend, []))
+            if contention is None:
+                if self.contention_now is None:
+                    self.contention_now = contention_now(int(key.get("threads") or 1))
+                contention = self.contention_now
+            tp = tp.at(contention)
+        if tp.contention >= 1.05:
+            basis += f", at {contention_words(tp.contention)}"
         order = sorted(tokens, key=prepared.prompt)  # the order the job sends them in
         max_new = max(prepared.request(k).params.max_new_tokens for k in tokens)
         lengths = [tokens[k] for k in order]
@@ -341,6 +358,7 @@ class StepTiming:
 
             for keys in probes:
                 so_far = Throughput.from_timings(pool)
+                so_far = so_far.at(median_contention(pool)) if so_far is not None else None
                 steps = max(probe.max_new_tokens - 1, 0)
                 cost = so_far.batch_seconds(len(keys), max(tokens[k] for k in keys), steps) if so_far else 0.0
                 if so_far is not None and spent() + cost > budget:
@@ -352,6 +370,7 @@ class StepTiming:
             fitted = Throughput.from_timings(pool)
             if fitted is None:
                 return None
+            fitted = fitted.at(median_contention(pool))
             steps = max(params.max_new_tokens - 1, 0)
 
             def what() -> str:

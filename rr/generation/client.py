@@ -16,7 +16,10 @@ from rr.generation.throughput import (
     Throughput,
     ThroughputStore,
     TimesBatches,
+    contention_words,
+    expected_contention,
     format_seconds,
+    median_contention,
     prefix_sharing,
     step_seconds,
 )
@@ -304,11 +307,19 @@ class LLM:
             params = replace(params, max_new_tokens=min(params.max_new_tokens, PROBE_TOKENS))
             before = len(gen.batch_timings)
             gen.generate([prepared.prompt(probe)], params)
-            tp, share = Throughput.from_timings(gen.batch_timings[before:]), 1.0
+            probed = gen.batch_timings[before:]
+            tp, share = Throughput.from_timings(probed), 1.0
+            tp = tp.at(median_contention(probed)) if tp is not None else None
             del gen.batch_timings[before:]  # not the step's own work
             self._warmed = True
             if tp is None:
                 return
+        else:
+            # At the contention this process's last 3 batches met, else the machine's now: a record
+            # fitted while other processes shared the cores is the machine's alone.
+            if tp.alone:
+                threads = int(gen.throughput_key().get("threads") or 1)
+                tp = tp.at(expected_contention(gen.batch_timings[-3:], threads))
         prompts = [prepared.prompt(k) for k in sorted(misses, key=prepared.prompt)]  # as sent
         lengths = self.count_tokens_cached(prompts)
         max_new = max(prepared.request(k).params.max_new_tokens for k in misses)
@@ -324,6 +335,8 @@ class LLM:
             batched_prefixes=batched,
         )
         basis = "recorded on this machine" if tp.source == "recorded" else "timed on 1 prompt"
+        if tp.contention >= 1.05:
+            basis += f", at {contention_words(tp.contention)}"
         so_far = max(self._foreseen_s, time.perf_counter() - self._started)
         self._foreseen_s = so_far + seconds
         if seconds <= self.warn_after_s < so_far + seconds and not self._job_warned:

@@ -13,6 +13,14 @@ Where the figures come from: ``rr plan`` measures them (a few real generations o
 model at the step's own prompt lengths, :mod:`rr.cost`), and every job records what its own batches
 took; both are kept per model, device and thread count in a per-user folder of this machine
 (:class:`ThroughputStore`, :func:`machine_dir`), so a job on CPU can say before a long step how long it will take.
+
+A CPU shared with other processes runs a batch slower by how many threads compete for its cores
+(issue 43: a record fitted at load 12 made an idle machine's job warn of ~9 min for a 1.5 min step).
+Each timing therefore carries the machine's *contention* while it ran (:class:`ContentionSampler`:
+runnable threads per usable core, at least 1); :meth:`Throughput.from_timings` fits the machine's
+uncontended speed (every timing divided by its contention), and a prediction is made at the contention
+expected when the work runs (:meth:`Throughput.at`, :func:`contention_now`): that of the batches just
+timed, else the machine's now.
 """
 
 from __future__ import annotations
@@ -23,7 +31,7 @@ import math
 import os
 import platform
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -44,6 +52,9 @@ class BatchTiming:
         steps: Decode steps after the first token (the batch runs until its last row ends).
         decode_s: Seconds of those steps.
         max_new_tokens: The batch's token budget.
+        contention: How many times slower than alone the machine ran it (runnable threads per usable
+            core while it ran, at least 1: :class:`ContentionSampler`); ``None``: not known (a GPU,
+            another process's engine, a record from before rr kept it), taken as 1.
     """
 
     rows: int
@@ -52,6 +63,89 @@ class BatchTiming:
     steps: int
     decode_s: float
     max_new_tokens: int
+    contention: float | None = None
+
+    def uncontended(self) -> BatchTiming:
+        """This timing as the machine alone would have run it (its seconds divided by its contention)."""
+        c = self.contention or 1.0
+        return replace(self, prefill_s=self.prefill_s / c, decode_s=self.decode_s / c, contention=1.0)
+
+
+def usable_cores() -> int:
+    """Cores this process may run on."""
+    try:
+        return max(len(os.sched_getaffinity(0)), 1)
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def runnable_threads() -> int | None:
+    """Threads runnable on this machine at this instant, the caller included (Linux: the running count
+    of ``/proc/loadavg``; ``None`` where there is none)."""
+    try:
+        with open("/proc/loadavg") as f:
+            return int(f.read().split()[3].split("/")[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+class ContentionSampler:
+    """The contention over a stretch of work: runnable threads sampled at its steps (the work's own
+    threads among them), their mean per usable core, at least 1. Sampling reads one small file (~10 us)."""
+
+    def __init__(self) -> None:
+        self.total = 0
+        self.samples = 0
+
+    def sample(self) -> None:
+        """Count the runnable threads now."""
+        n = runnable_threads()
+        if n is not None:
+            self.total += n
+            self.samples += 1
+
+    def contention(self) -> float | None:
+        """Mean runnable threads per usable core, at least 1; ``None`` with no sample."""
+        if not self.samples:
+            return None
+        return max(1.0, self.total / self.samples / usable_cores())
+
+
+def contention_now(threads: int, samples: int = 20, interval_s: float = 0.01) -> float:
+    """The contention a CPU job of ``threads`` threads would meet if it started now: the threads of
+    other processes runnable now (sampled ``samples`` times, the sampling thread left out) plus its
+    own, per usable core, at least 1; 1 where it cannot be read."""
+    import time
+
+    counts = []
+    for i in range(samples):
+        n = runnable_threads()
+        if n is not None:
+            counts.append(n)
+        if i + 1 < samples:
+            time.sleep(interval_s)
+    if not counts:
+        return 1.0
+    others = max(sum(counts) / len(counts) - 1, 0.0)
+    return max(1.0, (others + max(threads, 1)) / usable_cores())
+
+
+def contention_words(contention: float) -> str:
+    """``"2.3x the time alone (other processes share the 2 cores)"``: what a contention means."""
+    return f"{contention:.1f}x the time alone (other processes share the {usable_cores()} cores)"
+
+
+def expected_contention(recent: Sequence[BatchTiming], threads: int) -> float:
+    """The contention the next batches will meet: that of ``recent`` (batches this process just ran)
+    where they know it, else the machine's now (:func:`contention_now`)."""
+    c = median_contention(recent)
+    return c if c is not None else contention_now(threads)
+
+
+def median_contention(timings: Sequence[BatchTiming]) -> float | None:
+    """The median contention of the timings that know theirs (``None``: none does)."""
+    known = sorted(t.contention for t in timings if t.contention is not None)
+    return known[len(known) // 2] if known else None
 
 
 @runtime_checkable
@@ -103,6 +197,11 @@ class Throughput:
         step_s0: Fixed seconds of a decode step.
         step_s_per_token: Seconds of a decode step per prompt token in the batch (attention over the
             KV cache: a step of 8 rows of 500-token prompts costs more than one of 8 short ones).
+        contention: The contention its predictions are made at (:meth:`at`).
+        alone: Whether the figures above are the machine's alone: fitted from timings that knew their
+            contention (each divided by it). A throughput from timings that did not (a record from
+            before rr kept it, a backend that cannot tell) is taken as it was measured: :meth:`at`
+            leaves it as it is.
     """
 
     prefill_tps: float
@@ -113,10 +212,15 @@ class Throughput:
     prefill_s0: float = 0.0
     step_s0: float = 0.0
     step_s_per_token: float = 0.0
+    contention: float = 1.0
+    alone: bool = False
 
     @classmethod
     def from_timings(cls, timings: Sequence[BatchTiming], source: str = "measured") -> Throughput | None:
-        """The throughput of ``timings`` (``None`` when there are none or they measured nothing)."""
+        """The machine's uncontended throughput from ``timings``, each divided by its own contention
+        (``None`` when there are none or they measured nothing)."""
+        alone = any(t.contention is not None for t in timings)
+        timings = [t.uncontended() for t in timings]
         prefill_s = sum(t.prefill_s for t in timings)
         tokens = sum(t.padded_tokens for t in timings)
         if not timings or prefill_s <= 0 or tokens <= 0:
@@ -134,7 +238,13 @@ class Throughput:
             prefill_s0=s0,
             step_s0=c0,
             step_s_per_token=per_kv,
+            alone=alone,
         )
+
+    def at(self, contention: float | None) -> Throughput:
+        """This throughput predicting at ``contention`` (``None``: 1, the machine alone); itself when
+        its figures are not the machine's alone (:attr:`alone`)."""
+        return replace(self, contention=max(contention or 1.0, 1.0)) if self.alone else self
 
     def batch_seconds(self, rows: int, longest: int, steps: float) -> float:
         """Predicted seconds of one batch of ``rows`` prompts padded to ``longest`` tokens."""
@@ -142,11 +252,12 @@ class Throughput:
 
     def seconds(self, rows: int, prefill_tokens: float, steps: float) -> float:
         """Predicted seconds of one batch of ``rows`` rows computing ``prefill_tokens`` prompt tokens."""
-        return (
+        alone = (
             self.prefill_s0
             + prefill_tokens / self.prefill_tps
             + steps * (self.step_s0 + rows * self.step_s_per_row + prefill_tokens * self.step_s_per_token)
         )
+        return alone * self.contention
 
 
 def decode_fit(timings: Sequence[BatchTiming]) -> tuple[float, float, float]:
@@ -334,7 +445,7 @@ class ThroughputStore:
         record = {
             "key": key,
             "what": what,
-            "throughput": asdict(throughput),
+            "throughput": asdict(replace(throughput, contention=1.0)),  # its figures are the machine's alone
             "timings": [asdict(t) for t in list(timings)[-KEPT_TIMINGS:]],
         }
         try:
