@@ -557,7 +557,7 @@ def test_the_contention_sampler_sees_busy_processes() -> None:
     import sys
     import time
 
-    from rr.generation.throughput import contention_now, runnable_threads, usable_cores
+    from rr.generation.throughput import contention_now, contention_of, runnable_threads, usable_cores
 
     if runnable_threads() is None:
         pytest.skip("no /proc/loadavg on this system: contention is taken as 1")
@@ -565,7 +565,7 @@ def test_the_contention_sampler_sees_busy_processes() -> None:
     try:
         time.sleep(0.5)
         loaded = contention_now(threads=1)
-        sampler = ContentionSampler()
+        sampler = ContentionSampler(threads=1, every_s=0.0)
         for _ in range(10):
             sampler.sample()
             time.sleep(0.01)
@@ -575,5 +575,9 @@ def test_the_contention_sampler_sees_busy_processes() -> None:
             p.wait()
     # 2 x cores busy loops + 1 thread of ours, per core: at least 2 (other tests may add more)
     assert loaded >= 2.0
-    assert (sampler.contention() or 0) >= 1.5
-    assert ContentionSampler().contention() is None
+    assert (sampler.contention() or 0) >= 2.0
+    assert ContentionSampler(threads=1).contention() is None
+    # the even-share rule, hand-worked: alone 1; as many threads as cores beside twice as many others: 3
+    cores = usable_cores()
+    assert contention_of(0, 1) == 1.0 and contention_of(0, cores) == 1.0
+    assert contention_of(2 * cores, cores) == pytest.approx(3.0)

@@ -434,7 +434,8 @@ class HFGenerator(ConfiguredDecoding):
             torch.manual_seed(params.seed)
         model, tok = self.load(), self.tokenizer
         # contention: only a CPU model competes with other processes' threads for its cores
-        return BatchWatch(progress, rows, {tok.pad_token_id, *_eos_ids(model, tok)}, self.runs_on_cpu())
+        finished = {tok.pad_token_id, *_eos_ids(model, tok)}
+        return BatchWatch(progress, rows, finished, self.runs_on_cpu(), torch.get_num_threads())
 
     def _completions(
         self, new_tokens: Any, idx: list[int], prompt_tokens: Sequence[int], out: list[Completion | None]
@@ -540,7 +541,9 @@ class BatchWatch:
     every row (``finished`` ids: EOS or padding, which a row gets once it ended), then :meth:`end`.
     """
 
-    def __init__(self, progress: Any, rows: int, finished: set[Any], on_cpu: bool = True) -> None:
+    def __init__(
+        self, progress: Any, rows: int, finished: set[Any], on_cpu: bool = True, threads: int = 1
+    ) -> None:
         self.progress = progress
         self.rows = rows
         self.finished = {i for i in finished if i is not None}
@@ -554,7 +557,7 @@ class BatchWatch:
         self.n_layers = 0
         self._layers = 0
         #: How many threads compete for the cores while the batch runs (sampled at each step).
-        self.contention = ContentionSampler()
+        self.contention = ContentionSampler(threads)
         self._on_cpu = on_cpu
         if on_cpu:
             self.contention.sample()

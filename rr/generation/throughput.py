@@ -89,45 +89,78 @@ def runnable_threads() -> int | None:
         return None
 
 
-class ContentionSampler:
-    """The contention over a stretch of work: runnable threads sampled at its steps (the work's own
-    threads among them), their mean per usable core, at least 1. Sampling reads one small file (~10 us)."""
+def own_runnable_threads() -> int:
+    """Threads of this process runnable at this instant (Linux: state ``R`` in ``/proc/self/task``),
+    the caller included; 1 where they cannot be read."""
+    n = 0
+    try:
+        for tid in os.listdir("/proc/self/task"):
+            try:
+                with open(f"/proc/self/task/{tid}/stat") as f:
+                    n += f.read().rsplit(")", 1)[1].split()[0] == "R"
+            except (OSError, IndexError):
+                continue
+    except OSError:
+        return 1
+    return max(n, 1)
 
-    def __init__(self) -> None:
+
+def other_runnable_threads() -> int | None:
+    """Threads of other processes runnable at this instant (``None`` where the system cannot say)."""
+    total = runnable_threads()
+    return None if total is None else max(total - own_runnable_threads(), 0)
+
+
+def contention_of(others: float, threads: int) -> float:
+    """How many times slower than alone ``threads`` CPU-bound threads run beside ``others`` runnable
+    threads of other processes, the scheduler sharing the usable cores evenly among all of them: their
+    count per core, at least 1 (2 threads beside 2 busy processes on 2 cores: 2)."""
+    return max(1.0, (others + max(threads, 1)) / usable_cores())
+
+
+class ContentionSampler:
+    """The contention a stretch of work of ``threads`` threads met (:func:`contention_of`): the other
+    processes' runnable threads sampled at its steps (at most one sample per ``every_s``; one sample
+    reads ``/proc/loadavg`` and this process's thread states, well under a millisecond)."""
+
+    def __init__(self, threads: int, every_s: float = 0.05) -> None:
+        self.threads = threads
+        self.every_s = every_s
         self.total = 0
         self.samples = 0
+        self._last = -math.inf
 
     def sample(self) -> None:
-        """Count the runnable threads now."""
-        n = runnable_threads()
+        """Count the other processes' runnable threads now (unless sampled less than ``every_s`` ago)."""
+        import time
+
+        now = time.perf_counter()
+        if now - self._last < self.every_s:
+            return
+        self._last = now
+        n = other_runnable_threads()
         if n is not None:
             self.total += n
             self.samples += 1
 
     def contention(self) -> float | None:
-        """Mean runnable threads per usable core, at least 1; ``None`` with no sample."""
+        """The contention over the samples; ``None`` with no sample."""
         if not self.samples:
             return None
-        return max(1.0, self.total / self.samples / usable_cores())
+        return contention_of(self.total / self.samples, self.threads)
 
 
 def contention_now(threads: int, samples: int = 20, interval_s: float = 0.01) -> float:
-    """The contention a CPU job of ``threads`` threads would meet if it started now: the threads of
-    other processes runnable now (sampled ``samples`` times, the sampling thread left out) plus its
-    own, per usable core, at least 1; 1 where it cannot be read."""
-    import time
-
-    counts = []
+    """The contention a CPU job of ``threads`` threads would meet if it started now (:func:`contention_of`
+    of the other processes' runnable threads, sampled ``samples`` times); 1 where it cannot be read."""
+    sampler = ContentionSampler(threads, every_s=0.0)
     for i in range(samples):
-        n = runnable_threads()
-        if n is not None:
-            counts.append(n)
+        sampler.sample()
         if i + 1 < samples:
+            import time
+
             time.sleep(interval_s)
-    if not counts:
-        return 1.0
-    others = max(sum(counts) / len(counts) - 1, 0.0)
-    return max(1.0, (others + max(threads, 1)) / usable_cores())
+    return sampler.contention() or 1.0
 
 
 def contention_words(contention: float) -> str:
