@@ -15,8 +15,9 @@
   per process (:func:`api_reported_model`: one 1-token request), recorded per user, and the
   recorded answer used while the server cannot be reached.
 
-The job id (:func:`rr.config.identity.job_id`) adds :func:`model_identity` beside each component's ``model``;
-the backends use :func:`local_identity` for their cache keys.
+The job id (:func:`rr.config.identity.job_id`) adds :func:`model_identity` beside each component's ``model``,
+and :func:`content_identities` beside the tokenizers, query encoders and local indexes a component reads
+(:data:`CONTENT_KEYS`); the backends use the same functions for their cache keys and fingerprints.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import logging
 import os
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +44,24 @@ HUB_TARGETS = (
 )
 #: The generator whose ``model`` is an API model, identified by the id its server reports.
 API_TARGET = "rr.generation.openai.OpenAIGenerator"
+_FAISS_TARGET = "rr.retrieval.pyserini_faiss.PyseriniFaissRetriever"
+
+
+class ContentKey(NamedTuple):
+    """A setting besides ``model`` that names content: the targets that read it, and whether a hub
+    id in it is identified by its commit (else only a local path is, by its digest)."""
+
+    targets: tuple[str, ...]
+    hub: bool
+
+
+#: Settings that name content: each gets ``<key>_identity`` beside it (:func:`content_identities`).
+#: A prebuilt index is identified only as a local folder: pyserini's named indexes stay named.
+CONTENT_KEYS: dict[str, ContentKey] = {
+    "tokenizer": ContentKey(("rr.generation.llamacpp.LlamaCppGenerator", API_TARGET), hub=True),
+    "query_encoder": ContentKey((_FAISS_TARGET,), hub=True),
+    "prebuilt_index": ContentKey((_FAISS_TARGET,), hub=False),
+}
 _CHUNK = 1 << 24
 _lock = threading.Lock()
 #: (model, revision) -> hub commit, per process (one hub request per model and process).
@@ -192,6 +211,20 @@ def model_identity(model: str, revision: str | None = None, hub: bool = True) ->
         # A name without an owner is a hub alias (e.g. gpt2) or an API model: left as before.
         return None
     return hub_commit(model, revision)
+
+
+def content_identities(settings: dict[str, Any]) -> dict[str, str]:
+    """``{"<key>_identity": ...}`` for each :data:`CONTENT_KEYS` key of ``settings`` whose value's
+    identity is known (:func:`model_identity`: a local folder's or file's digest, a hub id's commit);
+    keys with a ``None`` identity (``packaged:``, a pyserini index name, unknown) are left out, so
+    job ids and cache keys stay where nothing is known."""
+    out = {}
+    for key, value in settings.items():
+        if key in CONTENT_KEYS and isinstance(value, str):
+            ident = model_identity(value, hub=CONTENT_KEYS[key].hub)
+            if ident is not None:
+                out[f"{key}_identity"] = ident
+    return out
 
 
 def api_models_file() -> Path:

@@ -13,7 +13,14 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from rr.hashing import content_hash
-from rr.model_identity import API_TARGET, HUB_TARGETS, api_reported_model, model_identity
+from rr.model_identity import (
+    API_TARGET,
+    CONTENT_KEYS,
+    HUB_TARGETS,
+    api_reported_model,
+    content_identities,
+    model_identity,
+)
 
 #: Top-level keys that do not change results and so are left out of the job id.
 NON_SEMANTIC_KEYS = (
@@ -84,7 +91,9 @@ def with_model_identities(node: Any) -> Any:
     """``node`` with ``model_identity`` beside the ``model`` of every component that has one and whose
     model is not pinned by its name alone (see :func:`rr.model_identity.model_identity`): a local
     folder's content digest, a hub id's commit, an API model's reported id (``reported:<id>``,
-    after a local path's digest where the name is also one). A changed weight file, or an API
+    after a local path's digest where the name is also one); and ``<key>_identity`` beside the
+    tokenizer, query encoder or local index a component reads
+    (:data:`rr.model_identity.CONTENT_KEYS`). A changed weight, tokenizer or index file, or an API
     alias that moved to another snapshot, is a new job."""
     if isinstance(node, list):
         return [with_model_identities(v) for v in node]
@@ -103,6 +112,9 @@ def with_model_identities(node: Any) -> Any:
                 ident = " ".join(p for p in (ident, f"reported:{reported}") if p)
         if ident is not None:
             out["model_identity"] = ident
+    if isinstance(target, str):
+        read = {k: v for k, v in out.items() if k in CONTENT_KEYS and target in CONTENT_KEYS[k].targets}
+        out.update(content_identities(read))
     return out
 
 

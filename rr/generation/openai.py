@@ -42,7 +42,7 @@ from tenacity.wait import wait_base
 from rr.errors import require_positive
 from rr.generation.base import Completion, ConfiguredDecoding
 from rr.hashing import stable_json
-from rr.model_identity import api_reported_model
+from rr.model_identity import api_reported_model, content_identities
 from rr.records import GenerationParams, Request
 from rr.registry import component
 
@@ -250,8 +250,13 @@ class OpenAIGenerator(ConfiguredDecoding):
     def identity(self) -> dict:
         """Model name and revision, plus ``reported_model``: the model the server reports answering
         with (:func:`rr.model_identity.api_reported_model`, as the job id holds it) when known, so
-        an alias moved to another snapshot misses the old snapshot's cache entries."""
-        ident = {"model_id": self.model, "revision": self.revision or "unversioned"}
+        an alias moved to another snapshot misses the old snapshot's cache entries; and
+        ``tokenizer_identity`` when the tokenizer's content is known."""
+        ident = {
+            "model_id": self.model,
+            "revision": self.revision or "unversioned",
+            **content_identities({"tokenizer": self.tokenizer_name}),  # renders completions prompts
+        }
         reported = api_reported_model(
             self.base_url, self.model, self.endpoint, self.api_key_env, self.max_tokens_field, self.extra_body
         )
