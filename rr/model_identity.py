@@ -10,9 +10,14 @@
 * a hub id without a pinned revision: the commit the hub's ``main`` (or the named branch) points
   to: asked of the hub when online, else read from the local hub cache; ``None`` when neither
   knows (offline and never downloaded: the job cannot load it either).
+* an API model (``generator=openai``): the model id its server reports answering with (a dated
+  snapshot such as ``gpt-4o-2024-08-06`` behind the alias ``gpt-4o``): asked of the server once
+  per process (:func:`api_reported_model`: one 1-token request), recorded per user, and the
+  recorded answer used while the server cannot be reached.
 
-The job id (:func:`rr.config.identity.job_id`) adds :func:`model_identity` beside each component's ``model``;
-the backends use :func:`local_identity` for their cache keys.
+The job id (:func:`rr.config.identity.job_id`) adds :func:`model_identity` beside each component's ``model``,
+and :func:`content_identities` beside the tokenizers, query encoders and local indexes a component reads
+(:data:`CONTENT_KEYS`); the backends use the same functions for their cache keys and fingerprints.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import logging
 import os
 import threading
 from pathlib import Path
+from typing import Any, NamedTuple
 
 log = logging.getLogger(__name__)
 
@@ -36,10 +42,36 @@ HUB_TARGETS = (
     "rr.generation.vllm.VLLMGenerator",
     "rr.retrieval.dense.DenseRetriever",
 )
+#: The generator whose ``model`` is an API model, identified by the id its server reports.
+API_TARGET = "rr.generation.openai.OpenAIGenerator"
+_FAISS_TARGET = "rr.retrieval.pyserini_faiss.PyseriniFaissRetriever"
+
+
+class ContentKey(NamedTuple):
+    """A setting besides ``model`` that names content: the targets that read it, and whether a hub
+    id in it is identified by its commit (else only a local path is, by its digest)."""
+
+    targets: tuple[str, ...]
+    hub: bool
+
+
+#: Settings that name content: each gets ``<key>_identity`` beside it (:func:`content_identities`).
+#: A prebuilt index is identified only as a local folder: pyserini's named indexes stay named.
+CONTENT_KEYS: dict[str, ContentKey] = {
+    "tokenizer": ContentKey(("rr.generation.llamacpp.LlamaCppGenerator", API_TARGET), hub=True),
+    "query_encoder": ContentKey((_FAISS_TARGET,), hub=True),
+    "prebuilt_index": ContentKey((_FAISS_TARGET,), hub=False),
+}
 _CHUNK = 1 << 24
 _lock = threading.Lock()
 #: (model, revision) -> hub commit, per process (one hub request per model and process).
 _hub_memo: dict[tuple[str, str | None], str | None] = {}
+#: (base_url, model, endpoint) -> the model the server reported, per process (one request each).
+_api_memo: dict[tuple[str, str, str], str | None] = {}
+#: The file beside :func:`cache_file` recording each API model's last reported id.
+API_MODELS_FILE = "api_models.json"
+#: Seconds the identity request may take (connect: 3 s), so an unreachable server costs little.
+API_TIMEOUT_S = 10.0
 
 
 def cache_file() -> Path:
@@ -51,16 +83,16 @@ def cache_file() -> Path:
     return Path(base) / "rr" / "model_identity.json"
 
 
-def _load_cache() -> dict[str, str]:
+def _load_cache(path: Path | None = None) -> dict[str, str]:
     try:
-        data = json.loads(cache_file().read_text())
+        data = json.loads((path or cache_file()).read_text())
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
 
 
-def _save_cache(entries: dict[str, str]) -> None:
-    path = cache_file()
+def _save_cache(entries: dict[str, str], path: Path | None = None) -> None:
+    path = path or cache_file()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
@@ -179,3 +211,94 @@ def model_identity(model: str, revision: str | None = None, hub: bool = True) ->
         # A name without an owner is a hub alias (e.g. gpt2) or an API model: left as before.
         return None
     return hub_commit(model, revision)
+
+
+def content_identities(settings: dict[str, Any]) -> dict[str, str]:
+    """``{"<key>_identity": ...}`` for each :data:`CONTENT_KEYS` key of ``settings`` whose value's
+    identity is known (:func:`model_identity`: a local folder's or file's digest, a hub id's commit);
+    keys with a ``None`` identity (``packaged:``, a pyserini index name, unknown) are left out, so
+    job ids and cache keys stay where nothing is known."""
+    out = {}
+    for key, value in settings.items():
+        if key in CONTENT_KEYS and isinstance(value, str):
+            ident = model_identity(value, hub=CONTENT_KEYS[key].hub)
+            if ident is not None:
+                out[f"{key}_identity"] = ident
+    return out
+
+
+def api_models_file() -> Path:
+    """The per-user record of API models' reported ids: :data:`API_MODELS_FILE` beside :func:`cache_file`."""
+    return cache_file().with_name(API_MODELS_FILE)
+
+
+def _ask_api_model(
+    base_url: str,
+    model: str,
+    endpoint: str,
+    api_key_env: str | None,
+    max_tokens_field: str,
+    extra_body: dict[str, Any] | None,
+) -> str | None:
+    """The ``model`` field of the server's answer to one greedy 1-token request; ``None`` when it
+    cannot be reached, refuses or answers without one."""
+    import httpx
+
+    body: dict[str, Any] = {"model": model, max_tokens_field: 1, "temperature": 0.0}
+    if endpoint == "chat":
+        body["messages"] = [{"role": "user", "content": "Hi"}]
+    else:
+        body["prompt"] = "Hi"
+    body.update(extra_body or {})
+    headers = {"Content-Type": "application/json"}
+    key = os.environ.get(api_key_env) if api_key_env else None
+    if key:
+        headers["Authorization"] = f"Bearer {key}"
+    url = f"{base_url}/{'chat/completions' if endpoint == 'chat' else 'completions'}"
+    try:
+        r = httpx.post(url, json=body, headers=headers, timeout=httpx.Timeout(API_TIMEOUT_S, connect=3.0))
+    except Exception as e:  # unreachable (DNS, refused, timeout) or a malformed URL: composing goes on
+        log.info("API model %s at %s: no answer for its identity (%s)", model, base_url, type(e).__name__)
+        return None
+    if r.status_code != 200:
+        log.info("API model %s at %s: identity request answered %d", model, base_url, r.status_code)
+        return None
+    try:
+        reported = r.json().get("model")
+    except (ValueError, AttributeError):
+        reported = None
+    return reported if isinstance(reported, str) and reported else None
+
+
+def api_reported_model(
+    base_url: str,
+    model: str,
+    endpoint: str = "chat",
+    api_key_env: str | None = None,
+    max_tokens_field: str = "max_tokens",
+    extra_body: dict[str, Any] | None = None,
+) -> str | None:
+    """The model id an OpenAI-compatible server reports answering ``model`` with.
+
+    Asked once per process and (base_url, model, endpoint): one request of 1 token at
+    temperature 0 (``endpoint`` ``chat``: a one-word user message; ``completions``: a one-word
+    prompt), with the API key read from ``api_key_env`` as the backend sends it, at most
+    :data:`API_TIMEOUT_S` seconds. Each answer is recorded per user (:func:`api_models_file`);
+    when the server cannot be reached or refuses (no network, 401, ...) the recorded answer is
+    returned, else ``None``. Never raises.
+    """
+    base_url = base_url.rstrip("/")
+    key = (base_url, model, endpoint)
+    with _lock:
+        if key not in _api_memo:
+            reported = _ask_api_model(base_url, model, endpoint, api_key_env, max_tokens_field, extra_body)
+            path, record = api_models_file(), f"{base_url}|{endpoint}|{model}"
+            recorded = _load_cache(path)
+            if reported is None:
+                reported = recorded.get(record)
+                if reported is not None:
+                    log.info("API model %s at %s: using its recorded id %s", model, base_url, reported)
+            elif recorded.get(record) != reported:
+                _save_cache({**recorded, record: reported}, path)
+            _api_memo[key] = reported
+        return _api_memo[key]

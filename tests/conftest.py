@@ -37,6 +37,11 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 # Throughputs are recorded per machine in the user's cache: the tests' (tiny batches, loaded
 # cores) go to a folder of their own, and each test gets a fresh one (the autouse fixture below).
 os.environ["RR_THROUGHPUT_DIR"] = tempfile.mkdtemp(prefix="rr-test-throughput-")
+# What models are is recorded per user too (rr.model_identity: file digests, API models' reported ids):
+# the tests' records go to a folder of their own, so none reads the user's or leaves its own there.
+os.environ["RR_IDENTITY_CACHE"] = os.path.join(
+    tempfile.mkdtemp(prefix="rr-test-identity-"), "model_identity.json"
+)
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 

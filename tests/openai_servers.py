@@ -5,11 +5,13 @@
   SmolLM2-135M, CPU. Needs fastapi + uvicorn (dev extra).
 * :class:`FaultProxy`: a reverse proxy (stdlib ``http.server``) in front of it that answers
   chosen requests with 429 / 500 or stalls them past the client's timeout, and records the
-  ``Authorization`` headers it saw.
+  ``Authorization`` headers it saw; it can also serve an alias as a provider does (the request's
+  model name mapped to the served one, the answer's ``model`` rewritten to a dated snapshot).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -96,12 +98,25 @@ class FaultProxy:
             ``"429"`` (sent with ``Retry-After: 0``), ``"500"`` or ``"401"``, or ``"stall"``
             (wait ``stall_s`` then answer 504: the client has timed out by then); later POSTs
             pass through.
+        alias: ``(name, served)``: requests for the model ``name`` are sent upstream for ``served``
+            (the model the server really loaded), as a provider resolves an alias.
+        answer_as: The ``model`` field written into every JSON answer (a provider's dated snapshot
+            behind the alias); settable while the proxy runs. ``None``: the server's own.
     """
 
-    def __init__(self, upstream: str, faults: list[str], stall_s: float = 3.0) -> None:
+    def __init__(
+        self,
+        upstream: str,
+        faults: list[str],
+        stall_s: float = 3.0,
+        alias: tuple[str, str] | None = None,
+        answer_as: str | None = None,
+    ) -> None:
         self.upstream = upstream.rstrip("/")
         self.faults = list(faults)
         self.stall_s = stall_s
+        self.alias = alias
+        self.answer_as = answer_as
         self.posts = 0
         self.auth: list[str | None] = []
         self.lock = threading.Lock()
@@ -141,6 +156,8 @@ class FaultProxy:
                     pass  # the client gave up (timeout): fine
 
             def _forward(self, body: bytes | None) -> None:
+                if proxy.alias is not None:
+                    body = proxy._rewrite(body, "model", *proxy.alias)
                 req = urllib.request.Request(
                     proxy.upstream + self.path,
                     data=body,
@@ -149,12 +166,28 @@ class FaultProxy:
                 )
                 try:
                     with urllib.request.urlopen(req, timeout=600) as r:
-                        self._reply(r.status, r.read())
+                        answer = r.read()
+                        if proxy.answer_as is not None:
+                            answer = proxy._rewrite(answer, "model", None, proxy.answer_as) or answer
+                        self._reply(r.status, answer)
                 except urllib.error.HTTPError as e:
                     self._reply(e.code, e.read())
 
         self.server = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @staticmethod
+    def _rewrite(body: bytes | None, key: str, old: str | None, new: str) -> bytes | None:
+        """``body`` (JSON) with ``key`` set to ``new`` where it is ``old`` (``None``: any value)."""
+        if not body:
+            return body
+        try:
+            data = json.loads(body)
+        except ValueError:
+            return body
+        if not isinstance(data, dict) or key not in data or (old is not None and data[key] != old):
+            return body
+        return json.dumps({**data, key: new}).encode()
 
     @property
     def base_url(self) -> str:

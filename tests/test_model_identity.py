@@ -114,3 +114,77 @@ def test_a_hub_id_adds_its_cached_commit_and_an_api_model_nothing(
     assert model_identity.model_identity("org/name", "b" * 40) is None  # pinned: in the config already
     assert model_identity.model_identity("org/name", hub=False) is None  # e.g. an API model's name
     assert model_identity.model_identity("packaged:smollm2-135m-instruct") is None
+
+
+# -- tokenizers, query encoders and local indexes are content too (issue 43) ----------------------
+def _flip_a_byte(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    data[0] ^= 1
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("generator", ["llamacpp", "openai"])
+def test_a_changed_tokenizer_file_is_a_new_job_and_a_new_cache_key(
+    generator: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rr.config import instantiate, semantic_config
+
+    monkeypatch.setattr(model_identity, "_ask_api_model", lambda *args: None)  # no API server here
+    monkeypatch.setattr(model_identity, "_api_memo", {})
+    folder = tmp_path / "tokenizer"
+    folder.mkdir()
+    (folder / "tokenizer.json").write_text('{"model": {"vocab": {"a": 0}}}')
+    (folder / "tokenizer_config.json").write_text('{"chat_template": "{{ messages }}"}')
+    overrides = [f"generator={generator}", f"generator.tokenizer={folder}"]
+
+    def keys() -> tuple[str, dict]:
+        cfg = compose_config(overrides, tmp_path)
+        identity = instantiate(cfg.generator).identity()  # what the generation cache is keyed by
+        assert semantic_config(cfg)["generator"]["tokenizer_identity"] == identity["tokenizer_identity"]
+        return job_id(cfg), identity
+
+    first_id, first_key = keys()
+    assert first_key["tokenizer_identity"] == local_identity(str(folder))
+    _flip_a_byte(folder / "tokenizer_config.json")  # the chat template changed: other prompts
+    second_id, second_key = keys()
+    assert second_id != first_id and second_key != first_key
+    # a packaged tokenizer is pinned by its package: nothing added, the id it had
+    packaged = compose_config(
+        [f"generator={generator}", "generator.tokenizer=packaged:smollm2-135m-instruct"]
+    )
+    assert "tokenizer_identity" not in semantic_config(packaged)["generator"]
+
+
+def test_a_changed_local_index_or_query_encoder_file_is_a_new_job_and_fingerprint(tmp_path: Path) -> None:
+    from rr.config import instantiate, semantic_config
+
+    index, encoder = tmp_path / "index", tmp_path / "encoder"
+    index.mkdir()
+    encoder.mkdir()
+    (index / "index").write_bytes(b"\0" * 64)  # pyserini's FAISS layout: the vectors and their docids
+    (index / "docid").write_text("d1\nd2\n")
+    (encoder / "model.safetensors").write_bytes(b"\0" * 64)
+    (encoder / "config.json").write_text("{}")
+    overrides = [
+        "retriever=pyserini_faiss",
+        f"retriever.pyserini_faiss.prebuilt_index={index}",
+        f"retriever.pyserini_faiss.query_encoder={encoder}",
+        "retriever.pyserini_faiss.encoder_class=auto",
+    ]
+
+    def keys() -> tuple[str, dict]:
+        cfg = compose_config(overrides, tmp_path)
+        node = semantic_config(cfg)["retriever"]["pyserini_faiss"]
+        fingerprint = instantiate(cfg.retriever.pyserini_faiss).fingerprint()  # the TREC run cache's key
+        assert node["prebuilt_index_identity"] == fingerprint["prebuilt_index_identity"]
+        assert node["query_encoder_identity"] == fingerprint["query_encoder_identity"]
+        return job_id(cfg), fingerprint
+
+    seen = [keys()]
+    for changed in (index / "index", encoder / "model.safetensors"):
+        _flip_a_byte(changed)
+        seen.append(keys())
+    assert len({jid for jid, _ in seen}) == 3 and len({json.dumps(f) for _, f in seen}) == 3
+    # pyserini's named prebuilt indexes stay named
+    named = semantic_config(compose_config(["retriever=pyserini_faiss"]))["retriever"]["pyserini_faiss"]
+    assert "prebuilt_index_identity" not in named

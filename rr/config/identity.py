@@ -13,7 +13,14 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from rr.hashing import content_hash
-from rr.model_identity import HUB_TARGETS, model_identity
+from rr.model_identity import (
+    API_TARGET,
+    CONTENT_KEYS,
+    HUB_TARGETS,
+    api_reported_model,
+    content_identities,
+    model_identity,
+)
 
 #: Top-level keys that do not change results and so are left out of the job id.
 NON_SEMANTIC_KEYS = (
@@ -83,7 +90,11 @@ def semantic_config(cfg: DictConfig) -> dict[str, Any]:
 def with_model_identities(node: Any) -> Any:
     """``node`` with ``model_identity`` beside the ``model`` of every component that has one and whose
     model is not pinned by its name alone (see :func:`rr.model_identity.model_identity`): a local
-    folder's content digest, a hub id's commit. A changed weight file is a new job."""
+    folder's content digest, a hub id's commit, an API model's reported id (``reported:<id>``,
+    after a local path's digest where the name is also one); and ``<key>_identity`` beside the
+    tokenizer, query encoder or local index a component reads
+    (:data:`rr.model_identity.CONTENT_KEYS`). A changed weight, tokenizer or index file, or an API
+    alias that moved to another snapshot, is a new job."""
     if isinstance(node, list):
         return [with_model_identities(v) for v in node]
     if not isinstance(node, dict):
@@ -95,9 +106,25 @@ def with_model_identities(node: Any) -> Any:
         ident = model_identity(
             model, revision if isinstance(revision, str) else None, hub=target in HUB_TARGETS
         )
+        if target == API_TARGET:
+            reported = _api_reported(out, model)
+            if reported is not None:
+                ident = " ".join(p for p in (ident, f"reported:{reported}") if p)
         if ident is not None:
             out["model_identity"] = ident
+    if isinstance(target, str):
+        read = {k: v for k, v in out.items() if k in CONTENT_KEYS and target in CONTENT_KEYS[k].targets}
+        out.update(content_identities(read))
     return out
+
+
+def _api_reported(node: dict[str, Any], model: str) -> str | None:
+    """:func:`rr.model_identity.api_reported_model` of an ``openai`` generator's config node (its
+    schema, from the constructor, gives the node every setting)."""
+    if not isinstance(node.get("base_url"), str):
+        return None
+    settings = ("endpoint", "api_key_env", "max_tokens_field", "extra_body")
+    return api_reported_model(node["base_url"], model, **{k: node[k] for k in settings if k in node})
 
 
 #: The strategy whose answer is its whole stripped response (it asks for no ``Answer:`` marker).

@@ -34,7 +34,7 @@ from typing import Any
 from rr.generation import packaged
 from rr.generation.base import Completion, ConfiguredDecoding, check_local_model
 from rr.generation.hf import HFGenerator, render_chat
-from rr.model_identity import local_identity
+from rr.model_identity import content_identities, local_identity
 from rr.records import GenerationParams, Request
 from rr.registry import component
 
@@ -158,7 +158,8 @@ class LlamaCppGenerator(ConfiguredDecoding):
     shared cores).
 
     Cache identity: ``{"model_id", "revision"}`` where the revision always ends in
-    ``:llama.cpp``. llama.cpp computes with the quantized weights directly, while the ``hf``
+    ``:llama.cpp``, plus ``tokenizer_identity`` where ``tokenizer``'s content is known (a local
+    folder's digest, a hub id's commit). llama.cpp computes with the quantized weights directly, while the ``hf``
     backend dequantizes the same GGUF to float32, so the two backends' outputs for the same
     prompt can differ; the suffix keeps their cache entries apart (the ``hf``/``vllm`` backends
     share entries because they run the same float weights).
@@ -258,7 +259,9 @@ class LlamaCppGenerator(ConfiguredDecoding):
                 model_id = self.tokenizer_name or self.model_path().name
                 # The file's digest, cached per user by (path, size, mtime): read once, not per job.
                 revision = self.revision or local_identity(str(self.model_path())) or ""
-            self._identity = {"model_id": model_id, "revision": revision + REVISION_SUFFIX}
+            # The tokenizer renders the prompts: a local one is its files, a hub one its commit.
+            tokenizer = content_identities({"tokenizer": self.tokenizer_name})
+            self._identity = {"model_id": model_id, "revision": revision + REVISION_SUFFIX, **tokenizer}
         return self._identity
 
     @property

@@ -16,6 +16,11 @@ With ``endpoint: completions`` the prompt is rendered locally with ``tokenizer``
 template, exactly as the ``hf`` backend renders it, so both share cache entries for the same
 model and revision. Token counts (for fitting documents to the window) use ``tokenizer``
 when set, else an estimate of 4 characters per token.
+
+What the model is: the model id the server reports answering with (a dated snapshot behind an
+alias), asked once per process (:func:`rr.model_identity.api_reported_model`), is in the job id
+and the cache key, so a provider moving an alias makes a new job that misses the old snapshot's
+answers; a job whose server starts answering with another model mid-run says so once.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ from tenacity.wait import wait_base
 from rr.errors import require_positive
 from rr.generation.base import Completion, ConfiguredDecoding
 from rr.hashing import stable_json
+from rr.model_identity import api_reported_model, content_identities
 from rr.records import GenerationParams, Request
 from rr.registry import component
 
@@ -233,6 +239,8 @@ class OpenAIGenerator(ConfiguredDecoding):
         self._local: Any = None
         #: The model the server reported answering with (its responses' ``model`` field; None until one came).
         self.reported_model: str | None = None
+        #: The reported model :meth:`identity` keyed the cache with (None: not asked, or not known).
+        self._identity_reported: str | None = None
         #: retries / failures by cause; the pipeline adds them to summary.json ``counters``.
         self.counters: Counter[str] = Counter()
         #: How a retry waits its delay (seconds); tests swap in one that records and returns.
@@ -240,7 +248,20 @@ class OpenAIGenerator(ConfiguredDecoding):
 
     # -- identity, rendering, counting -------------------------------------------------------
     def identity(self) -> dict:
-        return {"model_id": self.model, "revision": self.revision or "unversioned"}
+        """Model name and revision, plus ``reported_model``: the model the server reports answering
+        with (:func:`rr.model_identity.api_reported_model`, as the job id holds it) when known, so
+        an alias moved to another snapshot misses the old snapshot's cache entries; and
+        ``tokenizer_identity`` when the tokenizer's content is known."""
+        ident = {
+            "model_id": self.model,
+            "revision": self.revision or "unversioned",
+            **content_identities({"tokenizer": self.tokenizer_name}),  # renders completions prompts
+        }
+        reported = api_reported_model(
+            self.base_url, self.model, self.endpoint, self.api_key_env, self.max_tokens_field, self.extra_body
+        )
+        self._identity_reported = reported
+        return ident if reported is None else {**ident, "reported_model": reported}
 
     @property
     def local(self) -> Any:
@@ -285,6 +306,21 @@ class OpenAIGenerator(ConfiguredDecoding):
         if self.local is not None:
             return self.local.count_tokens(texts)
         return [len(t) // 4 + 1 for t in texts]
+
+    def _check_reported(self, reported: str) -> None:
+        """Warn once when the server answers with another model than the one the job's identity
+        (and cache key) holds: the provider moved the alias while the job ran."""
+        expected = self._identity_reported
+        if expected is not None and reported != expected and not self.counters["reported_model_changed"]:
+            self.counters["reported_model_changed"] = 1
+            log.warning(
+                "%s at %s now answers with %s, but this job's id and cache key hold %s (the alias moved "
+                "while the job ran): its answers mix both models",
+                self.model,
+                self.base_url,
+                reported,
+                expected,
+            )
 
     # -- generation ----------------------------------------------------------------------------
     def _headers(self) -> dict[str, str]:
@@ -400,6 +436,7 @@ class OpenAIGenerator(ConfiguredDecoding):
         body = r.json()
         text, n_prompt, n_out = parse_response(body, self.endpoint)
         if isinstance(body, dict) and isinstance(body.get("model"), str) and body["model"]:
+            self._check_reported(body["model"])
             self.reported_model = body["model"]  # the model that answered (a dated version of an alias)
         if n_prompt is None:
             n_prompt = self.count_tokens([prompt])[0]

@@ -32,6 +32,7 @@ from typing import Any
 
 from rr.data.base import Corpus
 from rr.errors import ConfigError, UserError
+from rr.model_identity import content_identities
 from rr.records import Hit
 from rr.registry import component
 
@@ -162,7 +163,9 @@ class PyseriniFaissRetriever:
         self.n_outside = 0
 
     def fingerprint(self) -> dict:
-        """Everything that determines the ranking: the index and the query encoder's settings."""
+        """Everything that determines the ranking: the index and the query encoder's settings, and
+        what they are where known (``query_encoder_identity``: a local folder's digest or a hub
+        id's commit; ``prebuilt_index_identity``: a local index folder's digest)."""
         return {
             "retriever": "pyserini_faiss",
             "prebuilt_index": self.prebuilt_index,
@@ -171,6 +174,9 @@ class PyseriniFaissRetriever:
             "pooling": self.pooling,
             "l2_norm": self.l2_norm,
             "query_prefix": self.query_prefix,
+            **content_identities(
+                {"prebuilt_index": self.prebuilt_index, "query_encoder": self.query_encoder}
+            ),
         }
 
     # -- loading -------------------------------------------------------------------------
