@@ -239,7 +239,8 @@ class StepTiming:
         progress: Show a bar while timing.
         measured: (backend key, step) -> throughput measured by this plan and what it rests on.
         latest: Backend key -> its last measured throughput and what it rests on.
-        load_s: Backend key -> seconds loading its model took.
+        load_s: Backend key -> seconds loading its model took, with the one-off cost of its first
+            call (measured by this plan, else as recorded on this machine by an earlier plan).
         seconds: Seconds spent timing (model loads included).
         pool: Backend key -> every batch timed for it by this plan (warm-up excluded).
         contention_now: The machine's contention when a step was first predicted from a record
@@ -279,7 +280,10 @@ class StepTiming:
                 self.latest[backend] = (replace(found[0], steps_share=1.0), found[1])
                 if self.store is not None:
                     pool = self.pool.get(backend, [])
-                    self.store.put(key, found[0], f"rr plan: {step}: {found[1]}", pool)
+                    start = self.load_s.get(backend)
+                    if start is not None and found[0].alone:  # the machine's alone, as the throughput
+                        start /= median_contention(pool) or 1.0
+                    self.store.put(key, found[0], f"rr plan: {step}: {found[1]}", pool, start_s=start)
         recorded = self.store.get(key) if self.store is not None else None
         tp: Throughput
         if mkey in self.measured:
@@ -299,6 +303,11 @@ class StepTiming:
                     self.contention_now = contention_now(int(key.get("threads") or 1))
                 contention = self.contention_now
             tp = tp.at(contention)
+        if backend not in self.load_s and self.store is not None:
+            # Not loaded by this plan: the model's load and first call as recorded on this machine
+            recorded_start = self.store.start_s(key)
+            if recorded_start is not None:
+                self.load_s[backend] = recorded_start * (tp.contention if tp.alone else 1.0)
         if tp.contention >= 1.05:
             basis += f", at {contention_words(tp.contention)}"
         order = sorted(tokens, key=prepared.prompt)  # the order the job sends them in
@@ -343,12 +352,16 @@ class StepTiming:
         pool = self.pool.setdefault(backend, [])
         t_start = time.perf_counter()
         try:
+            first_call = None
             if backend not in self.load_s:
                 t0 = time.perf_counter()
                 gen.load()
                 self.load_s[backend] = time.perf_counter() - t0
                 warm = replace(params, max_new_tokens=2)  # one-off costs of the first calls
-                gen.generate([prepared.prompt(by_length[0])], warm)
+                t0 = time.perf_counter()
+                said = self._timed(gen, [prepared.prompt(by_length[0])], warm)
+                # its wall time, or what its batches say they took if more (as spent() below)
+                first_call = max(time.perf_counter() - t0, sum(t.prefill_s + t.decode_s for t in said))
                 if m >= 2:
                     gen.generate([prepared.prompt(k) for k in window[:2]], warm)
             timed: list[BatchTiming] = []  # this call's batches
@@ -371,6 +384,11 @@ class StepTiming:
             if fitted is None:
                 return None
             fitted = fitted.at(median_contention(pool))
+            if first_call is not None:
+                # The job pays the first call's one-off costs (allocations, kernels' first runs) in
+                # its first batch: counted with the model's load (what that call would cost warm, less)
+                usual = fitted.batch_seconds(1, tokens[by_length[0]], 1)
+                self.load_s[backend] += max(first_call - usual, 0.0)
             steps = max(params.max_new_tokens - 1, 0)
 
             def what() -> str:

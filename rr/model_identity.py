@@ -64,6 +64,7 @@ CONTENT_KEYS: dict[str, ContentKey] = {
 }
 _CHUNK = 1 << 24
 _lock = threading.Lock()
+_api_lock = threading.Lock()
 #: (model, revision) -> hub commit, per process (one hub request per model and process).
 _hub_memo: dict[tuple[str, str | None], str | None] = {}
 #: (base_url, model, endpoint) -> the model the server reported, per process (one request each).
@@ -289,7 +290,7 @@ def api_reported_model(
     """
     base_url = base_url.rstrip("/")
     key = (base_url, model, endpoint)
-    with _lock:
+    with _api_lock:  # its own lock: a slow server must not hold up file hashing in other threads
         if key not in _api_memo:
             reported = _ask_api_model(base_url, model, endpoint, api_key_env, max_tokens_field, extra_body)
             path, record = api_models_file(), f"{base_url}|{endpoint}|{model}"

@@ -581,3 +581,28 @@ def test_the_contention_sampler_sees_busy_processes() -> None:
     cores = usable_cores()
     assert contention_of(0, 1) == 1.0 and contention_of(0, cores) == 1.0
     assert contention_of(2 * cores, cores) == pytest.approx(3.0)
+
+
+def test_the_first_calls_one_off_cost_counts_with_the_model_load_and_is_recorded(tmp_path: Path) -> None:
+    """A job pays its model's first call's one-off costs in its first batch (the demo's closed-book
+    step: 2.3 s predicted, 6.6 s measured, idle); `rr plan` timed that call and left it out. It now
+    counts with the model's load, and a warm plan (`--no-timing`) finds it recorded on this machine."""
+    from rr.cost import PlanningLLM, StepTiming
+
+    gen = _AffineCPU()  # 10 s of one-off cost in its first call
+    store = ThroughputStore(tmp_path / "tp")
+    timing = StepTiming(budget_s=1e9, store=store)
+    llm = PlanningLLM(gen, GenerationCache(tmp_path, gen.identity(), writer="t"), timing=timing)
+    llm.generate(prompts(range(10, 15)), step="closed_book")
+    (load,) = timing.load_s.values()
+    # the warm-up's first call: 1 prompt of 10 tokens, 1 decode step: 0.5 + 0.1 + 0.25 s besides the 10 s
+    assert load == pytest.approx(10.0, abs=0.05)
+    assert store.start_s(gen.throughput_key()) == pytest.approx(load)
+
+    warm = StepTiming(budget_s=None, store=store)  # rr plan --no-timing: nothing loaded, nothing timed
+    llm = PlanningLLM(_AffineCPU(), GenerationCache(tmp_path / "w", gen.identity(), writer="t"), timing=warm)
+    llm.generate(prompts(range(10, 15)), step="closed_book")
+    assert list(warm.load_s.values()) == [pytest.approx(load)]
+    # a job's record keeps it (its own put passes none)
+    store.put(gen.throughput_key(), Throughput.from_timings(gen.batch_timings), "job step")
+    assert store.start_s(gen.throughput_key()) == pytest.approx(load)

@@ -471,15 +471,34 @@ class ThroughputStore:
         except (OSError, ValueError, KeyError, TypeError):
             return []
 
-    def put(self, key: dict, throughput: Throughput, what: str, timings: Sequence[BatchTiming] = ()) -> None:
+    def start_s(self, key: dict) -> float | None:
+        """The recorded seconds, on the machine alone, of loading ``key``'s model and the one-off
+        cost of its first call (what a job pays before its first batch; ``None``: not recorded)."""
+        try:
+            value = json.loads(self._path(key).read_text()).get("start_s")
+            return float(value) if value is not None else None
+        except (OSError, ValueError, TypeError, AttributeError):
+            return None
+
+    def put(
+        self,
+        key: dict,
+        throughput: Throughput,
+        what: str,
+        timings: Sequence[BatchTiming] = (),
+        start_s: float | None = None,
+    ) -> None:
         """Record ``throughput`` for ``key``, with the batch timings it was fitted on (the newest
-        :data:`KEPT_TIMINGS`; later records pool theirs with them). Best effort: a read-only cache
-        keeps nothing."""
+        :data:`KEPT_TIMINGS`; later records pool theirs with them) and ``start_s`` (see
+        :meth:`start_s`; ``None`` keeps the recorded one). Best effort: a read-only cache keeps nothing."""
+        if start_s is None:
+            start_s = self.start_s(key)
         record = {
             "key": key,
             "what": what,
             "throughput": asdict(replace(throughput, contention=1.0)),  # its figures are the machine's alone
             "timings": [asdict(t) for t in list(timings)[-KEPT_TIMINGS:]],
+            "start_s": start_s,
         }
         try:
             self.dir.mkdir(parents=True, exist_ok=True)
