@@ -340,11 +340,16 @@ def print_wall_time(console: Any, costs: list[JobCost], timing: StepTiming, star
             continue
         generation = c.generation_seconds or 0.0
         rest = c.wall_seconds - generation - c.model_load_seconds - startup
+        cached = (
+            f"; retrieval {format_seconds(c.retrieval_seconds)} was done by this plan and is cached for the job"
+            if c.retrieval_seconds >= 1
+            else ""
+        )
         console.print(
             escape(
                 head + f"~{format_seconds(c.wall_seconds)} (generation {format_seconds(generation)}, "
                 f"model load {format_seconds(c.model_load_seconds)}, start-up {format_seconds(startup)}, "
-                f"the rest of the pipeline {format_seconds(max(rest, 0.0))})"
+                f"the rest of the pipeline {format_seconds(max(rest, 0.0))}{cached})"
             )
         )
     if bases:
