@@ -188,3 +188,33 @@ def test_a_changed_local_index_or_query_encoder_file_is_a_new_job_and_fingerprin
     # pyserini's named prebuilt indexes stay named
     named = semantic_config(compose_config(["retriever=pyserini_faiss"]))["retriever"]["pyserini_faiss"]
     assert "prebuilt_index_identity" not in named
+
+
+def test_an_api_model_served_from_a_local_folder_keys_its_cache_by_the_folders_content(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`vllm serve /models/x` reports the path whatever the folder holds: the job id held the
+    folder's digest, the openai backend's cache key only the path, so changed weights behind the same
+    server served the old answers with force=true. The key now holds the digest as the job id does."""
+    from rr.config import instantiate, semantic_config
+
+    monkeypatch.setattr(model_identity, "_ask_api_model", lambda *args: None)  # no API server here
+    monkeypatch.setattr(model_identity, "_api_memo", {})
+    folder = tmp_path / "served"
+    folder.mkdir()
+    (folder / "model.safetensors").write_bytes(b"weights v1")
+    (folder / "config.json").write_text("{}")
+
+    def keys() -> tuple[str, dict]:
+        cfg = compose_config(["generator=openai", f"generator.model={folder}"], tmp_path)
+        identity = instantiate(cfg.generator).identity()
+        assert identity["model_identity"] == semantic_config(cfg)["generator"]["model_identity"]
+        return job_id(cfg), identity
+
+    first_id, first_key = keys()
+    _flip_a_byte(folder / "model.safetensors")
+    second_id, second_key = keys()
+    assert second_id != first_id and second_key != first_key
+    # an API name that is no local path adds nothing
+    plain = instantiate(compose_config(["generator=openai", "generator.model=gpt-4o"], tmp_path).generator)
+    assert "model_identity" not in plain.identity()

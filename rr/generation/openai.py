@@ -42,7 +42,7 @@ from tenacity.wait import wait_base
 from rr.errors import require_positive
 from rr.generation.base import Completion, ConfiguredDecoding
 from rr.hashing import stable_json
-from rr.model_identity import api_reported_model, content_identities
+from rr.model_identity import api_reported_model, content_identities, local_identity
 from rr.records import GenerationParams, Request
 from rr.registry import component
 
@@ -257,6 +257,11 @@ class OpenAIGenerator(ConfiguredDecoding):
             "revision": self.revision or "unversioned",
             **content_identities({"tokenizer": self.tokenizer_name}),  # renders completions prompts
         }
+        # A server serving a local folder (`vllm serve /models/x`) reports its path whatever is in it:
+        # the folder's content, as the job id holds it, so changed weights miss the old answers.
+        local = local_identity(self.model)
+        if local is not None:
+            ident["model_identity"] = local
         reported = api_reported_model(
             self.base_url, self.model, self.endpoint, self.api_key_env, self.max_tokens_field, self.extra_body
         )
