@@ -34,6 +34,7 @@ from typing import Any
 from rr.generation import packaged
 from rr.generation.base import Completion, ConfiguredDecoding, check_local_model
 from rr.generation.hf import HFGenerator, render_chat
+from rr.generation.throughput import usable_cores
 from rr.model_identity import content_identities, local_identity
 from rr.records import GenerationParams, Request
 from rr.registry import component
@@ -318,7 +319,7 @@ class LlamaCppGenerator(ConfiguredDecoding):
         """``n_threads``, or every core this process may use."""
         if self.n_threads is not None:
             return self.n_threads
-        return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        return usable_cores()
 
     def llama_kwargs(self) -> dict[str, Any]:
         """Keyword arguments of ``llama_cpp.Llama`` for this config."""

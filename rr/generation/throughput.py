@@ -30,6 +30,7 @@ import logging
 import math
 import os
 import platform
+import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -132,8 +133,6 @@ class ContentionSampler:
 
     def sample(self) -> None:
         """Count the other processes' runnable threads now (unless sampled less than ``every_s`` ago)."""
-        import time
-
         now = time.perf_counter()
         if now - self._last < self.every_s:
             return
@@ -157,8 +156,6 @@ def contention_now(threads: int, samples: int = 20, interval_s: float = 0.01) ->
     for i in range(samples):
         sampler.sample()
         if i + 1 < samples:
-            import time
-
             time.sleep(interval_s)
     return sampler.contention() or 1.0
 
@@ -455,29 +452,35 @@ class ThroughputStore:
     def _path(self, key: dict) -> Path:
         return self.dir / f"{content_hash({**key, 'host': platform.node(), 'cpus': os.cpu_count()}, 16)}.json"
 
+    def _record(self, key: dict) -> dict[str, Any]:
+        """The record of ``key`` on this host (``{}``: none, or unreadable)."""
+        try:
+            data = json.loads(self._path(key).read_text())
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
     def get(self, key: dict) -> Throughput | None:
         """The recorded throughput of ``key`` on this host (``None``: none, or unreadable)."""
         try:
-            data = json.loads(self._path(key).read_text())
-            return Throughput(**{**data["throughput"], "source": "recorded"})
-        except (OSError, ValueError, KeyError, TypeError):
+            return Throughput(**{**self._record(key)["throughput"], "source": "recorded"})
+        except (KeyError, TypeError):
             return None
 
     def timings(self, key: dict) -> list[BatchTiming]:
         """The batch timings the recorded throughput of ``key`` was fitted on (newest last; ``[]``)."""
         try:
-            data = json.loads(self._path(key).read_text())
-            return [BatchTiming(**t) for t in data.get("timings") or []]
-        except (OSError, ValueError, KeyError, TypeError):
+            return [BatchTiming(**t) for t in self._record(key).get("timings") or []]
+        except (KeyError, TypeError):
             return []
 
     def start_s(self, key: dict) -> float | None:
         """The recorded seconds, on the machine alone, of loading ``key``'s model and the one-off
         cost of its first call (what a job pays before its first batch; ``None``: not recorded)."""
+        value = self._record(key).get("start_s")
         try:
-            value = json.loads(self._path(key).read_text()).get("start_s")
             return float(value) if value is not None else None
-        except (OSError, ValueError, TypeError, AttributeError):
+        except (TypeError, ValueError):
             return None
 
     def put(
