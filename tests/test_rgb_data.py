@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -155,3 +156,37 @@ def test_corpus_and_sampling(tmp_path: Path) -> None:
     assert len(RGBDataset(str(path), n=1, seed=3).load()) == 1
     cf = RGBCorpus(str(write_jsonl(tmp_path / "en_fact.json", [FACT_ROW])), counterfactual=True).load()
     assert cf["3/cf/1"].text == FACT_ROW["positive_wrong"][1]
+
+
+RGB_EXCERPTS = Path(__file__).parent / "rgb_data"
+
+
+@pytest.mark.parametrize(
+    ("name", "testbed", "language"),
+    [
+        ("en_fact.json", "counterfactual", "en"),
+        ("zh_fact.json", "counterfactual", "zh"),
+        ("zh_int.json", "integration", "zh"),
+    ],
+)
+def test_rgb_released_rows_load(name: str, testbed: str, language: str) -> None:
+    """Rows of RGB's own files (tests/rgb_data/README.md) load with the testbed and language RGB gives them."""
+    examples = RGBDataset(str(RGB_EXCERPTS / name)).load()
+    assert examples and {ex.meta["rgb_testbed"] for ex in examples} == {testbed}
+    assert {ex.meta["language"] for ex in examples} == {language}
+
+
+def test_zh_fact_list_fakeanswer() -> None:
+    """zh_fact.json line 14 has ``"fakeanswer": ["中国", "北京"]``, a field RGB never reads: the row
+    loads (it was rejected, and with it the whole file), its answer parts both required."""
+    ex = {e.id: e for e in RGBDataset(str(RGB_EXCERPTS / "zh_fact.json")).load()}["13"]
+    assert ex.meta[FAKE_ANSWER] == "中国; 北京"
+    assert ex.answer_groups == [["澳大利亚"], ["悉尼"]]
+    assert "中国北京" in ex.meta[COUNTERFACTUAL][0]
+
+
+@pytest.mark.skipif(not os.environ.get("RGB_DATA_DIR"), reason="RGB_DATA_DIR (RGB's data/ folder) not set")
+@pytest.mark.parametrize("name", ["en_fact.json", "zh_fact.json", "zh_int.json"])
+def test_rgb_whole_files_load(name: str) -> None:
+    """RGB's released files load whole (100 rows each)."""
+    assert len(RGBDataset(str(Path(os.environ["RGB_DATA_DIR"]) / name)).load()) == 100

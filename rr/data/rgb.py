@@ -12,7 +12,10 @@ counterparts), one question per line:
   list of lists (one list of passages per answer group);
 * ``negative``: relevant passages without the answer (list of strings);
 * counterfactual testbed only: ``positive_wrong`` (``positive`` with the answer replaced by the
-  fake answer, same length and order) and ``fakeanswer`` (the fake answer, a string).
+  fake answer, same length and order) and ``fakeanswer`` (the fake answer: a string, or in
+  ``zh_fact.json`` line 14 a list of strings; RGB's scripts never read it).
+
+Fields RGB's scripts do not read may hold anything (``zh_int.json``'s ``asnwer1`` / ``answer2``).
 
 :class:`RGBDataset` turns rows into :class:`~rr.records.Example` s. The passages go to
 ``Example.meta`` under the *passage-pool keys* below, which the context-composition
@@ -81,6 +84,23 @@ def parse_rgb_answer(value: Any, where: str) -> list[list[str]]:
     return groups
 
 
+def _fake_answer(value: Any, where: str) -> str:
+    """RGB's ``fakeanswer`` as the one string of the ``fake_answer`` column: a string, or a list of
+    them (``zh_fact.json`` line 14: ``["中国", "北京"]``, one per part of its list ``answer``) joined by
+    ``"; "``. RGB's scripts never read the field (``positive_wrong`` already holds the fake answer), so
+    only its display is at stake."""
+    parts = [value] if isinstance(value, str) else value
+    if (
+        not isinstance(parts, list)
+        or not parts
+        or any(not isinstance(p, str) or not p.strip() for p in parts)
+    ):
+        raise DataError(
+            f"{where}: 'fakeanswer' must be a non-empty string or a list of them, got {value!r:.120}"
+        )
+    return "; ".join(parts)
+
+
 def _testbed(row: dict[str, Any], where: str, testbed: str) -> str:
     if testbed != "auto":
         return testbed
@@ -133,11 +153,8 @@ def parse_rgb_row(
             raise DataError(
                 f"{where}: 'positive_wrong' has {len(wrong)} passages but 'positive' has {len(meta[POSITIVE])}"
             )
-        fake = row["fakeanswer"]
-        if not isinstance(fake, str) or not fake.strip():
-            raise DataError(f"{where}: 'fakeanswer' must be a non-empty string, got {fake!r}")
         meta[COUNTERFACTUAL] = wrong
-        meta[FAKE_ANSWER] = fake
+        meta[FAKE_ANSWER] = _fake_answer(row["fakeanswer"], where)
     answers = list(dict.fromkeys(a for g in groups for a in g))
     return Example(
         id=ex_id,
