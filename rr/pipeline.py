@@ -21,7 +21,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from rr.answers import has_answer_in
 from rr.atomic import atomic_write
-from rr.config.identity import job_id, semantic_config
+from rr.config.identity import job_id, resolved_config
 from rr.config.instantiation import instantiate, instantiate_as
 from rr.config.settings import JobSettings, job_settings
 from rr.context import ORDERS, RankedDoc, order_indices
@@ -333,7 +333,7 @@ def run_job(
                 )
             )
         if logger is not None:
-            logger.log_job(plan.job_id, semantic_config(cfg), summary, scores, str(plan.output_dir))
+            logger.log_job(plan.job_id, resolved_config(cfg), summary, scores, str(plan.output_dir))
         return JobResult(scores, summary, plan.output_dir)
     finally:
         if rt is not None:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
 from pathlib import Path
 from typing import Any
 
 from rr.jobfolder import METRIC_COLUMNS, SCORES_FILE, SUMMARY_FILE, JobSummary
+from rr.metrics.robustness import metric_notes
 from rr.registry import component
 
 log = logging.getLogger(__name__)
@@ -29,31 +31,35 @@ class NullLogger:
         """Called in ``finally``, so a failed job still closes its run."""
 
 
-#: Config keys whose values are never logged (case-insensitive substrings).
+#: Config keys whose values are never logged: a key one of whose words (split at ``_``, ``-``, ``.``
+#: and case changes: ``api_key``, ``AuthToken``) is one of these. ``max_new_tokens`` is not a secret.
 SECRET_MARKERS = ("key", "token", "secret", "password")
 
 
+def _is_secret(key: Any) -> bool:
+    words = re.findall(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])", str(key))
+    return any(w.lower() in SECRET_MARKERS for w in words)
+
+
 def scrub_secrets(node: Any) -> Any:
-    """A copy of a config tree without keys containing key / token / secret / password."""
+    """A copy of a config tree without keys naming a key, token, secret or password."""
     if isinstance(node, dict):
-        return {
-            k: scrub_secrets(v)
-            for k, v in node.items()
-            if not any(m in str(k).lower() for m in SECRET_MARKERS)
-        }
+        return {k: scrub_secrets(v) for k, v in node.items() if not _is_secret(k)}
     if isinstance(node, list | tuple):
         return [scrub_secrets(v) for v in node]
     return node
 
 
-def flat_summary(summary: JobSummary) -> dict[str, float | int | str]:
+def flat_summary(summary: JobSummary) -> dict[str, float | int | str | None]:
     """The numbers of a job's ``summary.json`` as flat W&B summary keys.
 
     Counts (``requests``, ``model_calls``, ...), ``timings_s/<stage>``, ``counters/<name>``,
     ``answer_recall/<retriever>/k=<k>`` and ``metrics/<strategy>/<retriever>/<metric>``
-    (NDR, RSR, ROR, robustness, accuracy per row of the job's robustness table).
+    (NDR, RSR, ROR, robustness, accuracy per row of the job's robustness table). A metric the
+    console and the report blank as undefined or degenerate (:func:`rr.metrics.robustness.metric_notes`,
+    e.g. NDR when closed-book accuracy is 0) is ``None``, its reason beside it as ``<metric>_note``.
     """
-    out: dict[str, float | int | str] = {}
+    out: dict[str, float | int | str | None] = {}
     for key, value in summary.to_dict().items():  # every number the JSON holds at its top
         if isinstance(value, bool | int | float) and not isinstance(value, bool):
             out[key] = value
@@ -66,10 +72,24 @@ def flat_summary(summary: JobSummary) -> dict[str, float | int | str]:
             out[f"answer_recall/{retriever}/k={k}"] = v
     for row in summary.metrics:
         prefix = f"metrics/{row.system.get('strategy')}/{row.retriever}"
+        notes = metric_notes(row.to_dict())  # what the console and the report blank, and why
         for m in METRIC_COLUMNS[:-1]:  # not n_examples
-            if isinstance(value := getattr(row, m), int | float):
+            if m in notes:
+                out[f"{prefix}/{m}"] = None
+                out[f"{prefix}/{m}_note"] = notes[m]
+            elif isinstance(value := getattr(row, m), int | float):
                 out[f"{prefix}/{m}"] = value
     return out
+
+
+def _shown(row: dict[str, Any]) -> dict[str, Any]:
+    """A robustness-table row as the console shows it: undefined or degenerate metrics blank, a
+    ``notes`` column saying why."""
+    notes = metric_notes(row)
+    return {
+        **{k: (None if k in notes else v) for k, v in row.items()},
+        "notes": "; ".join(dict.fromkeys(notes.values())),
+    }
 
 
 def _table_frame(df: Any, rows: int) -> Any:
@@ -89,8 +109,8 @@ class WandbLogger:
 
     The run id is derived from the job's content hash (``rr-<job id>``) with ``resume="allow"``,
     so a re-run of a job continues the same run; the group is ``group`` or the job's ``name``
-    (the sweep). Logged after the results are on disk: the semantic config (keys containing
-    key / token / secret / password dropped), the summary's counts, per-stage timings, counters,
+    (the sweep). Logged after the results are on disk: the job's resolved config as its ``config.yaml`` holds it, experiment included (keys naming a
+    key, token, secret or password dropped), the summary's counts, per-stage timings, counters,
     answer recall and robustness metrics (run summary), the robustness table and the first
     ``table_rows`` score rows as ``wandb.Table``s, and ``scores.parquet`` + ``summary.json`` as
     an artifact of type ``scores``. Offline: ``mode=offline`` or ``WANDB_MODE=offline``.
@@ -163,9 +183,15 @@ class WandbLogger:
         run.summary.update(flat_summary(summary))
         tables: dict[str, Any] = {}
         if summary.metrics:
-            tables["robustness"] = wandb.Table(dataframe=pd.DataFrame([m.to_dict() for m in summary.metrics]))
+            tables["robustness"] = wandb.Table(
+                dataframe=pd.DataFrame([_shown(m.to_dict()) for m in summary.metrics])
+            )
         if self.table_rows > 0 and len(scores):
+            # a sample, named as one: the whole table is the artifact's scores.parquet
             tables["scores_sample"] = wandb.Table(dataframe=_table_frame(scores, self.table_rows))
+            run.summary.update(
+                {"scores_sample/rows": min(self.table_rows, len(scores)), "scores_sample/of": len(scores)}
+            )
         if tables:
             run.log(tables)
         if self.log_artifact:

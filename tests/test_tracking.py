@@ -36,6 +36,11 @@ def shared(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_scrub_secrets_and_flat_summary() -> None:
     cfg = {"generator": {"model": "m", "api_key": "sk-1", "AuthToken": "t"}, "db_password": "p", "seed": 0}
     assert scrub_secrets(cfg) == {"generator": {"model": "m"}, "seed": 0}
+    # words, not substrings: max_new_tokens was dropped from every logged config (issue 52)
+    assert scrub_secrets({"max_new_tokens": 4, "HF_TOKEN": "x", "keys": 1}) == {
+        "max_new_tokens": 4,
+        "keys": 1,
+    }
     flat = flat_summary(
         JobSummary(
             requests=4,
@@ -96,3 +101,37 @@ def test_wandb_failure_never_loses_results(
     assert json.loads((out / "summary.json").read_text())["rows"] == 2
     assert "RuntimeError: wandb service unreachable" in (out / "wandb_error.txt").read_text()
     assert any("W&B logging failed" in r.getMessage() for r in caplog.records)
+
+
+def test_degenerate_metric_logged_as_null_with_its_reason() -> None:
+    """The console blanks NDR when closed-book accuracy is 0 (1 by construction); W&B logged 1.0 (issue 52)."""
+    row = {"strategy": "vanilla", "retriever": "bm25", "generator": "g", "ndr": 1.0, "rsr": 0.8, "ror": 0.9}
+    row |= {"robustness": 0.896, "accuracy": 0.5, "closed_book_accuracy": 0.0, "n_orders": 2}
+    flat = flat_summary(JobSummary(name="x", metrics=[MetricRow.from_dict(row)]))
+    assert flat["metrics/vanilla/bm25/ndr"] is None and "1 by construction" in str(
+        flat["metrics/vanilla/bm25/ndr_note"]
+    )
+    assert flat["metrics/vanilla/bm25/robustness"] is None  # it combines NDR
+    assert flat["metrics/vanilla/bm25/rsr"] == 0.8 and "metrics/vanilla/bm25/rsr_note" not in flat
+
+
+def test_wandb_run_config_is_the_jobs_resolved_config(shared: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The run's config names the experiment, as the job's config.yaml does (it logged ``experiment: null``).
+    The real offline wandb.init runs; the spy only keeps the config it was given (an offline run
+    writes its config into the binary run file, not as YAML)."""
+    import wandb
+    import yaml
+
+    given: list[dict] = []
+    real_init = wandb.init
+    monkeypatch.setattr(wandb, "init", lambda *a, **kw: (given.append(kw["config"]), real_init(*a, **kw))[1])
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_DIR", str(shared / "wandb_exp"))
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    cfg = compose_config(["experiment=cao2025_mini", *TINY_CB, "retriever=[bm25]"], shared)
+    out = shared / "exp_job"
+    run_job(cfg, out)
+    on_disk = yaml.safe_load((out / "config.yaml").read_text())
+    (config,) = given
+    assert on_disk["experiment"] == config["experiment"] == "cao2025_mini"
+    assert config["grid"] == on_disk["grid"] and config["generator"] == on_disk["generator"]

@@ -63,6 +63,15 @@ NON_SEMANTIC_LEAVES = (
 )
 
 
+def resolved_config(cfg: DictConfig) -> dict[str, Any]:
+    """The job's resolved config as its ``config.yaml`` holds it, without the ``hydra`` node."""
+    container = OmegaConf.to_container(
+        OmegaConf.masked_copy(cfg, [str(k) for k in cfg if k != "hydra"]), resolve=True
+    )
+    assert isinstance(container, dict)
+    return {str(k): v for k, v in container.items()}
+
+
 def semantic_config(cfg: DictConfig) -> dict[str, Any]:
     """The resolved config minus everything that does not change results (see module constants)."""
 
@@ -75,9 +84,7 @@ def semantic_config(cfg: DictConfig) -> dict[str, Any]:
 
     # Resolve first (semantic keys may interpolate non-semantic ones), then drop; never touch
     # the hydra node, whose run dir interpolates the job id itself.
-    keys = [str(k) for k in cfg if k != "hydra"]
-    container = OmegaConf.to_container(OmegaConf.masked_copy(cfg, keys), resolve=True)
-    assert isinstance(container, dict)
+    container = resolved_config(cfg)
     if "experiment" in container:
         # The experiment's name is a label (its settings are in the config itself); null, as it was
         # before experiments named themselves, so that every job keeps its id.
