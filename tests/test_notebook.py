@@ -14,7 +14,7 @@ from pathlib import Path
 
 import nbformat
 
-from .synthetic import write_synthetic_sweep
+from .synthetic import job_rows, write_job, write_synthetic_sweep
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = ROOT / "notebooks" / "analysis.ipynb"
@@ -50,13 +50,11 @@ def test_what_runs_the_notebook_is_an_extra_the_docs_install() -> None:
     assert "nbconvert" not in NOTEBOOK.read_text()
 
 
-def test_notebook_runs_on_a_sweep(tmp_path: Path) -> None:
-    """The documented ``jupyter execute`` line, run as written in a reader's folder whose demo output
-    folder holds a synthetic sweep, writes the executed notebook where the docs say."""
-    reader = tmp_path / "reader"
-    (reader / "notebooks").mkdir(parents=True)
+def _execute(reader: Path) -> str:
+    """Run the documented ``jupyter execute`` line in ``reader`` (its demo output folder filled by the
+    caller); the text of every code cell's outputs (no cell may end in an error)."""
+    (reader / "notebooks").mkdir(parents=True, exist_ok=True)
     shutil.copy(NOTEBOOK, reader / "notebooks")
-    write_synthetic_sweep(reader / "outputs" / "runs" / "cao2025_mini", n_examples=5, noise=False)
     env = {
         **os.environ,
         "RR_RESAMPLES": "50",
@@ -70,15 +68,51 @@ def test_notebook_runs_on_a_sweep(tmp_path: Path) -> None:
     done = subprocess.run(run, cwd=reader, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     nb = nbformat.read(reader / "outputs" / "analysis.ipynb", as_version=4)
-    text = "\n".join(
-        o.get("text", "") + str(o.get("data", {}).get("text/plain", ""))
+    assert not [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
+    return "\n".join(
+        o.get("text", "")
+        + str(o.get("data", {}).get("text/markdown", ""))
+        + str(o.get("data", {}).get("text/plain", ""))
         for c in nb.cells
         if c.cell_type == "code"
         for o in c.outputs
     )
+
+
+def test_notebook_runs_on_a_sweep(tmp_path: Path) -> None:
+    """The documented ``jupyter execute`` line, run as written in a reader's folder whose demo output
+    folder holds a synthetic sweep, writes the executed notebook where the docs say."""
+    reader = tmp_path / "reader"
+    write_synthetic_sweep(reader / "outputs" / "runs" / "cao2025_mini", n_examples=5, noise=False)
+    text = _execute(reader)
     assert "4 job(s)" in text and "McNemar" in text and "permutation" in text
+    assert "paired on order: original vs reversed" in text and "Pooling refused" not in text
+    nb = nbformat.read(reader / "outputs" / "analysis.ipynb", as_version=4)
     images = [
         o for c in nb.cells if c.cell_type == "code" for o in c.outputs if "image/png" in o.get("data", {})
     ]
     assert len(images) >= 4  # scatter, bars, accuracy vs k (2), answer recall
-    assert not [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
+
+
+def test_notebook_refuses_to_pool_different_samples_and_pairs_what_varies(tmp_path: Path) -> None:
+    """Two jobs of one dataset at 6 and 3 questions (the 3 among the 6) were pooled into one answer
+    recall table with a stderr line only, and the paired test was hard-coded to original vs reversed
+    (issue 52): the notebook now computes per job, says so in the cell, and pairs the factor the
+    data varies (one order only: the retriever within a job, the strategy across two jobs of one sample)."""
+    reader = tmp_path / "reader"
+    sweep = reader / "outputs" / "runs" / "cao2025_mini"
+    for strategy, n in (("vanilla", 6), ("ownknow", 3)):
+        rows = job_rows("org/m", strategy, n, base=0.5, gain=0.2)
+        write_job(sweep, rows[rows["order"].isin(["none", "original"])])
+    text = _execute(reader)
+    assert "Pooling refused" in text and "synth: 3 vs 6 examples" in text
+    assert text.count("--- job ") == 2 and "paired on" not in text.split("--- job ")[0]
+    assert text.count("paired on retriever: bm25 vs dense") == 2  # each job alone: one strategy, one order
+    one = reader / "outputs" / "runs" / "one"
+    for strategy in ("vanilla", "ownknow"):
+        rows = job_rows("org/m", strategy, 4, base=0.5, gain=0.2)
+        write_job(one, rows[rows["order"].isin(["none", "original"])])
+    (reader / "outputs" / "runs" / "cao2025_mini").rename(reader / "outputs" / "runs" / "mixed")
+    one.rename(reader / "outputs" / "runs" / "cao2025_mini")
+    text = _execute(reader)
+    assert "Pooling refused" not in text and "paired on strategy: vanilla vs ownknow" in text
