@@ -10,6 +10,9 @@ encoder saved as a sentence-transformers model, both into ``--out``; a synthetic
 questions (``rr.data.synthetic``); then runs these checks, printing one line each as it finishes
 (``[id] PASS|FAIL|SKIP  what: figure``) and a summary line:
 
+* **gpus** torch sees every GPU ``nvidia-smi`` lists. Where it lists GPUs and torch sees none
+  (a CPU-only torch, or a torch built for a newer CUDA than the driver), this line FAILs naming the
+  driver and torch's CUDA, and nothing else runs: the check exits 1 at once.
 * **a** ``generator=hf`` greedy decoding: batch 8 (left padding) equals batch 1 on CPU; CUDA equals
   CPU in float32 at batch 1 and 8; how many completions change in bfloat16; **a5** prefix reuse
   (``generator.prefix_cache``) on vs off on the GPU (on the CPU without one), on Cao-grid-shaped
@@ -1007,6 +1010,24 @@ def setup_logging(out: Path) -> None:
     logging.captureWarnings(True)
 
 
+def check_gpus_visible() -> tuple[str, str] | str:
+    """gpus: torch sees every GPU ``nvidia-smi`` lists (SKIP where it lists none)."""
+    import torch
+
+    from rr.job_env import cuda_diagnosis, nvidia_smi_gpus
+
+    listed = nvidia_smi_gpus()
+    seen = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if not listed:
+        if seen:
+            return f"torch sees {seen} GPU(s); nvidia-smi lists none ({cuda_diagnosis()})"
+        raise Skip(f"no GPU here ({cuda_diagnosis()})")
+    if not seen:
+        return "FAIL", f"torch sees none of the GPUs nvidia-smi lists: {cuda_diagnosis()}"
+    # CUDA_VISIBLE_DEVICES may hide some of those nvidia-smi lists: fewer is not a failure
+    return f"torch sees {seen} of the {len(listed)} GPU(s) nvidia-smi lists ({cuda_diagnosis()})"
+
+
 def run(out: Path, sizes: Sizes, budget_s: float, vllm_cpu: bool) -> int:
     """Run every check into ``out``; print the lines; return the exit status (1 on any FAIL)."""
     out.mkdir(parents=True, exist_ok=True)
@@ -1024,13 +1045,15 @@ def run(out: Path, sizes: Sizes, budget_s: float, vllm_cpu: bool) -> int:
     print("gpu-check: " + ", ".join(f"{k} {v}" for k, v in env.items()), flush=True)
     report = Report(budget_s)
     holder: dict[str, Fixtures] = {}
+    gpus = report.run("gpus", "torch sees the GPUs nvidia-smi lists", check_gpus_visible)
 
     def setup() -> str:
         fx, figure = build_fixtures(out, sizes, cuda)
         holder["fx"] = fx
         return figure
 
-    report.run("setup", "tiny models and synthetic task, built locally from seed 0", setup)
+    if gpus.status != "FAIL":  # a node that cannot use its GPUs: say so and stop, exit 1
+        report.run("setup", "tiny models and synthetic task, built locally from seed 0", setup)
     if "fx" in holder:
         fx = holder["fx"]
         checks: list[tuple[str, str, Callable[[], Any]]] = [

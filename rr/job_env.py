@@ -8,14 +8,22 @@ and thread counts.
   and the tokenizers' rayon pool use the task's CPUs, not every core of the node: without
   cgroups nothing else stops a 1-CPU job from running one thread per core. A variable the
   user set (``OMP_NUM_THREADS=4 rr ...``) is left alone, and so is torch then.
+* Every component that picks a torch device asks :func:`torch_device`: ``cuda`` asked for without
+  a CUDA device torch can use, or no device asked for in a job the scheduler gave GPUs
+  (:func:`allocated_gpus`), is a one-line :class:`~rr.errors.UserError` naming the driver and
+  torch's CUDA (:func:`cuda_diagnosis`), never a traceback or a silent run on the CPU.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import shutil
+import subprocess
 import warnings
-from collections.abc import MutableMapping
+from collections.abc import Mapping, MutableMapping
+
+from rr.errors import UserError
 
 log = logging.getLogger(__name__)
 
@@ -99,6 +107,97 @@ def limit_threads(env: MutableMapping[str, str] | None = None) -> dict[str, str]
         "" if user_omp else f", torch {cpus}",
     )
     return changed
+
+
+#: Variables through which a scheduler hands a process GPUs (SLURM's, and CUDA's own list).
+GPU_VARS = (
+    "SLURM_JOB_GPUS",
+    "SLURM_STEP_GPUS",
+    "SLURM_GPUS",
+    "SLURM_GPUS_ON_NODE",
+    "SLURM_GPUS_PER_NODE",
+    "SLURM_GPUS_PER_TASK",
+    "CUDA_VISIBLE_DEVICES",
+)
+
+
+def allocated_gpus(env: Mapping[str, str] | None = None) -> str | None:
+    """``VAR=value`` of the first of :data:`GPU_VARS` that gives this process GPUs, else ``None``.
+
+    An empty value, ``0`` GPUs, or ``CUDA_VISIBLE_DEVICES`` of ``-1`` / ``NoDevFiles`` (what a
+    user sets to hide the GPUs) gives none.
+    """
+    env = os.environ if env is None else env
+    for var in GPU_VARS:
+        value = env.get(var, "").strip()
+        if value in ("", "0", "-1", "NoDevFiles"):
+            continue
+        return f"{var}={value}"
+    return None
+
+
+def nvidia_smi_gpus() -> list[str]:
+    """``name, driver`` of each GPU ``nvidia-smi`` lists (``[]`` without ``nvidia-smi`` or GPUs)."""
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return []
+    try:
+        proc = subprocess.run(
+            [exe, "--query-gpu=name,driver_version", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return [line.strip() for line in proc.stdout.splitlines() if line.strip()] if proc.returncode == 0 else []
+
+
+def cuda_diagnosis() -> str:
+    """Why torch may see no GPU, in one phrase: torch's version and CUDA build, and what ``nvidia-smi``
+    lists (its GPUs and driver), e.g. ``torch 2.13.0+cu130 (built for CUDA 13.0); nvidia-smi lists
+    2 GPUs, driver 535.183.01``."""
+    import torch
+
+    built = f"built for CUDA {torch.version.cuda}" if torch.version.cuda else "a CPU-only build"
+    gpus = nvidia_smi_gpus()
+    if gpus:
+        drivers = sorted({g.rpartition(",")[2].strip() for g in gpus})
+        smi = f"nvidia-smi lists {len(gpus)} GPU{'s' if len(gpus) > 1 else ''}, driver {', '.join(drivers)}"
+    else:
+        smi = "nvidia-smi lists no GPU" if shutil.which("nvidia-smi") else "no nvidia-smi on PATH"
+    return f"torch {torch.__version__} ({built}); {smi}"
+
+
+def torch_device(requested: str | None, what: str) -> str:
+    """The torch device ``what`` (``"generator"``, ``"retriever.dense"``) runs on.
+
+    ``requested`` is the component's ``device`` (``None``: CUDA where torch has it, else the CPU).
+
+    Raises:
+        UserError: ``requested`` is a CUDA device and torch has none, or nothing was requested in
+            a job the scheduler gave GPUs (:func:`allocated_gpus`) and torch sees none: such a
+            job would run on the CPU, many times slower, inside a GPU allocation.
+    """
+    import torch
+
+    if requested is not None and not requested.startswith("cuda"):
+        return requested
+    if torch.cuda.is_available():
+        return requested or "cuda"
+    fix = "install a torch that matches the driver (README, 'Cluster setup')"
+    if requested is not None:
+        raise UserError(
+            f"{what}.device={requested} but torch sees no CUDA device ({cuda_diagnosis()}); "
+            f"{fix}, or set {what}.device=cpu"
+        )
+    given = allocated_gpus()
+    if given is not None:
+        raise UserError(
+            f"{what}: this job was given GPUs ({given}) but torch sees none ({cuda_diagnosis()}); "
+            f"it will not run on the CPU instead: {fix}, or set {what}.device=cpu to mean it"
+        )
+    return "cpu"
 
 
 def prepare_job(progress: bool) -> None:

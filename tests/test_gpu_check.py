@@ -27,6 +27,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 CHECKS = [
+    "gpus",
     "setup",
     "a1",
     "a2",
@@ -90,6 +91,7 @@ def test_cpu_form_prints_every_check_and_no_failure(tmp_path: Path) -> None:
     for check in ("a2", "a3", "b1", "c2", "d2"):
         assert figure[check].startswith("no CUDA device"), figure[check]
     assert "no GPU support" in figure["e2"] and "vLLM" in figure["f1"]
+    assert figure["gpus"].startswith("no GPU here (torch "), figure["gpus"]
     assert re.search(r"\d+/\d+ completions identical", figure["a1"]), figure["a1"]
     assert re.search(r"top-20 identical for \d+/\d+ queries", figure["c3"]), figure["c3"]
     assert re.search(r"\d+ rows, \d+ model calls", figure["d1"]), figure["d1"]
@@ -98,7 +100,7 @@ def test_cpu_form_prints_every_check_and_no_failure(tmp_path: Path) -> None:
         r"completions identical.*; cpu: reuse on [\d.]+ s, off [\d.]+ s, on/off [\d.]+ \(\d+% of prompt tokens reused",
         figure["a5"],
     ), figure["a5"]
-    assert re.search(r"^summary: 10 PASS, 0 FAIL, 7 SKIP in \d+ s on CPU", out, re.M), out
+    assert re.search(r"^summary: 10 PASS, 0 FAIL, 8 SKIP in \d+ s on CPU", out, re.M), out
     assert out.startswith(f"gpu-check: writing to {tmp_path}\ngpu-check: python ")
     record = json.loads((tmp_path / "gpu_check.json").read_text())
     assert [r["check"] for r in record["results"]] == CHECKS
@@ -106,6 +108,40 @@ def test_cpu_form_prints_every_check_and_no_failure(tmp_path: Path) -> None:
     # the tiny models are real model folders: rr loads them as generator.model / retriever.dense.model
     assert (tmp_path / "models" / "tiny-llama" / "config.json").exists()
     assert (tmp_path / "models" / "tiny-encoder" / "modules.json").exists()
+
+
+def fake_nvidia_smi(folder: Path, lines: str = "NVIDIA H100 80GB HBM3, 535.183.01") -> str:
+    """A folder holding an ``nvidia-smi`` that lists ``lines`` (one GPU a line), for PATH."""
+    folder.mkdir(parents=True, exist_ok=True)
+    exe = folder / "nvidia-smi"
+    exe.write_text(f"#!/bin/sh\nprintf '%s\\n' {' '.join(repr(x) for x in lines.splitlines())}\n")
+    exe.chmod(0o755)
+    return f"{folder}{os.pathsep}{os.environ['PATH']}"
+
+
+def test_a_node_whose_gpus_torch_cannot_use_fails_at_once(tmp_path: Path) -> None:
+    """nvidia-smi lists two GPUs, torch sees none (CUDA hidden here): the first line FAILs naming
+    the driver and torch's CUDA build, nothing else runs, the exit status is 1."""
+    path = fake_nvidia_smi(
+        tmp_path / "bin", "NVIDIA H100 80GB HBM3, 535.183.01\nNVIDIA H100 80GB HBM3, 535.183.01"
+    )
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "PATH": path}
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "gpu_check.py"), "--quick", "--out", str(tmp_path / "o")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    assert proc.returncode == 1, proc.stdout + proc.stderr[-3000:]
+    lines = LINE.findall(proc.stdout)
+    assert [(c, s) for c, s, *_ in lines] == [("gpus", "FAIL")], proc.stdout
+    import torch
+
+    figure = lines[0][3]
+    assert "nvidia-smi lists 2 GPUs, driver 535.183.01" in figure, figure
+    assert f"torch {torch.__version__} (" in figure and ("CPU-only" in figure or "built for CUDA" in figure)
+    assert re.search(r"^summary: 0 PASS, 1 FAIL, 0 SKIP", proc.stdout, re.M), proc.stdout
 
 
 def test_the_tiny_encoder_vocabulary_is_the_same_every_time(gpu_check: ModuleType) -> None:
@@ -216,3 +252,50 @@ def test_wheel_list_names_what_the_check_imports() -> None:
     assert needed <= listed
     preinstalled = {"torch", "transformers", "sentence-transformers", "numpy", "pandas", "pyarrow", "scipy"}
     assert not listed & preinstalled
+
+
+def test_the_scheduler_giving_gpus_is_read_from_slurm_and_cuda_variables() -> None:
+    from rr.job_env import allocated_gpus
+
+    assert allocated_gpus({}) is None
+    assert allocated_gpus({"CUDA_VISIBLE_DEVICES": ""}) is None  # hidden on purpose
+    assert allocated_gpus({"CUDA_VISIBLE_DEVICES": "-1", "SLURM_GPUS_ON_NODE": "0"}) is None
+    assert allocated_gpus({"SLURM_JOB_GPUS": "0,1"}) == "SLURM_JOB_GPUS=0,1"
+    assert allocated_gpus({"CUDA_VISIBLE_DEVICES": "2"}) == "CUDA_VISIBLE_DEVICES=2"
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "expected"),
+    [
+        (["generator.device=cuda"], {}, "generator.device=cuda but torch sees no CUDA device"),
+        (
+            [],
+            {"SLURM_JOB_GPUS": "0,1"},
+            "generator: this job was given GPUs (SLURM_JOB_GPUS=0,1) but torch sees none",
+        ),
+    ],
+)
+def test_a_job_that_asks_for_or_was_given_gpus_never_runs_on_the_cpu(
+    args: list[str],
+    env: dict[str, str],
+    expected: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """No CUDA here: a job asking for it, or one SLURM gave GPUs that leaves the device to rr, stops
+    in one line naming the driver and torch's build, before any model loads."""
+    from tests.test_cli_errors import SMALL, run_main
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    monkeypatch.setenv("PATH", fake_nvidia_smi(tmp_path / "bin"))
+    for var, value in env.items():
+        monkeypatch.setenv(var, value)
+    code, err = run_main([*SMALL, "generator=hf", *args], tmp_path, monkeypatch, capsys)
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and lines[0].startswith("rr: ") and expected in lines[0], err
+    assert "nvidia-smi lists 1 GPU, driver 535.183.01" in lines[0] and "Traceback" not in err
+    # device=cpu given on purpose runs on the CPU, in an allocation too
+    from rr.job_env import torch_device
+
+    assert torch_device("cpu", "generator") == "cpu"

@@ -15,6 +15,7 @@ from rr.generation.cpu_attention import use_cpu_gqa_attention
 from rr.generation.hf_prefix import PrefixPrefill, generate_batch, prefix_order
 from rr.generation.parallel import FabricPool
 from rr.generation.throughput import BatchTiming, ContentionSampler
+from rr.job_env import torch_device
 from rr.model_identity import local_identity
 from rr.records import GenerationParams, Request
 from rr.registry import component
@@ -236,9 +237,9 @@ class HFGenerator(ConfiguredDecoding):
 
     # -- generation ---------------------------------------------------------------------------
     def _resolve_device(self) -> str:
-        import torch
-
-        return self.device or ("cuda" if torch.cuda.is_available() else "cpu")
+        """The device asked for (checked when the model loads: a login node may plan a CUDA job),
+        else CUDA where torch has it, else the CPU unless the scheduler gave this job GPUs."""
+        return self.device or torch_device(None, "generator")
 
     def runs_on_cpu(self) -> bool:
         """Whether the model runs on the CPU in this process (decided without loading it; with
@@ -262,7 +263,7 @@ class HFGenerator(ConfiguredDecoding):
             import torch
             from transformers import AutoModelForCausalLM
 
-            device = self._resolve_device()
+            device = torch_device(self.device, "generator")
             dtype = getattr(torch, self.resolved_dtype())
             log.info("loading %s on %s (%s)", self.model, device, dtype)
             model = AutoModelForCausalLM.from_pretrained(
@@ -363,7 +364,7 @@ class HFGenerator(ConfiguredDecoding):
         if self.data_parallel == 1:
             return self.generate_local(prompts, params, progress)
         if self._pool is None:
-            accelerator = "cuda" if self._resolve_device().startswith("cuda") else "cpu"
+            accelerator = "cuda" if torch_device(self.device, "generator").startswith("cuda") else "cpu"
             self._pool = FabricPool(
                 self, self._init_kwargs, self.data_parallel, accelerator, self.dp_timeout_s
             )

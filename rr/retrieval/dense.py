@@ -37,7 +37,7 @@ from rr.atomic import atomic_write
 from rr.data.base import Corpus
 from rr.errors import ConfigError, require_non_negative, require_positive
 from rr.hashing import content_hash
-from rr.job_env import progress_enabled
+from rr.job_env import progress_enabled, torch_device
 from rr.model_identity import model_identity
 from rr.records import Hit
 from rr.registry import component
@@ -240,10 +240,9 @@ class DenseRetriever:
     def load_model(self) -> Any:
         """The ``SentenceTransformer`` (loaded on first use, then kept)."""
         if self._model is None:
-            import torch
             from sentence_transformers import SentenceTransformer
 
-            device = self.device or ("cuda" if torch.cuda.is_available() else "cpu")
+            device = torch_device(self.device, f"retriever.{self.name}")
             path = resolve_model(self.model_name)
             log.info("dense: loading %s on %s", path, device)
             self._model = SentenceTransformer(path, device=device, revision=self.revision)

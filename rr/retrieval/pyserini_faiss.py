@@ -32,6 +32,7 @@ from typing import Any
 
 from rr.data.base import Corpus
 from rr.errors import ConfigError, UserError
+from rr.job_env import torch_device
 from rr.model_identity import content_identities
 from rr.records import Hit
 from rr.registry import component
@@ -207,10 +208,9 @@ class PyseriniFaissRetriever:
         """
         if self._encoder is not None:
             return self._encoder
-        import torch
         from pyserini.encode import AnceQueryEncoder, AutoQueryEncoder, DkrrDprQueryEncoder, DprQueryEncoder
 
-        device = self.device or ("cuda" if torch.cuda.is_available() else "cpu")
+        device = torch_device(self.device, f"retriever.{self.name}")
         log.info(
             "pyserini_faiss: loading %s query encoder %s on %s",
             self.encoder_class,
