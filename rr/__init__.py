@@ -4,8 +4,4 @@ Start at :mod:`rr.pipeline` (one job), :mod:`rr.results` (the score table) and
 :mod:`rr.metrics.robustness` (NDR, RSR, ROR).
 """
 
-from rr import moved
-
 __version__ = "0.1.0"
-
-moved.install()  # the old names of moved modules import, with a warning (rr.moved.MOVED)

@@ -25,8 +25,7 @@ attributes (:class:`JobSummary` and its nested records), never its JSON keys.
 from __future__ import annotations
 
 import json
-import warnings
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Self
@@ -309,46 +308,6 @@ class JobSummary:
             **values,
             extra={k: v for k, v in data.items() if k not in known},
             absent=frozenset(known - set(data) - {"summary_version"}),
-        )
-
-    # the old read-only mapping of the written JSON: kept for one release, with a warning
-    def __getitem__(self, key: str) -> Any:
-        _warn_mapping()
-        return self.to_dict()[key]
-
-    def get(self, key: str, default: Any = None) -> Any:
-        _warn_mapping()
-        return self.to_dict().get(key, default)
-
-    def __contains__(self, key: object) -> bool:
-        _warn_mapping()
-        return key in self.to_dict()
-
-    def keys(self) -> Any:
-        _warn_mapping()
-        return self.to_dict().keys()
-
-    def items(self) -> Any:
-        _warn_mapping()
-        return self.to_dict().items()
-
-    def __iter__(self) -> Iterator[str]:
-        _warn_mapping()
-        return iter(self.to_dict())
-
-
-_warned: list[bool] = []
-
-
-def _warn_mapping() -> None:
-    """Warn once per process that a summary was read as a mapping (its keys), not by attribute."""
-    if not _warned:
-        _warned.append(True)
-        warnings.warn(
-            "reading a JobSummary by key (summary['rows'], summary.get(...), 'x' in summary) is "
-            "deprecated: read its attributes (summary.rows), or summary.to_dict() for the JSON",
-            DeprecationWarning,
-            stacklevel=3,
         )
 
 

@@ -101,8 +101,8 @@ def test_outputs_written(tiny_run) -> None:
 def test_rerun_makes_zero_model_calls_and_identical_table(tiny_run) -> None:
     cfg, tmp, first = tiny_run
     second = run_job(cfg, tmp / "job-rerun")
-    assert second.summary["model_calls"] == 0
-    assert second.summary["retrieval_runs_computed"] == 0 and second.summary["retrieval_runs_cached"] == 2
+    assert second.summary.model_calls == 0
+    assert second.summary.retrieval_runs_computed == 0 and second.summary.retrieval_runs_cached == 2
     pd.testing.assert_frame_equal(first.scores, second.scores)
 
 

@@ -529,7 +529,7 @@ def test_job_over_damaged_caches_gives_the_same_table_and_reports_the_repairs(tm
         tmp_path,
     )
     first = run_job(cfg, tmp_path / "job1")
-    assert first.summary["model_calls"] > 0 and first.summary["cache_torn_lines"] == 0
+    assert first.summary.model_calls > 0 and first.summary.cache_torn_lines == 0
     cache = Path(cfg.paths.cache_dir)
     (shard,) = (cache / "generations").glob("*/*.jsonl")
     with open(shard, "ab") as f:
@@ -541,7 +541,7 @@ def test_job_over_damaged_caches_gives_the_same_table_and_reports_the_repairs(tm
         f.write_bytes(b"\xff")
     second = run_job(cfg, tmp_path / "job2")
     summary = json.loads((tmp_path / "job2" / "summary.json").read_text())
-    assert summary["model_calls"] == 0 and summary["cache_hits"] == first.summary["model_calls"]
+    assert summary["model_calls"] == 0 and summary["cache_hits"] == first.summary.model_calls
     assert summary["cache_torn_lines"] == 1
     assert summary["retrieval_runs_rebuilt"] == 1 and summary["index_rebuilds"] == 1
     pd.testing.assert_frame_equal(first.scores, second.scores)

@@ -102,16 +102,6 @@ def test_the_current_version_reads_into_typed_records(tmp_path: Path) -> None:
     assert s.to_dict() == stored(SUMMARY_VERSION)  # the JSON as written (key order aside)
 
 
-def test_reading_a_summary_by_key_still_works_and_warns() -> None:
-    import rr.jobfolder
-
-    s = JobSummary.from_dict(stored(SUMMARY_VERSION))
-    rr.jobfolder._warned.clear()
-    with pytest.warns(DeprecationWarning, match="read its attributes"):
-        assert s["rows"] == 10
-    assert s.get("cells") == 5 and "environment" in s and s["metrics"][0]["retriever"] == "bm25"
-
-
 def test_a_torn_or_missing_summary_reads_as_none(tmp_path: Path) -> None:
     assert read_summary(tmp_path) is None
     (tmp_path / SUMMARY_FILE).write_text('{"job_id": "01')

@@ -45,7 +45,6 @@ LAYERS: dict[str, int] = {
     "rr.sweepfolder": 0,
     "rr.environment": 0,
     "rr.prompts": 0,
-    "rr.moved": 0,
     "rr.data": 1,
     "rr.retrieval": 1,
     "rr.generation": 1,

@@ -80,13 +80,13 @@ def test_prompt_longer_than_the_window_is_not_sent_and_the_row_is_flagged(
     assert long["over_window"].all() and not short["over_window"].any()
     assert (long["prediction"] == "").all() and (long["raw_output"] == "").all()
     assert (long["score"] == 0).all()
-    assert summary["rows_over_window"] == 6
+    assert summary.rows_over_window == 6
     # distinct prompts not sent, per step: the closed-book prompt (asked by each of the three
     # strategies), vanilla's answer, OwnKnow's answer, S2A's selection and answer
-    assert summary["prompts_over_window"] == 7
-    assert summary["answer_extraction_fallbacks"] == int((~short["marker_found"]).sum())
+    assert summary.prompts_over_window == 7
+    assert summary.answer_extraction_fallbacks == int((~short["marker_found"]).sum())
     # every model call was for the short question: one per distinct sent prompt
-    assert summary["model_calls"] == len(set(sent))
+    assert summary.model_calls == len(set(sent))
     warnings = [r.getMessage() for r in caplog.records if "context window" in r.getMessage()]
     assert len(warnings) == 1 and "'long'" in warnings[0], warnings
     written = json.loads((tmp_path / "job" / "summary.json").read_text())
@@ -95,8 +95,8 @@ def test_prompt_longer_than_the_window_is_not_sent_and_the_row_is_flagged(
     # a re-run sends nothing: the short question's prompts are cached, the long one's never sent
     sent.clear()
     again = run_job(cfg, tmp_path / "job2")
-    assert sent == [] and again.summary["model_calls"] == 0
-    assert again.summary["rows_over_window"] == 6
+    assert sent == [] and again.summary.model_calls == 0
+    assert again.summary.rows_over_window == 6
 
     # rr plan: the long question's prompts are reported as over the window, with no tokens
     # (same prompt tokens as a plan of the short question alone)

@@ -117,11 +117,12 @@ def test_rare_mini_sweep_reported(tmp_path: Path) -> None:
     (bt,) = (r for r in results if "backtranslate" in set(r.scores["doc_perturbation"]))
     rows = bt.scores[bt.scores["k"] > 0]
     assert len(rows) == 2 and all(ids[0].endswith("/bt") for ids in rows["doc_ids"])
-    counters = bt.summary["counters"]
+    counters = bt.summary.counters
     assert "backtranslate:empty_translation" not in counters, counters
     # planted values where the reader's documents can be read again; none where a perturbation rewrote them
     planted = {
-        r.scores.loc[r.scores["k"] > 0, "doc_perturbation"].iloc[0]: "planted" in r.summary for r in results
+        r.scores.loc[r.scores["k"] > 0, "doc_perturbation"].iloc[0]: r.summary.planted is not None
+        for r in results
     }
     assert planted == {"none": True, "ground_truth": True, "delete_answer": False, "backtranslate": False}
     out = rendered(tmp_path / "jobs", tmp_path / "report", ["rare_robustness"])

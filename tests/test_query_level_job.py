@@ -48,4 +48,4 @@ def test_typo_job_with_oracle(tmp_path: Path) -> None:
     deltas = module_deltas(df, metrics, retriever="bm25", k=1)
     assert len(deltas) == 2 and (deltas["d_or"].abs() <= 1).all()
     assert set(correlations(deltas)["pair"]) == {"RET", "CB", "OR"}
-    assert res.summary["counters"].get("typo:unchanged", 0) == 0
+    assert res.summary.counters.get("typo:unchanged", 0) == 0

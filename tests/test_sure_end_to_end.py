@@ -43,7 +43,7 @@ def test_sure_mini_sweep_points(tmp_path: Path) -> None:
     dropped = sum(v for k, v in counters.items() if ":dropped_" in k)
     assert kept + dropped == 3 and len(fmt[fmt["k"] == 1]) == kept
     # the closed-book answers are shared through the generation cache: no new model calls
-    assert jobs["format_json"].summary["cache_hits"] >= 3
+    assert jobs["format_json"].summary.cache_hits >= 3
     table = robustness_rates(load([tmp_path / "none", tmp_path / "format_json"]))
     total = table.loc["format:json", "Total"]
     assert total["n"] == kept

@@ -73,7 +73,7 @@ def test_wandb_offline_run_per_job_resumed_on_rerun(shared: Path, monkeypatch: p
     cfg = compose_config(TINY_CB, shared)
     assert isinstance(instantiate(cfg.logger), WandbLogger)
     res = run_job(cfg, shared / "job")
-    jid = res.summary["job_id"]
+    jid = res.summary.job_id
     assert (shared / "job" / "scores.parquet").exists() and not (shared / "job" / "wandb_error.txt").exists()
     runs = sorted((wandb_dir / "wandb").glob(f"offline-run-*-rr-{jid}"))
     assert len(runs) == 1

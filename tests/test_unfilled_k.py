@@ -48,7 +48,7 @@ def test_cells_whose_retriever_returned_fewer_than_k_are_recorded_and_reported(t
     # the oracle retriever returns the gold passages only: one per synthetic question
     cfg = compose_config([*SIM, "retriever=[bm25,oracle]", "grid.k=[1,3]"], tmp_path)
     result = run_job(cfg, tmp_path / "runs" / "job")
-    (short,) = result.summary["cells_short_of_k"]
+    (short,) = result.summary.cells_short_of_k
     assert short == {
         "retriever": "oracle",
         "k": 3,

@@ -127,8 +127,8 @@ def test_a_vllm_job_exits_by_itself_and_matches_hf(tmp_path: Path) -> None:
     # the vLLM job again, served by the cache the subprocess wrote: no engine is even started
     # (run in this process: that a vLLM job exits by itself was shown above)
     again = run_job(compose_config([*args, "force=true"]), job).summary
-    assert again["model_calls"] == 0 and again["prefix_cache"] == {}
-    assert again["requests"] == summary["requests"] and again["cache_hits"] == summary["unique_requests"]
+    assert again.model_calls == 0 and again.prefix_cache == {}
+    assert again.requests == summary["requests"] and again.cache_hits == summary["unique_requests"]
 
 
 @pytest.fixture(scope="module")

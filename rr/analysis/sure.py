@@ -477,9 +477,3 @@ def preliminary_from_config(cfg: Any, output_dir: str | Path, depth: int = 100) 
     ks.to_csv(out / "ks.csv")
     plot_feature_distributions(features, out / "fig6.png", title=f"{generator.name}: oracle retriever")
     return ks
-
-
-if __name__ == "__main__":  # the entry point before `rr sure-prelim` (CHANGELOG.md): still runs, and warns
-    from rr.moved import run_moved_main
-
-    run_moved_main("rr.analysis.sure", "rr.commands.sure_prelim", "rr sure-prelim")

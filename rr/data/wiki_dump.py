@@ -729,9 +729,3 @@ class WikiDumpCorpus:
                     break
                 passages.append(_parse_line(line, chunks, i))
         return Corpus(passages, name=self.name, source=source)
-
-
-if __name__ == "__main__":  # the entry point before `rr chunk-wiki` (CHANGELOG.md): still runs, and warns
-    from rr.moved import run_moved_main
-
-    run_moved_main("rr.data.wiki_dump", "rr.commands.chunk_wiki", "rr chunk-wiki")
