@@ -38,7 +38,14 @@ def test_registry() -> None:
 
 
 def test_cases_cover_every_metric() -> None:
-    assert {c["metric"] for c in CASES} == {"ndr", "rsr", "ror"}
+    assert {c["metric"] for c in CASES} == {
+        "ndr",
+        "rsr",
+        "ror",
+        "accuracy",
+        "closed_book_accuracy",
+        "perfect_ndr_gain",
+    }
 
 
 # --------------------------------------------------------------------------- robustness_table

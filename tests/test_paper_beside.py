@@ -18,7 +18,7 @@ from rr.papers import VALUE_COLUMNS, Claim, paper_claims, paper_values, parse_se
 from rr.pipeline import run_job
 from rr.reporting import build_report
 from rr.reporting.loading import ReportContext, load_jobs
-from rr.reporting.paper_claims import OUTSIDE_SCOPE, evaluate_claims, metric_fn
+from rr.reporting.paper_claims import OUTSIDE_SCOPE, evaluate_claims
 from rr.reporting.paper_match import (
     CONTRADICTED,
     HOLDS,
@@ -56,7 +56,7 @@ def test_every_value_and_claim_names_a_metric_rr_computes_and_a_setting_it_reads
     for claim in paper_claims():  # the claims' own metrics and scope: tests/test_paper_claims.py
         if claim.evaluable:
             for m in (claim.metric, claim.metric_a or claim.metric, claim.metric_b or claim.metric):
-                assert metric_fn(m) is not None, (claim.id, m)
+                assert estimator(m) is not None, (claim.id, m)
 
 
 def test_rgb_tables_are_shipped_whole_and_as_printed():

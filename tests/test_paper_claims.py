@@ -19,9 +19,9 @@ from rr.reporting.paper_claims import (
     NOT_EVALUABLE,
     OUTSIDE_SCOPE,
     evaluate_claims,
-    metric_fn,
 )
-from rr.reporting.paper_match import CONTRADICTED, HOLDS, INSIDE, OUTSIDE, Estimate, _verdict
+from rr.metrics import Estimate
+from rr.reporting.paper_match import CONTRADICTED, HOLDS, INSIDE, OUTSIDE, _verdict, estimator
 from tests.conftest import compose_config
 from tests.test_paper_beside import PAPER_FILES, PAPERS
 
@@ -62,7 +62,7 @@ def test_every_claim_states_its_scope_and_is_evaluable_or_says_why():
         assert c.scope_text, c.id
         if c.evaluable:
             for m in (c.metric, c.metric_a or c.metric, c.metric_b or c.metric):
-                assert metric_fn(m) is not None, (c.id, m)
+                assert estimator(m) is not None, (c.id, m)
         else:
             assert c.why_not, c.id
     ids = {c.id for c in claims}
@@ -82,7 +82,7 @@ def test_every_claim_states_its_scope_and_is_evaluable_or_says_why():
         "rare2025.finance_best_economics_worst",
     } <= ids
     rej = _claim("rgb2024.rejection_is_rare_en")  # 45% is Table 3's highest Rej* (LLM-judged), not a 0.5
-    assert (rej.metric, rej.threshold) == ("rgb_rej_llm", 0.45)
+    assert (rej.metric, rej.threshold) == ("rgb_rejection_rate_llm", 0.45)
     assert _claim("rgb2024.counterfactual_misleads").scope_condition == "rgb_closed_book_accuracy>0.7"
 
 

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rr.analysis.query_level import perturbation_kind
+from rr.metrics.query_level import perturbation_kind
 from rr.metrics.rare import doc_type
 from rr.metrics.rgb import noise_ratio_of, rgb_table
 from rr.perturbations.base import VALUE, PerturbationTag, perturbation_columns

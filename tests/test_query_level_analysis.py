@@ -13,12 +13,11 @@ from rr.analysis.query_level import (
     correlation_table,
     correlations,
     match_table,
-    module_deltas,
-    perturbation_kind,
     quality_report,
     retrieval_metrics,
     retriever_table,
 )
+from rr.metrics.query_level import module_deltas, perturbation_kind
 from rr.records import Hit
 
 

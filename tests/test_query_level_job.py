@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rr.analysis.query_level import correlations, job_retrieval_metrics, module_deltas, retriever_table
+from rr.analysis.query_level import correlations, job_retrieval_metrics, retriever_table
+from rr.metrics.query_level import module_deltas
 from rr.pipeline import run_job
 from rr.retrieval.qrels import read_qrels
 

@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from rr.metrics.registry import CI_HIGH, CI_LOW
 from rr.metrics.robustness import NO_RETRIEVER, TIE_TOLERANCE, robustness_table
 from rr.results import CELL_KEYS, varying
 from rr.stats import BootstrapMethod, StatResult, bootstrap_cluster_means, cluster_bootstrap
@@ -29,8 +30,6 @@ log = logging.getLogger(__name__)
 SYSTEM_COLUMNS = ("generator", "strategy")
 #: Columns that name a *setting* a system is evaluated in (kept apart, never pooled).
 SETTING_COLUMNS = ("dataset", "judge", "query_perturbation", "doc_perturbation", "seed")
-#: Suffixes of the interval columns that go with a value column ``x``: ``x_ci_low``, ``x_ci_high``.
-CI_LOW, CI_HIGH = "_ci_low", "_ci_high"
 
 #: The metrics of :func:`robustness_ci`, in table order.
 METRICS = ("ndr", "rsr", "ror", "robustness", "accuracy", "closed_book_accuracy")

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -33,22 +32,10 @@ import numpy as np
 import pandas as pd
 
 from rr.jobfolder import QRELS_FILE, RUNS_DIR
-from rr.perturbations.base import PerturbationTag
+from rr.metrics.query_level import ORIGINAL, PAIRS, perturbation_kind
 from rr.records import Hit
 from rr.retrieval.qrels import Qrels, base_qid, read_qrels
 from rr.retrieval.runs import read_trec_run
-
-ORIGINAL = "none"
-
-
-def perturbation_kind(tag: str) -> str:
-    """A tag without its variant number: ``typo@0.25#3`` -> ``typo@0.25``; ``none`` stays.
-
-    A string that is not a :class:`~rr.perturbations.base.PerturbationTag` (a query-file tag of
-    a table written before tags were checked) is its own kind.
-    """
-    t = PerturbationTag.read(tag)
-    return tag if t is None else replace(t, variant=None).format()
 
 
 def _measure_name(measure: str, k: int) -> str:
@@ -209,80 +196,6 @@ def match_table(
     table = table[_kind_order(list(table.columns))]
     table.columns.name = None
     return table
-
-
-def _paired_delta(values: pd.Series, name: str) -> pd.DataFrame:
-    """Per (example_id, query_perturbation != none): value minus the example's original value."""
-    df = values.rename(name).reset_index()
-    orig = df[df["query_perturbation"] == ORIGINAL].set_index("example_id")[name]
-    pert = df[df["query_perturbation"] != ORIGINAL]
-    missing = sorted(set(pert["example_id"]) - set(orig.index))
-    if missing:
-        raise ValueError(
-            f"{name}: perturbed rows without an original (query_perturbation=none) row: {missing[:5]}"
-        )
-    return pert.assign(**{name: pert[name].to_numpy() - orig.loc[pert["example_id"]].to_numpy()})
-
-
-def module_deltas(
-    scores: pd.DataFrame,
-    retrieval: pd.DataFrame,
-    retriever: str,
-    k: int = 5,
-    order: str = "original",
-    oracle: str = "oracle",
-    recall: str | None = None,
-) -> pd.DataFrame:
-    """§5.4: per perturbed sample, the change from its original in each module's score.
-
-    Args:
-        scores: Score table of one generator (and one strategy) with closed-book rows (k = 0),
-            the oracle retriever's rows and ``retriever``'s rows at cut-off ``k``.
-        retrieval: :func:`retrieval_metrics` output with ``retriever``'s rows.
-        retriever: The RAG retriever (e.g. ``bge_base``).
-        k: Cut-off of the RAG and oracle cells and of Recall (the paper: 5).
-        order: Document order of the RAG and oracle cells.
-        oracle: Name of the oracle retriever.
-        recall: Recall column (default ``recall@<k>``).
-
-    Returns:
-        One row per (example_id, query_perturbation != none) with ``kind``, ``d_ret``
-        (Recall@k), ``d_cb`` (closed-book Match), ``d_or`` (oracle Match), ``d_rag`` (RAG Match).
-
-    Raises:
-        ValueError: a setting has several rows per sample (filter to one generator/strategy
-            first), or a perturbed sample lacks its original.
-    """
-    recall = recall or f"recall@{k}"
-    key = ["example_id", "query_perturbation"]
-
-    def one(df: pd.DataFrame, what: str) -> pd.Series:
-        if df.empty:
-            raise ValueError(f"module_deltas: no rows for {what}")
-        if df.duplicated(key).any():
-            raise ValueError(
-                f"module_deltas: several rows per sample for {what}; filter to one generator/strategy"
-            )
-        return df.set_index(key)["score"]
-
-    cb = one(scores[scores["k"] == 0], "closed-book (k = 0)")
-    rag_rows = scores[(scores["k"] == k) & (scores["order"] == order)]
-    orc = one(rag_rows[rag_rows["retriever"] == oracle], f"oracle retriever {oracle!r} at k={k}")
-    rag = one(rag_rows[rag_rows["retriever"] == retriever], f"retriever {retriever!r} at k={k}")
-    ret_rows = retrieval[retrieval["retriever"] == retriever]
-    if ret_rows.empty:
-        raise ValueError(f"module_deltas: no retrieval metrics for retriever {retriever!r}")
-    ret = ret_rows.set_index(key)[recall].rename("score")
-    parts = [
-        _paired_delta(s, n).set_index(key)[n]
-        for s, n in ((ret, "d_ret"), (cb, "d_cb"), (orc, "d_or"), (rag, "d_rag"))
-    ]
-    out = pd.concat(parts, axis=1, join="inner").reset_index()
-    out.insert(2, "kind", out["query_perturbation"].map(perturbation_kind))
-    return out.sort_values(key, kind="stable").reset_index(drop=True)
-
-
-PAIRS = {"RET": "d_ret", "CB": "d_cb", "OR": "d_or"}
 
 
 def correlations(deltas: pd.DataFrame) -> pd.DataFrame:

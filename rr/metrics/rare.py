@@ -45,7 +45,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from rr.metrics.registry import register_metric
+from rr.metrics.registry import Estimate, EstimationContext, MetricSpec, mean_of, register_metric
 from rr.metrics.robustness import MetricUndefinedError
 from rr.perturbations.base import PerturbationTag
 
@@ -166,12 +166,27 @@ def score_rows(flags: pd.DataFrame, score: str, include_retrieval: bool = False)
     raise ValueError(f"RARE score must be one of {SCORES}, got {score!r}")
 
 
+def score_estimate(
+    spec: MetricSpec, rows: pd.DataFrame, ctx: EstimationContext, job_rows: pd.DataFrame | None = None
+) -> Estimate | None:
+    """The estimator of RARE's Table 4 scores: the share of robust trials per example
+    (:func:`score_rows` of the spec's score), averaged over examples."""
+    try:
+        trials = score_rows(robustness_flags(rows), spec.name.removeprefix("rare_"))
+    except ValueError:  # incl. MetricUndefinedError
+        return None
+    if trials.empty:
+        return None
+    per = trials.groupby("example_id", as_index=False)["robust"].mean()
+    return mean_of(per, per["robust"], ctx)
+
+
 @register_metric(
     "rare_overall",
     printed_as=("rare2025: overall robustness (Table 5)",),
     section="rare_robustness",
     column="overall",
-    estimate="rare",
+    estimator=score_estimate,
 )
 def overall_robustness(
     df: pd.DataFrame, doc_types: Mapping[str, str] | None = None, include_retrieval: bool = False
@@ -186,7 +201,7 @@ def overall_robustness(
     printed_as=("rare2025: query robustness (Table 5)",),
     section="rare_robustness",
     column="query",
-    estimate="rare",
+    estimator=score_estimate,
 )
 def query_robustness(df: pd.DataFrame, doc_types: Mapping[str, str] | None = None) -> float:
     """Query robustness: perturbed queries q′ ∈ Q′ with the ground-truth documents."""
@@ -198,7 +213,7 @@ def query_robustness(df: pd.DataFrame, doc_types: Mapping[str, str] | None = Non
     printed_as=("rare2025: document robustness (Table 5)",),
     section="rare_robustness",
     column="document",
-    estimate="rare",
+    estimator=score_estimate,
 )
 def document_robustness(df: pd.DataFrame, doc_types: Mapping[str, str] | None = None) -> float:
     """Document robustness: the original query with perturbed documents d′ ∈ D′."""
@@ -210,7 +225,7 @@ def document_robustness(df: pd.DataFrame, doc_types: Mapping[str, str] | None = 
     printed_as=("rare2025: retrieval robustness (Table 5)",),
     section="rare_robustness",
     column="retrieval",
-    estimate="rare",
+    estimator=score_estimate,
 )
 def retrieval_robustness(df: pd.DataFrame, doc_types: Mapping[str, str] | None = None) -> float:
     """Real-world retrieval robustness: the original query with every retrieved context."""

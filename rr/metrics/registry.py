@@ -1,8 +1,9 @@
 """The metric registry: one :class:`MetricSpec` per metric name, the one vocabulary of metrics.
 
 A spec says what the metric measures, its direction, the names the papers print it under, the
-report section (and column) that shows it, its function over the score table and, for a rate, the
-per-row values whose mean it is. Report sections and the paper-beside table
+report section (and column) that shows it, its function over the score table, for a rate the per-row
+values whose mean it is, and its estimator (how the paper-beside table and the claims estimate it with an
+interval). Report sections and the paper-beside table
 (:mod:`rr.reporting.paper_beside`) look metrics up here; ``rr/papers/values/*.csv``'s ``metric``
 column names a spec (a test checks every row).
 
@@ -15,9 +16,9 @@ query-level Recall@5 from the job's runs); :mod:`rr.metrics` imports them so tha
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import pandas as pd
 
@@ -26,13 +27,55 @@ from rr.registry import Registry
 #: A metric: score table in, one float out.
 Metric = Callable[[pd.DataFrame], float]
 
-#: How a metric is estimated with an interval beside a paper (:mod:`rr.reporting.paper_beside`):
-#: ``rate`` (the mean of :attr:`MetricSpec.per_row` over the rows, a bootstrap interval),
-#: ``robustness`` (NDR / RSR / ROR and their geometric mean, the robustness table's intervals),
-#: ``sure`` (SURE's LR / RR / WR of one perturbation and subset), ``rare`` (RARE's Table 4 scores),
-#: ``query_level_recall`` (Recall@k from the job's runs and qrels), ``query_level_pearson`` (Pearson r
-#: of per-sample changes, Fisher's interval).
-ESTIMATES = ("rate", "robustness", "sure", "rare", "query_level_recall", "query_level_pearson")
+
+class EstimationContext(Protocol):
+    """What an estimator gets besides the rows (:class:`rr.reporting.loading.ReportContext` is one): the
+    resampling settings, and what is computed from more than the rows or shared between estimators."""
+
+    n_resamples: int
+    confidence: float
+    seed: int
+
+    def robustness(self, rows: pd.DataFrame) -> tuple[pd.Series, pd.DataFrame] | None:
+        """The robustness table's row of ``rows`` with intervals, and its per-example values (None: the
+        robustness metrics are not defined on them)."""
+
+    def retrieval_metrics(self, ks: Sequence[int]) -> pd.DataFrame:
+        """Per-query Recall/Precision@k of the report's jobs, from their runs and qrels."""
+
+
+#: Suffixes of the interval columns that go with a value column ``x``: ``x_ci_low``, ``x_ci_high``.
+CI_LOW, CI_HIGH = "_ci_low", "_ci_high"
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """rr's value of a metric on some rows, its interval, and how many examples it rests on."""
+
+    value: float
+    ci_low: float
+    ci_high: float
+    n: int
+    per_example: pd.Series | pd.DataFrame | None = None
+
+
+def mean_of(rows: pd.DataFrame, values: pd.Series, ctx: EstimationContext) -> Estimate:
+    """The mean of ``values`` (one per row of ``rows``) with its small-sample bootstrap interval over the
+    rows (:func:`rr.stats.bootstrap_mean`), and each example's mean."""
+    from rr.stats import bootstrap_mean  # scipy: not on the path of `import rr.metrics`
+
+    frame = rows.assign(_v=values.astype(float))
+    r = bootstrap_mean(
+        frame, "_v", n_resamples=ctx.n_resamples, confidence=ctx.confidence, seed=ctx.seed, small_sample=True
+    )
+    per = frame.groupby("example_id")["_v"].mean()
+    return Estimate(r.statistic, r.ci_low, r.ci_high, r.n, per)
+
+
+#: How a metric is estimated with an interval beside a paper: ``(spec, rows, ctx, job_rows=None,
+#: **params) -> Estimate | None`` (the matched rows, an :class:`EstimationContext`, the matched jobs'
+#: rows, the setting's metric parameters; None where the rows lack what the metric needs).
+Estimator = Callable[..., "Estimate | None"]
 
 
 @dataclass(frozen=True)
@@ -48,10 +91,13 @@ class MetricSpec:
         section: The report section that shows it (``rgb_rejection``; ``None``: none does).
         column: That section's column for it (``rej``).
         fn: The function over the score table (:data:`METRICS`); ``None`` for a metric computed from
-            more than the score table (its :attr:`estimate` says how).
+            more than the score table (its :attr:`estimator` says how).
         per_row: For a rate: the 0/1 value of each row whose mean over the rows :attr:`fn` averages.
         closed_book: For a rate: it averages the ``k = 0`` rows (else the ``k > 0`` rows).
-        estimate: How it is estimated beside a paper (one of :data:`ESTIMATES`).
+        estimator: How it is estimated with an interval beside a paper (:data:`Estimator`; ``None``: rr
+            does not estimate it there).
+        rests_on: The robustness metrics it is computed from (``robustness``: NDR, RSR and ROR), whose
+            degenerate cases it shares.
     """
 
     name: str
@@ -63,15 +109,20 @@ class MetricSpec:
     fn: Callable[..., float] | None = None
     per_row: Callable[[pd.DataFrame], pd.Series] | None = None
     closed_book: bool = False
-    estimate: str = "rate"
+    estimator: Estimator | None = None
+    rests_on: tuple[str, ...] = ()
 
-    def __post_init__(self) -> None:
-        if self.estimate not in ESTIMATES:
-            raise ValueError(
-                f"metric {self.name!r}: estimate must be one of {ESTIMATES}, got {self.estimate!r}"
-            )
-        if self.estimate == "rate" and self.per_row is None:
-            raise ValueError(f"metric {self.name!r}: a rate needs per_row")
+    def estimate(
+        self, rows: pd.DataFrame, ctx: EstimationContext, job_rows: pd.DataFrame | None = None, **params: str
+    ) -> Estimate | None:
+        """:attr:`estimator` on ``rows`` (see :data:`Estimator`).
+
+        Raises:
+            TypeError: the metric has no estimator.
+        """
+        if self.estimator is None:
+            raise TypeError(f"metric {self.name!r} has no estimator")
+        return self.estimator(self, rows, ctx, job_rows, **params)
 
     @property
     def direction(self) -> str:
@@ -113,11 +164,12 @@ def register_metric(
     column: str | None = None,
     per_row: Callable[[pd.DataFrame], pd.Series] | None = None,
     closed_book: bool = False,
-    estimate: str | None = None,
+    estimator: Estimator | None = None,
+    rests_on: tuple[str, ...] = (),
 ) -> Callable[[_F], _F]:
     """Decorator registering a metric function under ``name`` in :data:`METRICS`, with its spec in
     :data:`SPECS` (the keyword arguments: :class:`MetricSpec`'s; ``measures`` defaults to the first
-    line of the function's docstring; ``estimate`` to ``rate`` with ``per_row``, else ``robustness``).
+    line of the function's docstring).
 
     Args:
         name: Registry key (e.g. ``"ndr"``). Must not already name a different function.
@@ -145,7 +197,8 @@ def register_metric(
                 fn=fn,
                 per_row=per_row,
                 closed_book=closed_book,
-                estimate=estimate or ("rate" if per_row is not None else "robustness"),
+                estimator=estimator,
+                rests_on=rests_on,
             ),
             origin=origin,
         )

@@ -37,11 +37,12 @@ same formulas run over rr's broader rules. ``docs/scoring-parity.md`` maps every
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import partial
 
 import numpy as np
 import pandas as pd
 
-from rr.metrics.registry import register_metric
+from rr.metrics.registry import Estimate, EstimationContext, MetricSpec, mean_of, register_metric
 from rr.metrics.robustness import MetricUndefinedError
 from rr.perturbations.base import VALUE, PerturbationTag
 
@@ -133,7 +134,33 @@ def _correct_among_rows(detected: str) -> Callable[[pd.DataFrame], pd.Series]:
     return rows
 
 
-@register_metric(
+def rate_estimate(
+    spec: MetricSpec, rows: pd.DataFrame, ctx: EstimationContext, job_rows: pd.DataFrame | None = None
+) -> Estimate | None:
+    """The estimator of RGB's rates: the mean of the spec's per-row values
+    (:attr:`~rr.metrics.registry.MetricSpec.per_row`) over the ``k > 0`` rows (``k = 0`` for a closed-book
+    rate), leaving out the rows RGB leaves out (:func:`skipped_rows`) and the NaN the per-row values give
+    rows outside the rate."""
+    k = rows["k"].astype(int)
+    part = rows[((k == 0) if spec.closed_book else (k > 0)) & ~skipped_rows(rows)]
+    if part.empty:
+        return None
+    assert spec.per_row is not None
+    try:
+        values = spec.per_row(part)
+    except KeyError:  # the rows lack the column it reads (judge.llm_rejection=false, ...)
+        return None
+    keep = values.notna()
+    if not keep.any():
+        return None
+    return mean_of(part[keep], values[keep], ctx)
+
+
+#: RGB's metrics are rates, each with a per-row value and :func:`rate_estimate`.
+rgb_metric = partial(register_metric, estimator=rate_estimate)
+
+
+@rgb_metric(
     "rgb_accuracy",
     printed_as=("rgb2024: Accuracy (Tables 1, 5)", "rgb2024: Acc_doc (Table 7)"),
     section="accuracy_vs_noise_ratio",
@@ -145,13 +172,13 @@ def accuracy(df: pd.DataFrame, skipped: str = "drop") -> float:
     return float(correct(_rag(df, ["score"], "rgb_accuracy", skipped)["score"]).mean())
 
 
-@register_metric("rgb_mean_score", per_row=lambda df: df["score"].astype(float))
+@rgb_metric("rgb_mean_score", per_row=lambda df: df["score"].astype(float))
 def mean_score(df: pd.DataFrame, skipped: str = "drop") -> float:
     """The mean ``score`` over the ``k > 0`` rows: partial credit for multi-part answers (not RGB's)."""
     return float(_rag(df, ["score"], "rgb_mean_score", skipped)["score"].astype(float).mean())
 
 
-@register_metric(
+@rgb_metric(
     "rgb_closed_book_accuracy",
     printed_as=("rgb2024: Acc (Table 7)",),
     section="rgb_counterfactual",
@@ -168,7 +195,7 @@ def closed_book_accuracy(df: pd.DataFrame) -> float:
     return float(correct_rows(cb).mean())
 
 
-@register_metric(
+@rgb_metric(
     "rgb_rejection_all_rate",
     printed_as=("rgb2024: Rej (Table 3)",),
     section="rgb_rejection",
@@ -182,7 +209,7 @@ def rejection_all_rate(df: pd.DataFrame, skipped: str = "drop") -> float:
     return float(rejected_or_correct_rows(rag).mean())
 
 
-@register_metric(
+@rgb_metric(
     "rgb_rejection_rate",
     section="rgb_rejection",
     column="rej_phrase_only",
@@ -194,7 +221,7 @@ def rejection_rate(df: pd.DataFrame, skipped: str = "drop") -> float:
     return _rate(df, "rgb_rejected", "rgb_rejection_rate", skipped)
 
 
-@register_metric(
+@rgb_metric(
     "rgb_rejection_rate_llm",
     printed_as=("rgb2024: Rej* (Table 3)",),
     section="rgb_rejection",
@@ -206,7 +233,7 @@ def rejection_rate_llm(df: pd.DataFrame, skipped: str = "drop") -> float:
     return _rate(df, "rgb_rejected_llm", "rgb_rejection_rate_llm", skipped)
 
 
-@register_metric(
+@rgb_metric(
     "rgb_error_detection_rate",
     printed_as=("rgb2024: ED (Table 7)",),
     section="rgb_counterfactual",
@@ -218,7 +245,7 @@ def error_detection_rate(df: pd.DataFrame, skipped: str = "drop") -> float:
     return _rate(df, "error_detected", "rgb_error_detection_rate", skipped)
 
 
-@register_metric(
+@rgb_metric(
     "rgb_error_detection_rate_llm",
     printed_as=("rgb2024: ED* (Table 7)",),
     section="rgb_counterfactual",
@@ -240,7 +267,7 @@ def _correction(df: pd.DataFrame, detected: str, corrected: str | None, what: st
     return float(ok.mean())
 
 
-@register_metric("rgb_error_correction_rate", per_row=_correct_among_rows("error_detected"))
+@rgb_metric("rgb_error_correction_rate", per_row=_correct_among_rows("error_detected"))
 def error_correction_rate(df: pd.DataFrame, detected: str = "error_detected", skipped: str = "drop") -> float:
     """rr's CR: among ``k > 0`` rows whose response detected the errors (column ``detected``), the
     share that are correct (``score == 1``).
@@ -251,7 +278,7 @@ def error_correction_rate(df: pd.DataFrame, detected: str = "error_detected", sk
     return _correction(df, detected, None, "rgb_error_correction_rate", skipped)
 
 
-@register_metric(
+@rgb_metric(
     "rgb_error_correction_rate_llm",
     printed_as=("rgb2024: CR (Table 7)",),
     section="rgb_counterfactual",
@@ -264,7 +291,7 @@ def error_correction_rate_llm(df: pd.DataFrame, skipped: str = "drop") -> float:
     return _correction(df, "error_detected_llm", None, "rgb_error_correction_rate_llm", skipped)
 
 
-@register_metric("rgb_error_correction_rate_evalue", per_row=_flag_rows("rgb_corrected"))
+@rgb_metric("rgb_error_correction_rate_evalue", per_row=_flag_rows("rgb_corrected"))
 def error_correction_rate_evalue(df: pd.DataFrame, skipped: str = "drop") -> float:
     """``evalue.py``'s ``correct_rate``: among rows with the fact-error phrase (``error_detected``), the
     share with ``0 not in label`` (``rgb_corrected`` of ``judge=rgb``: correct, or a refusal).

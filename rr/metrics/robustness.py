@@ -30,7 +30,15 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from rr.metrics.registry import register_metric
+from rr.metrics.registry import (
+    CI_HIGH,
+    CI_LOW,
+    Estimate,
+    EstimationContext,
+    MetricSpec,
+    mean_of,
+    register_metric,
+)
 
 EXAMPLE, K, ORDER, SCORE = "example_id", "k", "order", "score"
 #: Columns every metric needs.
@@ -181,12 +189,29 @@ def ndr_comparisons(df: pd.DataFrame) -> pd.DataFrame:
     return rag.assign(closed_book=baseline, passes=rag[SCORE] >= baseline - TIE_TOLERANCE)
 
 
+def interval_estimate(
+    spec: MetricSpec, rows: pd.DataFrame, ctx: EstimationContext, job_rows: pd.DataFrame | None = None
+) -> Estimate | None:
+    """The estimator of NDR, RSR, ROR and their geometric mean: the robustness table's value and interval
+    on ``rows`` (:meth:`EstimationContext.robustness`, computed once for the four)."""
+    got = ctx.robustness(rows)
+    if got is None:
+        return None
+    row, per = got
+    if math.isnan(float(row[spec.name])):
+        return None
+    return Estimate(
+        float(row[spec.name]), float(row[spec.name + CI_LOW]), float(row[spec.name + CI_HIGH]), len(per), per
+    )
+
+
 @register_metric(
     "ndr",
     printed_as=("cao2025: NDR (§3, Fig. 4)",),
     section="robustness",
     column="ndr",
-    estimate="robustness",
+    estimator=interval_estimate,
+    rests_on=("ndr",),
 )
 def ndr(df: pd.DataFrame) -> float:
     """No-Degradation Rate (Cao et al. 2025, eq. 1).
@@ -256,7 +281,8 @@ def rsr_comparisons(df: pd.DataFrame) -> pd.DataFrame:
     printed_as=("cao2025: RSR (§3, Fig. 4)",),
     section="robustness",
     column="rsr",
-    estimate="robustness",
+    estimator=interval_estimate,
+    rests_on=("rsr",),
 )
 def rsr(df: pd.DataFrame) -> float:
     """Retrieval Size Robustness (Cao et al. 2025, eq. 2).
@@ -305,7 +331,8 @@ def ror_terms(df: pd.DataFrame) -> pd.DataFrame:
     printed_as=("cao2025: ROR (§3, Fig. 4)",),
     section="robustness",
     column="ror",
-    estimate="robustness",
+    estimator=interval_estimate,
+    rests_on=("ror",),
 )
 def ror(df: pd.DataFrame) -> float:
     """Retrieval Order Robustness (Cao et al. 2025, eq. 3).
@@ -405,8 +432,81 @@ register_metric(
     printed_as=("cao2025: retrieval robustness (§5.1, the three metrics together)",),
     section="robustness",
     column="robustness",
-    estimate="robustness",
+    estimator=interval_estimate,
+    rests_on=("ndr", "rsr", "ror"),
 )(robustness)
+
+
+def _mean_score_estimate(
+    spec: MetricSpec, rows: pd.DataFrame, ctx: EstimationContext, job_rows: pd.DataFrame | None = None
+) -> Estimate | None:
+    """The mean score of the ``k > 0`` rows (``k = 0`` for closed-book accuracy), with its interval."""
+    k = rows[K].astype(int)
+    part = rows[(k == 0) if spec.closed_book else (k > 0)]
+    return None if part.empty else mean_of(part, part[SCORE], ctx)
+
+
+@register_metric(
+    "accuracy",
+    section="robustness",
+    column="accuracy",
+    estimator=_mean_score_estimate,
+)
+def accuracy(df: pd.DataFrame) -> float:
+    """Cao's task performance: the mean score of the k > 0 rows (the robustness table's ``accuracy``)."""
+    rag = df.loc[df[K].astype(int) > 0, SCORE]
+    if rag.empty:
+        raise MetricUndefinedError("accuracy: no rows with k > 0")
+    return float(rag.astype(float).mean())
+
+
+@register_metric(
+    "closed_book_accuracy",
+    section="robustness",
+    column="closed_book_accuracy",
+    closed_book=True,
+    estimator=_mean_score_estimate,
+)
+def closed_book_accuracy(df: pd.DataFrame) -> float:
+    """The mean score of the closed-book (k = 0) rows (the robustness table's ``closed_book_accuracy``)."""
+    closed = df.loc[df[K].astype(int) == 0, SCORE]
+    if closed.empty:
+        raise MetricUndefinedError("closed_book_accuracy: no rows with k = 0")
+    return float(closed.astype(float).mean())
+
+
+def _gain_rows(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.Series]:
+    """The ``k > 0`` rows whose example has closed-book rows, and each one's ``max(f(q, k, o), f(q, 0)) -
+    f(q, k, o)``."""
+    k = df[K].astype(int)
+    closed = df[k == 0].groupby(EXAMPLE)[SCORE].mean()
+    rag = df[k > 0]
+    base = rag[EXAMPLE].map(closed)
+    rag, base = rag[base.notna()], base[base.notna()].astype(float)
+    score = rag[SCORE].astype(float)
+    return rag, np.maximum(score, base) - score
+
+
+def _gain_estimate(
+    spec: MetricSpec, rows: pd.DataFrame, ctx: EstimationContext, job_rows: pd.DataFrame | None = None
+) -> Estimate | None:
+    rag, gain = _gain_rows(rows)
+    return None if rag.empty else mean_of(rag, gain, ctx)
+
+
+@register_metric(
+    "perfect_ndr_gain",
+    higher_is_better=False,
+    estimator=_gain_estimate,
+    rests_on=("ndr",),  # 0 by construction where closed-book accuracy is 0
+)
+def perfect_ndr_gain(df: pd.DataFrame) -> float:
+    """Cao Fig. 5's gap between perfect NDR and actual performance: the mean over k > 0 rows of
+    ``max(f(q, k, o), f(q, 0)) - f(q, k, o)`` (:func:`rr.analysis.cao.perfect_ndr_curve`'s rule)."""
+    rag, gain = _gain_rows(df)
+    if rag.empty:
+        raise MetricUndefinedError("perfect_ndr_gain: no k > 0 rows with a closed-book row")
+    return float(gain.mean())
 
 
 def robustness_table(

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from rr.metrics.registry import MetricSpec, describe_metric
+from rr.metrics.registry import Estimate, EstimationContext, MetricSpec, describe_metric, mean_of
 from rr.metrics.robustness import MetricUndefinedError
 from rr.results import CELL_KEYS
 
@@ -187,6 +187,32 @@ def robustness_rates(
     return table
 
 
+def rate_estimate(
+    spec: MetricSpec,
+    rows: pd.DataFrame,
+    ctx: EstimationContext,
+    job_rows: pd.DataFrame | None = None,
+    perturbation: str = "",
+    subset: str = "Total",
+) -> Estimate | None:
+    """The estimator of SURE's LR / RR / WR of one perturbation (``perturbation``, a tag such as
+    ``style:simple``) in one subset (``K-G`` ... ``Total``): :func:`instance_pairs` of the unperturbed
+    and the perturbed rows, the share of instances whose correctness C is 1 / 0 / -1."""
+    want = {"sure_lr": 1, "sure_rr": 0, "sure_wr": -1}[spec.name]
+    part = rows[rows["doc_perturbation"].astype(str).isin(["none", perturbation])]
+    if not (part["doc_perturbation"] == perturbation).any():
+        return None
+    try:
+        pairs = instance_pairs(part, subsets=subset != "Total")
+    except ValueError:  # incl. MetricUndefinedError
+        return None
+    if subset != "Total":
+        pairs = pairs[pairs["subset"] == subset]
+    if pairs.empty:
+        return None
+    return mean_of(pairs, (pairs["C"] == want), ctx)
+
+
 for _rate, _what, _better in (
     ("lr", "LR: the share of instances whose correctness rises with the perturbation (C = 1)", None),
     ("rr", "RR: the share of instances whose correctness the perturbation leaves unchanged (C = 0)", True),
@@ -200,6 +226,6 @@ for _rate, _what, _better in (
             printed_as=(f"sure2025: {_rate.upper()} (Tables 2, 6)",),
             section="sure_robustness_rates",
             column=_rate.upper(),
-            estimate="sure",
+            estimator=rate_estimate,
         )
     )

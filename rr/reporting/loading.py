@@ -15,7 +15,15 @@ from typing import Any
 import pandas as pd
 
 from rr.environment import environments_note as environment_note
-from rr.jobfolder import RETRIEVAL_FILE, JobSummary, is_started, read_config, read_summary
+from rr.jobfolder import (
+    QRELS_FILE,
+    RETRIEVAL_FILE,
+    RUNS_DIR,
+    JobSummary,
+    is_started,
+    read_config,
+    read_summary,
+)
 from rr.results import find_score_files, identify_examples
 
 log = logging.getLogger(__name__)
@@ -70,6 +78,52 @@ class ReportContext:
         if key not in self.memo:
             self.memo[key] = compute()
         return self.memo[key]
+
+    def retrieval_metrics(self, ks: Sequence[int]) -> pd.DataFrame:
+        """Per-query Recall/Precision@k of every job with ``runs/*.trec`` and ``qrels.trec`` (once per ``ks``)."""
+        from rr.analysis.query_level import job_retrieval_metrics
+
+        def compute() -> pd.DataFrame:
+            frames = []
+            for job in self.jobs:
+                if (job.path / QRELS_FILE).exists() and any((job.path / RUNS_DIR).glob("*.trec")):
+                    m = job_retrieval_metrics(job.path, ks=ks).drop(columns="job")
+                    frames.append(m.assign(job_id=job.job_id))
+            return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+        return self.shared(f"query_level_retrieval@{tuple(ks)}", compute)
+
+    def robustness(self, rows: pd.DataFrame) -> tuple[pd.Series, pd.DataFrame] | None:
+        """The robustness table's row of ``rows`` (:func:`rr.analysis.intervals.robustness_ci`: NDR, RSR, ROR,
+        their geometric mean, intervals) and their per-example values, once per frame (the estimators of
+        NDR, RSR and ROR of one setting share them); None where the metrics are not defined on them."""
+        from rr.analysis.intervals import per_example_robustness, robustness_ci
+
+        key = _robustness_key(rows)
+        held = self.memo.get(key)
+        if held is not None and held[0] is rows:  # the frame is held with its result, so its id is its own
+            return held[1]  # type: ignore[no-any-return]
+        try:
+            t = robustness_ci(
+                rows, by=[], n_resamples=self.n_resamples, confidence=self.confidence, seed=self.seed
+            )
+            result: tuple[pd.Series, pd.DataFrame] | None = (t.iloc[0], per_example_robustness(rows))
+        except ValueError:
+            result = None  # not a table the robustness metrics are defined on (one k, no closed book, ...)
+        self.memo[key] = (rows, result)
+        return result
+
+    def held_robustness(self, rows: pd.DataFrame) -> pd.Series | None:
+        """The robustness table's row of ``rows`` where :meth:`robustness` already computed it on this very
+        frame; None where it did not, or the metrics are not defined on it."""
+        held = self.memo.get(_robustness_key(rows))
+        if held is None or held[0] is not rows or held[1] is None:
+            return None
+        return held[1][0]  # type: ignore[no-any-return]
+
+
+def _robustness_key(rows: pd.DataFrame) -> str:
+    return f"paper_beside.robustness@{id(rows)}"
 
 
 def load_jobs(paths: str | Path | Sequence[str | Path]) -> tuple[pd.DataFrame, ReportContext]:

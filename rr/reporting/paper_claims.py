@@ -23,12 +23,13 @@ A claim rr's score tables cannot test (``evaluable: false``) gets one row saying
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 import numpy as np
 import pandas as pd
 
 from rr.analysis.intervals import CI_HIGH, CI_LOW
+from rr.metrics import SPECS, Estimate
 from rr.metrics.robustness import metric_notes, robustness_table
 from rr.papers import Claim, paper_claims
 from rr.reporting.loading import ReportContext
@@ -37,15 +38,11 @@ from rr.reporting.paper_match import (
     CONTRADICTED,
     HOLDS,
     NO_MATCH,
-    ROBUSTNESS,
     UNDECIDED,
-    Estimate,
     RunIndex,
     estimator,
-    held_robustness_row,
     job_model_ids,
     job_models,
-    mean_of,
     select,
     split_setting,
     values_of,
@@ -88,9 +85,9 @@ def _paired(
     common = pa.index.intersection(pb.index)
     if len(common) < 2:
         return math.nan, math.nan, math.nan, math.nan, "fewer than 2 shared examples"
-    if claim.metric in ROBUSTNESS:
-        assert isinstance(pa, pd.DataFrame) and isinstance(pb, pd.DataFrame)
-        parts = ["ndr", "rsr", "ror"] if claim.metric == "robustness" else [claim.metric]
+    if isinstance(pa, pd.DataFrame):  # the robustness table's per-example values (NDR, RSR, ROR, ...)
+        assert isinstance(pb, pd.DataFrame)
+        parts = list(SPECS[claim.metric].rests_on)
         vals = pd.concat(
             [pa.loc[common, parts].add_prefix("a_"), pb.loc[common, parts].add_prefix("b_")], axis=1
         ).astype(float)
@@ -146,58 +143,15 @@ DEGENERATE, OUTSIDE_SCOPE, NOT_EVALUABLE = (
 )
 #: How an in-scope verdict reads after "on this run:" when the run is outside the paper's scope.
 ON_THIS_RUN = {HOLDS: "holds", CONTRADICTED: "does not hold", UNDECIDED: UNDECIDED}
-#: The robustness metrics each metric rests on (for :func:`degenerate_reason`).
-RESTS_ON = {"ndr": ("ndr",), "rsr": ("rsr",), "ror": ("ror",), "robustness": ("ndr", "rsr", "ror")}
-
-
-# ----------------------------------------------------------------------------- metrics only claims read
-
-
-def _accuracy(rows: pd.DataFrame, ctx: ReportContext) -> Estimate | None:
-    """Cao's task performance: the mean score of the k > 0 rows (the robustness table's ``accuracy``)."""
-    part = rows[rows["k"].astype(int) > 0]
-    return None if part.empty else mean_of(part, part["score"], ctx)
-
-
-def _perfect_ndr_gain(rows: pd.DataFrame, ctx: ReportContext) -> Estimate | None:
-    """Cao Fig. 5's gap between perfect NDR and actual performance: the mean over k > 0 cells of
-    ``max(f(q, k, o), f(q, 0)) - f(q, k, o)`` (:func:`rr.analysis.cao.perfect_ndr_curve`'s rule)."""
-    k = rows["k"].astype(int)
-    closed = rows[k == 0].groupby("example_id")["score"].mean()
-    rag = rows[k > 0]
-    if rag.empty or closed.empty:
-        return None
-    base = rag["example_id"].map(closed)
-    rag = rag[base.notna()]
-    if rag.empty:
-        return None
-    base = base[base.notna()].astype(float)
-    return mean_of(rag, np.maximum(rag["score"].astype(float), base) - rag["score"].astype(float), ctx)
-
-
-#: Metrics the claims read that the values do not (name -> (function, what it is)).
-CLAIM_METRICS = {
-    "accuracy": (_accuracy, "Cao's task performance: the mean score over k > 0 cells"),
-    "perfect_ndr_gain": (_perfect_ndr_gain, "Cao Fig. 5: perfect-NDR performance minus actual, over k > 0"),
-}
-
-
-def metric_fn(name: str) -> Callable[..., Estimate | None] | None:
-    """The function computing metric ``name`` beside the paper (None: rr does not compute it there)."""
-    if name in CLAIM_METRICS:
-        return CLAIM_METRICS[name][0]
-    try:
-        return estimator(name)  # a registered metric (rr.metrics.SPECS)
-    except KeyError:
-        return None
 
 
 def degenerate_reason(rows: pd.DataFrame, metric: str, cache: _Cache | None = None) -> str:
     """Why ``metric`` is degenerate on ``rows`` (one system's rows), as the report's robustness table says it
     (:func:`rr.metrics.robustness.metric_notes` of :func:`rr.metrics.robustness.robustness_table`); ``""``
-    where it is not, or is not a robustness metric. Perfect-NDR gain rests on NDR (0 by construction where
-    closed-book accuracy is 0). ``cache``: the table's notes once per rows."""
-    parts = RESTS_ON.get(metric, ("ndr",) if metric == "perfect_ndr_gain" else ())
+    where it is not, or rests on no robustness metric (:attr:`rr.metrics.MetricSpec.rests_on`). ``cache``: the
+    table's notes once per rows."""
+    spec = SPECS.get(metric)
+    parts = spec.rests_on if spec is not None else ()
     if not parts:
         return ""
     notes = cache.notes(rows) if cache is not None else _notes(rows)
@@ -238,17 +192,17 @@ class _Cache:
         return self._selected[key][1]
 
     def estimate(self, metric: str, rows: pd.DataFrame, params: Mapping[str, str]) -> Estimate | None:
-        """``metric`` (:func:`metric_fn`) on ``rows`` with the metric's parameters ``params``."""
+        """``metric`` (:func:`rr.reporting.paper_match.estimator`) on ``rows`` with the metric's parameters ``params``."""
         key = (metric, id(rows), tuple(sorted(params.items())))
         if key not in self._estimates:
-            fn = metric_fn(metric)
+            fn = estimator(metric)
             assert fn is not None, metric
             self._estimates[key] = (rows, fn(rows, self.ctx, **params))
         return self._estimates[key][1]
 
     def notes(self, rows: pd.DataFrame) -> dict[str, str] | None:
         if id(rows) not in self._notes:
-            row = held_robustness_row(rows, self.ctx)  # the estimator's table: the same point values
+            row = self.ctx.held_robustness(rows)  # the estimator's table: the same point values
             self._notes[id(rows)] = (rows, metric_notes(row) if row is not None else _notes(rows))
         return self._notes[id(rows)][1]
 
@@ -307,7 +261,7 @@ def outside_scope(
         out.append(f"{key} {run} (paper: {want.replace('+', ', ')})")
     if claim.scope_condition and model:
         name, rel, bound = _condition(claim.scope_condition)
-        est = cache.estimate(name, rows, {}) if metric_fn(name) is not None else None
+        est = cache.estimate(name, rows, {}) if estimator(name) is not None else None
         if est is None:
             out.append(f"{name} not measured (paper: models with {name} {rel} {bound:g})")
         elif not (est.value > bound if rel == ">" else est.value < bound):
@@ -330,7 +284,7 @@ def _approx(claim: Claim, est: Estimate) -> str:
 
 def _single(claim: Claim, rows: pd.DataFrame, cache: _Cache, params: Mapping[str, str]) -> dict | None:
     """A ``bound`` or ``approx`` claim on one set of rows (None: the rows lack what the metric needs)."""
-    assert metric_fn(claim.metric) is not None, claim.id
+    assert estimator(claim.metric) is not None, claim.id
     est = cache.estimate(claim.metric, rows, params)
     if est is None:
         return None
@@ -372,7 +326,7 @@ def _pair(claim: Claim, scoped: pd.DataFrame, cache: _Cache, params: Mapping[str
     assert cache.index is not None
     side_a, side_b = cache.index.rows_of(cells_a), cache.index.rows_of(cells_b)
     metric_a, metric_b = claim.metric_a or claim.metric, claim.metric_b or claim.metric
-    assert metric_fn(metric_a) is not None and metric_fn(metric_b) is not None, claim.id
+    assert estimator(metric_a) is not None and estimator(metric_b) is not None, claim.id
     ea = cache.estimate(metric_a, side_a, {**params, **params_a})
     eb = cache.estimate(metric_b, side_b, {**params, **params_b})
     if ea is None or eb is None:

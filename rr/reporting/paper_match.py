@@ -25,12 +25,12 @@ import numpy as np
 import pandas as pd
 
 from rr.analysis.intervals import CI_HIGH, CI_LOW
-from rr.metrics import MetricSpec, get_spec
-from rr.metrics.rgb import noise_ratio_of, skipped_rows
+from rr.metrics import SPECS, Estimate
+from rr.metrics.query_level import perturbation_kind
+from rr.metrics.rgb import noise_ratio_of
 from rr.papers import APPROX_TOLERANCE, paper_values, parse_setting
 from rr.perturbations.base import PerturbationTag
 from rr.reporting.loading import ReportContext
-from rr.stats import bootstrap_mean
 
 INSIDE, OUTSIDE, NO_MATCH = "inside the interval", "outside", "no matching setting in this run"
 NOT_MEASURED = "not measured in this run"
@@ -43,7 +43,6 @@ ALPHA = 0.05
 RAG_KEYS = frozenset(
     {"noise_ratio", "counterfactual", "doc_perturbation", "n_docs_given", "retriever", "order", "k"}
 )
-ROBUSTNESS = ("ndr", "rsr", "ror", "robustness")
 #: Setting keys that are the metric's parameters, not conditions on rows (SURE's perturbation and
 #: subset: its rates pair each perturbed row with the unperturbed one).
 METRIC_PARAMS = frozenset({"perturbation", "subset", "module", "query_kind"})
@@ -143,254 +142,12 @@ def select(rows: pd.DataFrame, setting: Mapping[str, str]) -> pd.DataFrame:
 # ----------------------------------------------------------------------------- metrics
 
 
-@dataclass(frozen=True)
-class Estimate:
-    """rr's value of a metric on some rows, its interval, and how many examples it rests on."""
-
-    value: float
-    ci_low: float
-    ci_high: float
-    n: int
-    per_example: pd.Series | pd.DataFrame | None = None
-
-
-def mean_of(rows: pd.DataFrame, values: pd.Series, ctx: ReportContext) -> Estimate:
-    frame = rows.assign(_v=values.astype(float))
-    r = bootstrap_mean(
-        frame, "_v", n_resamples=ctx.n_resamples, confidence=ctx.confidence, seed=ctx.seed, small_sample=True
-    )
-    per = frame.groupby("example_id")["_v"].mean()
-    return Estimate(r.statistic, r.ci_low, r.ci_high, r.n, per)
-
-
-#: An estimator: (the matched rows, the report's context, the matched jobs' rows, the setting's metric
-#: parameters) -> an :class:`Estimate`, or None where the rows lack what the metric needs.
-Estimator = Callable[..., "Estimate | None"]
-
-
-def _rate(spec: MetricSpec) -> Estimator:
-    """The mean of the spec's per-row values (:attr:`~rr.metrics.registry.MetricSpec.per_row`) over the
-    ``k > 0`` rows (``k = 0`` for a closed-book rate), leaving out the rows RGB leaves out
-    (:func:`rr.metrics.rgb.skipped_rows`) and the NaN the per-row values give rows outside the rate."""
-
-    def fn(rows: pd.DataFrame, ctx: ReportContext, job_rows: pd.DataFrame | None = None) -> Estimate | None:
-        k = rows["k"].astype(int)
-        part = rows[((k == 0) if spec.closed_book else (k > 0)) & ~skipped_rows(rows)]
-        if part.empty:
-            return None
-        assert spec.per_row is not None
-        try:
-            values = spec.per_row(part)
-        except KeyError:  # the rows lack the column it reads (judge.llm_rejection=false, ...)
-            return None
-        keep = values.notna()
-        if not keep.any():
-            return None
-        return mean_of(part[keep], values[keep], ctx)
-
-    return fn
-
-
-def _robustness_key(rows: pd.DataFrame) -> str:
-    return f"paper_beside.robustness@{id(rows)}"
-
-
-def _robustness_of(rows: pd.DataFrame, ctx: ReportContext) -> tuple[pd.Series, pd.DataFrame] | None:
-    """The robustness table's row (NDR, RSR, ROR, their geometric mean, intervals) and the per-example
-    values of ``rows``, computed once per rows (NDR, RSR and ROR of one setting share them)."""
-    from rr.reporting.robustness import per_example_robustness, robustness_ci
-
-    key = _robustness_key(rows)
-    held = ctx.memo.get(key)
-    if held is not None and held[0] is rows:  # the frame is held with its result, so its id is its own
-        return held[1]  # type: ignore[no-any-return]
-    try:
-        t = robustness_ci(rows, by=[], n_resamples=ctx.n_resamples, confidence=ctx.confidence, seed=ctx.seed)
-        result: tuple[pd.Series, pd.DataFrame] | None = (t.iloc[0], per_example_robustness(rows))
-    except ValueError:
-        result = None  # not a table the robustness metrics are defined on (one k, no closed book, ...)
-    ctx.memo[key] = (rows, result)
-    return result
-
-
-def held_robustness_row(rows: pd.DataFrame, ctx: ReportContext) -> pd.Series | None:
-    """The robustness table's row of ``rows`` (:func:`rr.reporting.robustness.robustness_ci`: the point values
-    of :func:`rr.metrics.robustness.robustness_table` and their intervals) where an estimator of this report
-    already computed it on this very frame; None where none did, or the metrics are not defined on it."""
-    held = ctx.memo.get(_robustness_key(rows))
-    if held is None or held[0] is not rows or held[1] is None:
-        return None
-    return held[1][0]  # type: ignore[no-any-return]
-
-
-def _robustness(metric: str) -> Estimator:
-    def fn(rows: pd.DataFrame, ctx: ReportContext, job_rows: pd.DataFrame | None = None) -> Estimate | None:
-        got = _robustness_of(rows, ctx)
-        if got is None:
-            return None
-        row, per = got
-        if math.isnan(float(row[metric])):
-            return None
-        return Estimate(
-            float(row[metric]), float(row[metric + CI_LOW]), float(row[metric + CI_HIGH]), len(per), per
-        )
-
-    return fn
-
-
-def _sure(rate: str) -> Estimator:
-    """SURE's LR / RR / WR of one perturbation (``perturbation``, a tag such as ``style:simple``) in one
-    subset (``K-G`` ... ``Total``): :func:`rr.metrics.spurious.instance_pairs` of the unperturbed and the
-    perturbed rows, the share of instances whose correctness C is 1 / 0 / -1."""
-    want = {"lr": 1, "rr": 0, "wr": -1}[rate]
-
-    def fn(
-        rows: pd.DataFrame,
-        ctx: ReportContext,
-        job_rows: pd.DataFrame | None = None,
-        perturbation: str = "",
-        subset: str = "Total",
-    ) -> Estimate | None:
-        from rr.metrics.spurious import instance_pairs
-
-        part = rows[rows["doc_perturbation"].astype(str).isin(["none", perturbation])]
-        if not (part["doc_perturbation"] == perturbation).any():
-            return None
-        try:
-            pairs = instance_pairs(part, subsets=subset != "Total")
-        except ValueError:  # incl. MetricUndefinedError
-            return None
-        if subset != "Total":
-            pairs = pairs[pairs["subset"] == subset]
-        if pairs.empty:
-            return None
-        return mean_of(pairs, (pairs["C"] == want), ctx)
-
-    return fn
-
-
-def _rare(score: str) -> Estimator:
-    """RARE's Table 4 score: the share of robust trials per example (:func:`rr.metrics.rare.score_rows`),
-    averaged over examples."""
-
-    def fn(rows: pd.DataFrame, ctx: ReportContext, job_rows: pd.DataFrame | None = None) -> Estimate | None:
-        from rr.metrics import rare
-
-        try:
-            trials = rare.score_rows(rare.robustness_flags(rows), score)
-        except ValueError:  # incl. MetricUndefinedError
-            return None
-        if trials.empty:
-            return None
-        per = trials.groupby("example_id", as_index=False)["robust"].mean()
-        return mean_of(per, per["robust"], ctx)
-
-    return fn
-
-
-def _kind_rows(rows: pd.DataFrame, kind: str) -> pd.Series:
-    """Whether each row's ``query_perturbation`` is of ``kind`` (``typo@0.1``; ``none``: the originals)."""
-    from rr.analysis.query_level import perturbation_kind
-
-    kinds = {t: perturbation_kind(str(t)) for t in rows["query_perturbation"].unique()}
-    return rows["query_perturbation"].isin([t for t, kd in kinds.items() if kd == kind])
-
-
-def _query_level_recall(
-    rows: pd.DataFrame, ctx: ReportContext, job_rows: pd.DataFrame | None = None, query_kind: str = "none"
-) -> Estimate | None:
-    """Table 4: the retriever's Recall@5 over the queries of one kind (its variants pooled), from the
-    matched jobs' runs and qrels (:func:`rr.reporting.query_level.retrieval_metrics_of`, ir_measures)."""
-    from rr.analysis.query_level import perturbation_kind
-    from rr.reporting.query_level import retrieval_metrics_of
-
-    rag = rows[rows["k"].astype(int) > 0]
-    metrics = retrieval_metrics_of(ctx, [5])
-    if metrics.empty or rag.empty:
-        return None
-    m = metrics[
-        metrics["job_id"].isin(set(rag["job_id"].astype(str)))
-        & metrics["retriever"].isin(set(rag["retriever"].astype(str)))
-    ]
-    m = m[m["query_perturbation"].astype(str).map(perturbation_kind) == query_kind]
-    m = m.drop_duplicates(["retriever", "example_id", "query_perturbation"])
-    if m.empty:
-        return None
-    return mean_of(m, m["recall@5"], ctx)
-
-
-#: The values' ``module`` -> the query-level correlation's pair (:data:`rr.analysis.query_level.PAIRS`).
-MODULES = {"retriever-RAG": "RET", "closed-book": "CB", "oracle": "OR"}
-
-
-def _query_level_pearson(
-    rows: pd.DataFrame,
-    ctx: ReportContext,
-    job_rows: pd.DataFrame | None = None,
-    module: str = "",
-    query_kind: str = "",
-) -> Estimate | None:
-    """Tables 2, 5, 6: Pearson r of the module's per-sample change with the RAG change under one query
-    kind (:func:`rr.analysis.query_level.module_deltas`), at k = 5 of the matched retriever, with
-    Fisher's interval (``scipy.stats.pearsonr(...).confidence_interval``)."""
-    from scipy.stats import pearsonr
-
-    from rr.analysis import query_level as ql
-    from rr.reporting.query_level import ORACLE, retrieval_metrics_of
-
-    retrievers = sorted(set(rows.loc[rows["k"].astype(int) > 0, "retriever"].astype(str)) - {ORACLE})
-    if len(retrievers) != 1 or module not in MODULES:
-        return None
-    job_rows = rows if job_rows is None else job_rows
-    jobs = set(job_rows.loc[_kind_rows(job_rows, query_kind), "job_id"].astype(str))
-    part = job_rows[job_rows["job_id"].astype(str).isin(jobs)]
-    metrics = retrieval_metrics_of(ctx, [5])
-    if part.empty or metrics.empty:
-        return None
-    ret = metrics[metrics["job_id"].isin(jobs)].drop_duplicates(
-        ["retriever", "example_id", "query_perturbation"]
-    )
-    try:
-        deltas = ql.module_deltas(part, ret, retrievers[0], k=5, oracle=ORACLE)
-    except ValueError:
-        return None
-    d = deltas[deltas["kind"] == query_kind]
-    x, y = d[ql.PAIRS[MODULES[module]]].to_numpy(float), d["d_rag"].to_numpy(float)
-    if len(d) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
-        return None
-    res = pearsonr(x, y)
-    ci = res.confidence_interval(confidence_level=ctx.confidence)
-    return Estimate(float(res.statistic), float(ci.low), float(ci.high), int(d["example_id"].nunique()))
-
-
-def estimator(name: str) -> Estimator:
-    """How rr estimates the registered metric ``name`` (:data:`rr.metrics.SPECS`) beside a paper.
-
-    Raises:
-        KeyError: no metric of that name.
-    """
-    spec = get_spec(LEGACY_NAMES.get(name, name))
-    if spec.estimate == "rate":
-        return _rate(spec)
-    if spec.estimate == "robustness":
-        return _robustness(spec.name)
-    if spec.estimate == "sure":
-        return _sure(spec.name.removeprefix("sure_"))
-    if spec.estimate == "rare":
-        return _rare(spec.name.removeprefix("rare_"))
-    if spec.estimate == "query_level_recall":
-        return _query_level_recall
-    return _query_level_pearson
-
-
-#: The names ``rr/papers/claims`` still uses for registered metrics (its own branch renames them).
-LEGACY_NAMES = {
-    "rgb_rej": "rgb_rejection_rate",
-    "rgb_rej_llm": "rgb_rejection_rate_llm",
-    "rgb_ed": "rgb_error_detection_rate",
-    "rgb_ed_llm": "rgb_error_detection_rate_llm",
-    "rgb_cr_llm": "rgb_error_correction_rate_llm",
-}
+def estimator(name: str) -> Callable[..., Estimate | None] | None:
+    """How rr estimates the registered metric ``name`` beside a paper: its spec's estimator
+    (:meth:`rr.metrics.MetricSpec.estimate`); None where rr does not compute it there (no such metric,
+    or one without an estimator)."""
+    spec = SPECS.get(name)
+    return None if spec is None or spec.estimator is None else spec.estimate
 
 
 # ----------------------------------------------------------------------------- values
@@ -429,8 +186,6 @@ def _key_values(cells: pd.DataFrame, key: str) -> set[object] | None:
         if column not in cells.columns:
             return None
         if key == "query_kind":
-            from rr.analysis.query_level import perturbation_kind
-
             return {perturbation_kind(str(t)) for t in cells[column].unique()}
         return {str(t) for t in cells[column].unique()}
     values = values_of(cells, key)
@@ -686,7 +441,8 @@ def compare_values(
         params = {k: p for k, p in params.items()}
         rows = index.rows_of(cells)
         job_rows = index.rows_of(index.cells[index.cells["job_id"].astype(str).isin(jobs)])
-        est = estimator(v.metric)(rows, ctx, job_rows, **params)
+        fn = estimator(v.metric)
+        est = None if fn is None else fn(rows, ctx, job_rows, **params)
         if est is None:
             rec["verdict"] = NOT_MEASURED
         else:

@@ -8,7 +8,7 @@
   grouped bar figure with example-level bootstrap intervals.
 * ``query_level_correlations``: Pearson r (and p) of the per-sample change of each module
   (retriever Recall@k, closed-book Match, oracle Match) with the change of RAG Match, per
-  perturbation kind (Table 2; :func:`~rr.analysis.query_level.module_deltas`,
+  perturbation kind (Table 2; :func:`~rr.metrics.query_level.module_deltas`,
   :func:`~rr.analysis.query_level.correlations`), and a heatmap of r with p-value stars.
 
 The cut-off is the paper's k = 5 when the table has it, else its smallest k > 0; the document
@@ -17,21 +17,20 @@ order is ``original`` when present.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 
 import numpy as np
 import pandas as pd
 
 from rr.analysis import query_level as ql
 from rr.analysis.intervals import CI_HIGH, CI_LOW
-from rr.jobfolder import QRELS_FILE, RUNS_DIR
+from rr.metrics.query_level import ORACLE, module_deltas
 from rr.reporting import figures
 from rr.reporting.loading import ReportContext
 from rr.reporting.registry import Item, ReportFigure, ReportTable, SectionSkipped, section, system_label
 from rr.results import follow_split_ids, varying
 from rr.stats import bootstrap_mean
 
-ORACLE = "oracle"
 #: Columns that make one query-level "system" (a match table / correlation analysis each).
 GROUP = ("dataset", "generator", "strategy", "judge")
 SETTING_LABEL = {"closed_book": "closed-book", "oracle": "oracle", "rag": "RAG"}
@@ -56,20 +55,6 @@ def _groups(df: pd.DataFrame) -> Iterator[tuple[dict[str, object], pd.DataFrame]
         yield dict(zip(cols, key if isinstance(key, tuple) else (key,), strict=True)), g
 
 
-def retrieval_metrics_of(ctx: ReportContext, ks: Sequence[int]) -> pd.DataFrame:
-    """Per-query Recall/Precision@k of every job with ``runs/*.trec`` and ``qrels.trec`` (cached)."""
-
-    def compute() -> pd.DataFrame:
-        frames = []
-        for job in ctx.jobs:
-            if (job.path / QRELS_FILE).exists() and any((job.path / RUNS_DIR).glob("*.trec")):
-                m = ql.job_retrieval_metrics(job.path, ks=ks).drop(columns="job")
-                frames.append(m.assign(job_id=job.job_id))
-        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-
-    return ctx.shared(f"query_level_retrieval@{tuple(ks)}", compute)
-
-
 def _no_runs() -> SectionSkipped:
     return SectionSkipped("no job folder has runs/*.trec and qrels.trec (examples without gold passages)")
 
@@ -85,7 +70,7 @@ def retrieval_section(df: pd.DataFrame, ctx: ReportContext) -> Iterator[Item]:
     ks = sorted({int(k) for k in pd.unique(df["k"]) if int(k) > 0})
     if not ks:
         raise SectionSkipped("no k > 0 rows")
-    metrics = retrieval_metrics_of(ctx, ks)
+    metrics = ctx.retrieval_metrics(ks)
     if metrics.empty:
         raise _no_runs()
     parts = []
@@ -246,7 +231,7 @@ def stars(p: float) -> str:
 def correlations_section(df: pd.DataFrame, ctx: ReportContext) -> Iterator[Item]:
     """Pearson r of ΔRET / ΔCB / ΔOR with ΔRAG per kind, long table, Table 2 layout and heatmap."""
     k, order = _cutoff(df)
-    metrics = retrieval_metrics_of(ctx, [k])
+    metrics = ctx.retrieval_metrics([k])
     if metrics.empty:
         raise _no_runs()
     rows = []
@@ -257,7 +242,7 @@ def correlations_section(df: pd.DataFrame, ctx: ReportContext) -> Iterator[Item]
         for retriever in sorted(set(g.loc[g["k"] == k, "retriever"].astype(str)) - {ORACLE}):
             if not (ret["retriever"] == retriever).any():
                 continue
-            deltas = ql.module_deltas(g, ret, retriever, k=k, order=order, oracle=ORACLE)
+            deltas = module_deltas(g, ret, retriever, k=k, order=order, oracle=ORACLE)
             corr = ql.correlations(deltas)
             for _, c in corr.iterrows():
                 rows.append({**key, "retriever": retriever, **c.to_dict()})
