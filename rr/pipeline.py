@@ -26,6 +26,7 @@ from rr.config.instantiation import instantiate, instantiate_as
 from rr.config.settings import JobSettings, job_settings
 from rr.context import ORDERS, RankedDoc, order_indices
 from rr.data.base import Corpus, DataError, Dataset, FilteringDataset, SampledDataset
+from rr.data.rgb import file_language
 from rr.errors import ConfigError, require_positive
 from rr.generation.base import (
     ChecksStrategies,
@@ -192,7 +193,8 @@ def planned_cells(cfg: DictConfig) -> pd.DataFrame:
     """The cells a job of ``cfg`` writes score rows for, with the columns that name its setting, without
     loading data or models: one row per (strategy, query variant, cell) with ``dataset``, ``strategy``,
     ``retriever``, ``k``, ``order``, ``query_perturbation``, ``doc_perturbation`` and ``n_docs_given``
-    (the documents a composing doc perturbation hands over, ``n``, else k). Strategies and perturbations
+    (the documents a composing doc perturbation hands over, ``n``, else k), and a strategy's own columns
+    (``planned_columns``: ``strategy=rgb``'s ``instruction``). Strategies and perturbations
     are instantiated (cheap; their names and tags are theirs to say); the dataset's name is its
     ``name`` setting where given. A query perturbation's variants are its ``tag(1..n)`` beside the
     originals. What the paper values' generated test composes a paper's runs into (issue 42)."""
@@ -210,12 +212,16 @@ def planned_cells(cfg: DictConfig) -> pd.DataFrame:
     if hasattr(query, "tag") and int(getattr(query, "n", 0) or 0) > 0:
         tags += [query.tag(i) for i in range(1, int(query.n) + 1)]
     n_docs = getattr(doc, "n", None) if doc.name != "none" else None
+    language = _planned_language(cfg.dataset)
     rows = []
     for strategy in strategies:
+        # a strategy's own columns (strategy=rgb: the instruction its language gives, RGB's Chinese one)
+        own = strategy.planned_columns(language) if hasattr(strategy, "planned_columns") else {}
         for cell in build_cells(strategy, retrievers, settings.ks, settings.orders, settings.closed_book):
             for tag in tags:
                 rows.append(
                     {
+                        **own,
                         "dataset": str(dataset),
                         "strategy": strategy.name,
                         "retriever": cell.retriever,
@@ -227,6 +233,17 @@ def planned_cells(cfg: DictConfig) -> pd.DataFrame:
                     }
                 )
     return pd.DataFrame(rows)
+
+
+def _planned_language(dataset: DictConfig) -> str | None:
+    """The language a dataset config gives its examples (``dataset.language``; ``auto``: the RGB
+    file's name, :func:`rr.data.rgb.file_language`), ``None`` where it names none or no file yet."""
+    language = dataset.get("language")
+    if language is None:
+        return None
+    if language != "auto":
+        return str(language)
+    return None if OmegaConf.is_missing(dataset, "path") else file_language(str(dataset.path))
 
 
 @dataclass(frozen=True)

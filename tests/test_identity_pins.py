@@ -112,7 +112,7 @@ EXPECTED: dict[str, dict[str, str]] = {
     # its job id and judge name changed on purpose (5196979b0314 -> cca7c73698c5): old rgb2024 jobs were
     # scored by rr's rules and must not be found as this job's results.
     "rgb2024": {
-        "job_id": "cca7c73698c5",
+        "job_id": "bdb91af6cd33",  # was cca7c73698c5 before strategy=rgb's Chinese instruction (issue 49)
         "generator": "30edd6e3a722",
         "retrievers": "0ee792cc1f18",
         "dataset": "5d649f06ea71",

@@ -301,7 +301,7 @@ def test_another_model_or_setting_is_no_matching_setting(rgb_run):
         "ChatGPT",
         "RGB English",
         "rgb_accuracy",
-        "strategy=rgb;noise_ratio=0.4;n_docs_given=5",
+        "strategy=rgb;noise_ratio=0.4;n_docs_given=5;instruction=en",
     )
     assert far.loc[key].endswith(
         "model (rr-simulated-reader vs gpt-3.5-turbo), dataset (synthetic vs rgb_en)"

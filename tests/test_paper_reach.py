@@ -64,3 +64,34 @@ def test_the_run_column_is_the_command_that_reaches_the_value(tmp_path):
     cells = planned_cells(compose_config([*line, "dataset.path=zh.json"], tmp_path))
     assert set(cells["dataset"]) == {"rgb_zh"} and set(cells["doc_perturbation"]) == {"noise_ratio@0", "none"}
     assert cells.loc[cells["k"] > 0, "n_docs_given"].eq(5).all()  # RGB's five documents
+
+
+def test_rgb_chinese_values_need_rgbs_chinese_instruction(tmp_path):
+    """RGB's Chinese values are reached on RGB's Chinese instruction only (its evalue.py reads
+    instruction.yaml['zh'] for zh*.json): a job on the Chinese file that sends the English one is told so."""
+    values = paper_values()
+    zh = values[(values["paper"] == "rgb2024") & (values["rr_datasets"] == "rgb_zh")].head(1)
+    assert "instruction=zh" in zh["setting"].iloc[0]
+    (row,) = reach(zh).to_dict("records")
+    assert row["reached"]
+    (row,) = reach(zh.assign(run=zh["run"] + " dataset=rgb_zh dataset.language=en")).to_dict("records")
+    assert not row["reached"] and "instruction (en vs zh)" in row["differs"]
+    (line,) = run_overrides(next(zh.itertuples()))
+    cells = planned_cells(compose_config([*line, "dataset.path=zh.json"], tmp_path))
+    assert set(cells["instruction"]) == {"zh"}
+
+
+def test_rgb_table7_is_reached_at_fact_evalues_noise_only():
+    """Table 7 is RGB's fact_evalue.py at its defaults (noise_rate 0, correct_rate 0): a counterfactual
+    job with noise documents (rgb2024's ratio 0.4) does not reach it."""
+    values = paper_values()
+    t7 = values[(values["paper"] == "rgb2024") & (values["location"] == "Table 7")].head(1)
+    assert "doc_perturbation=counterfactual" in t7["setting"].iloc[0]
+    (row,) = reach(t7).to_dict("records")
+    assert row["reached"]
+    noisy = t7.assign(run=t7["run"].str.replace("perturbation.doc.ratio=0", "perturbation.doc.ratio=0.4"))
+    (row,) = reach(noisy).to_dict("records")
+    assert (
+        not row["reached"]
+        and "doc_perturbation (counterfactual@noise0.4 vs counterfactual)" in row["differs"]
+    )

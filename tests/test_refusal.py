@@ -162,3 +162,49 @@ def test_rare_generator_prompt_is_the_papers() -> None:
     out = render("rare_generator.j2", question="Q?", sources=["A", "B"])
     assert out.startswith("You are a general knowledge expert.")
     assert out.endswith("Question: Q?\nContext: [Doc] A\n[Doc] B\n")
+
+
+# RGB's config/instruction.yaml['zh'], as its evalue.py sends it (Fig. 3 prints the same text without
+# the "。" after the closing quote of the refusal sentence).
+RGB_SYSTEM_ZH = (
+    "你是一个准确和可靠的人工智能助手，能够借助外部文档回答问题，请注意外部文档可能存在噪声事实性错误。"
+    "如果文档中的信息包含了正确答案，你将进行准确的回答。如果文档中的信息不包含答案，你将生成“文档信息不足，"
+    "因此我无法基于提供的文档回答该问题。”。如果部分文档中存在与事实不一致的错误，请先生成“提供文档的文档存在"
+    "事实性错误。”，并生成正确答案。\n"
+)
+
+
+def test_rgb_chinese_templates_are_verbatim_from_rgb_code() -> None:
+    assert template_source("rgb_system_zh.j2") == RGB_SYSTEM_ZH
+    out = render("rgb_user_zh.j2", sources=["文档甲", "文档乙"], question="谁？")
+    assert out == "文档：\n文档甲\n文档乙 \n\n问题：\n谁？"  # "文档：\n{DOCS} \n\n问题：\n{QUERY}"
+
+
+def test_rgb_prompt_follows_the_examples_language(tmp_path: Path) -> None:
+    """A Chinese example (RGB's zh*.json) gets RGB's Chinese instruction, an English one the English;
+    the ``instruction`` column says which."""
+    from rr.context import RankedDoc
+    from rr.records import Example, Passage
+    from rr.strategies.base import Cell, CellInput
+    from rr.strategies.rgb import RGBPrompt
+
+    from .scripted import ScriptedGenerator, scripted_runtime
+
+    gen = ScriptedGenerator(default="悉尼")
+    rt = scripted_runtime(gen, tmp_path)
+    docs = (RankedDoc(Passage("p1", "举办地：澳大利亚悉尼", ""), 1),)
+    zh = Example("13", "2000年奥运会在哪举办", ["悉尼"], meta={"language": "zh"})
+    en = Example("1", "Where were the 2000 Olympics held?", ["Sydney"], meta={"language": "en"})
+    inputs = [CellInput(ex, Cell("bm25", 1, "original"), docs) for ex in (zh, en)]
+    inputs.append(CellInput(zh, Cell("none", 0, "none"), ()))
+    outs = RGBPrompt(doc_format="{text}").run(inputs, rt)
+    assert [o.extra["instruction"] for o in outs] == ["zh", "en", "zh"]
+    sent = set(gen.sent)
+    assert len(sent) == 3
+    zh_rag = (
+        RGB_SYSTEM_ZH.rstrip("\n") + "\n" + "文档：\n举办地：澳大利亚悉尼 \n\n问题：\n2000年奥运会在哪举办"
+    )
+    zh_closed = "文档：\n \n\n问题：\n2000年奥运会在哪举办"  # passage_num = 0: no system message
+    assert zh_rag in sent and zh_closed in sent
+    (en_rag,) = sent - {zh_rag, zh_closed}
+    assert en_rag.startswith("You are an accurate") and "Question:\nWhere were" in en_rag

@@ -47,6 +47,19 @@ COUNTERFACTUAL = MetaKey.COUNTERFACTUAL
 FAKE_ANSWER = MetaKey.FAKE_ANSWER
 
 TESTBEDS = ("auto", "noise", "integration", "counterfactual")
+#: ``dataset.language`` values: ``auto`` reads it off the file's name as RGB does.
+LANGUAGES = ("auto", "en", "zh")
+
+
+def file_language(path: str | Path, language: str = "auto") -> str:
+    """The language of an RGB file: ``language`` when given, else ``zh`` when the file's name holds
+    ``zh`` (RGB's ``evalue.py``: ``if 'zh' in dataset`` for scoring, ``instruction.yaml[dataset[:2]]``
+    for the prompt), else ``en``."""
+    if language not in LANGUAGES:
+        raise ValueError(f"dataset.language must be one of {LANGUAGES}, got {language!r}")
+    if language != "auto":
+        return language
+    return "zh" if "zh" in Path(path).name else "en"
 
 
 def _strings(value: Any, where: str, field: str, allow_empty: bool = True) -> list[str]:
@@ -165,15 +178,15 @@ def parse_rgb_row(
     )
 
 
-def read_rgb(path: str | Path, testbed: str = "auto") -> list[Example]:
-    """Every row of an RGB file as an :class:`Example`, in file order (ids must be unique)."""
+def read_rgb(path: str | Path, testbed: str = "auto", language: str = "auto") -> list[Example]:
+    """Every row of an RGB file as an :class:`Example`, in file order (ids must be unique); its
+    language (``Example.meta["language"]``) is :func:`file_language`'s."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"RGB data file not found: {path} (RGB's data/en.json, en_int.json, ...)")
     out: list[Example] = []
     seen: dict[str, int] = {}
-    # RGB's evalue.py: `if 'zh' in dataset` (its dataset name: zh, zh_int, zh_fact) -> Chinese scoring
-    language = "zh" if "zh" in path.name else "en"
+    language = file_language(path, language)
     for lineno, row in iter_jsonl(path):
         where = f"{path}:{lineno}"
         ex = parse_rgb_row(row, where, testbed, source=f"rgb:{path.name}", language=language)
@@ -196,15 +209,26 @@ class RGBDataset:
         n: Number of examples to sample (``None`` = all).
         seed: Sampling seed.
         name: Value of the score table's ``dataset`` column.
+        language: ``en``, ``zh`` or ``auto`` (:func:`file_language`: ``zh`` when the file's name
+            holds it): RGB's Chinese scoring (:mod:`rr.judges.rgb`) and instruction
+            (:class:`rr.strategies.rgb.RGBPrompt`) follow it.
     """
 
     def __init__(
-        self, path: str, testbed: str = "auto", n: int | None = None, seed: int = 0, name: str = "rgb"
+        self,
+        path: str,
+        testbed: str = "auto",
+        n: int | None = None,
+        seed: int = 0,
+        name: str = "rgb",
+        language: str = "auto",
     ) -> None:
         if testbed not in TESTBEDS:
             raise ValueError(f"dataset.testbed must be one of {TESTBEDS}, got {testbed!r}")
+        file_language(path, language)  # a bad value fails here, before any data loads
         self.path = path
         self.testbed = testbed
+        self.language = language
         self.n = n
         self.seed = seed
         self.available: int | None = None  # after load: examples there were to sample n from
@@ -218,12 +242,13 @@ class RGBDataset:
             "path": str(self.path),
             "sha256": file_sha256(self.path),
             "testbed": self.testbed,
+            "language": file_language(self.path, self.language),
             "n": self.n,
             "seed": self.seed,
         }
 
     def load(self) -> list[Example]:
-        population = read_rgb(self.path, self.testbed)
+        population = read_rgb(self.path, self.testbed, self.language)
         self.available = len(population)
         return sample_examples(population, self.n, self.seed)
 

@@ -22,7 +22,10 @@ metric         the registered metric (:data:`rr.metrics.SPECS`: what rr computes
 setting        ``;``-separated ``key=value`` conditions on the job's recorded score rows, in the
                names the paper's experiment config writes: a score-table column
                (``strategy=rgb``, ``retriever=bm25+bge_large``, ``n_docs_given=5``),
-               ``noise_ratio=0.2`` (the ``doc_perturbation`` tag's ratio), ``counterfactual=true``;
+               ``noise_ratio=0.2`` (the ``doc_perturbation`` tag's ratio), ``counterfactual=true``,
+               ``doc_perturbation=counterfactual`` (the tag itself: RGB's Table 7, no noise or
+               correct documents, ``fact_evalue.py``'s defaults), ``instruction=zh`` (the
+               language of ``strategy=rgb``'s instruction);
                the metric's parameters (``perturbation``, ``subset``, ``module``, ``query_kind``:
                a ``query_perturbation`` kind such as ``typo@0.1``); ``a+b`` after ``=``: the run's
                values of that column must be exactly these
