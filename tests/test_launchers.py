@@ -103,3 +103,65 @@ def test_help_lists_the_launcher_profiles(monkeypatch, capsys) -> None:
     assert {"basic", "parallel", "slurm", "slurm_cpu", "submitit_local"} <= set(
         line.split(": ")[1].split(", ")
     )
+
+
+#: Parameters (billions) of the paper sweeps' models, from their model cards.
+PARAMS_B = {
+    "meta-llama/Llama-3.2-1B-Instruct": 1.24,
+    "meta-llama/Llama-3.2-3B-Instruct": 3.21,
+    "meta-llama/Llama-3.1-8B-Instruct": 8.03,
+    "meta-llama/Llama-3.1-70B-Instruct": 70.6,
+    "mistralai/Mistral-Nemo-Instruct-2407": 12.2,
+    "mistralai/Mistral-Large-Instruct-2407": 123.0,
+    "CohereForAI/c4ai-command-r-08-2024": 32.3,
+    "CohereForAI/c4ai-command-r-plus-08-2024": 104.0,
+    "mistralai/Mistral-7B-Instruct-v0.2": 7.24,
+    "mistralai/Mistral-7B-Instruct-v0.3": 7.25,
+    "Qwen/Qwen2.5-7B-Instruct": 7.62,
+}
+#: The GPU the shapes are sized for (H100 / A100 80 GB) and the part of it vLLM takes.
+GPU_GB, UTILIZATION = 80, 0.9
+
+
+@pytest.mark.parametrize(
+    "sweep",
+    [
+        ["experiment=cao2025", "sweep=cao2025"],
+        ["sweep=query_level2025"],
+        ["experiment=sure2025", "sweep=sure2025"],
+    ],
+)
+def test_paper_sweeps_request_the_gpus_their_models_need(sweep: list[str]) -> None:
+    """Every job of a paper sweep, composed with hydra/launcher=slurm, asks SLURM for GPUs that hold
+    its model's bf16 weights with room for a KV cache (at least 20% of the weights), as few as 8B and
+    smaller need (1), and shards the model over all of them; the launcher scales CPUs and memory."""
+    pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
+    from rr.commands.slurm import shaped_params
+    from rr.resume import sweep_jobs
+
+    base = compose([*sweep, "hydra/launcher=slurm"], return_hydra_config=True)
+    jobs = sweep_jobs([*sweep, "hydra/launcher=slurm"], base.hydra.sweeper.params)
+    shapes = {}
+    for overrides in jobs:
+        cfg = compose(overrides, return_hydra_config=True)
+        model = cfg.generator.model
+        gpus = cfg.resources.gpus or cfg.hydra.launcher.gpus_per_node
+        weights_gb = 2 * PARAMS_B[model]
+        assert gpus * GPU_GB * UTILIZATION >= 1.2 * weights_gb, (model, gpus)
+        assert PARAMS_B[model] > 12.5 or gpus == 1, (model, gpus)
+        assert cfg.generator.get("tensor_parallel_size", 1) == gpus, (model, gpus)
+        params = shaped_params(dict(cfg.hydra.launcher), cfg.resources.gpus)
+        assert params["gpus_per_node"] == gpus and params["cpus_per_task"] == 8 * gpus
+        assert params["mem_gb"] == 64 * gpus
+        shapes[model] = gpus
+    if "sweep=cao2025" in sweep:  # the paper's 8 open models on 4 shapes
+        assert len(shapes) == 8 and sorted(set(shapes.values())) == [1, 2, 4, 8]
+
+
+def test_a_cpu_launcher_keeps_its_allocation_whatever_the_job_asks() -> None:
+    from rr.commands.slurm import shaped_params
+
+    cpu = {"gpus_per_node": 0, "cpus_per_task": 1, "mem_gb": 4}
+    assert shaped_params(cpu, 4) == cpu
+    gpu = {"gpus_per_node": 1, "cpus_per_task": 8, "mem_gb": 64}
+    assert shaped_params(gpu, None) == gpu and shaped_params(gpu, 0) == {**gpu, "gpus_per_node": 0}

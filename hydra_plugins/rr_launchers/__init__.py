@@ -75,51 +75,64 @@ except ImportError:  # the submitit extra is not installed: hydra/launcher=slurm
 if SlurmLauncher is not None:
 
     class RRSlurmLauncher(SlurmLauncher):  # type: ignore[misc,valid-type]
-        """hydra-submitit-launcher's ``SlurmLauncher`` with bounded waiting and one-line rejections."""
+        """hydra-submitit-launcher's ``SlurmLauncher`` with bounded waiting, one-line rejections and
+        a resource shape per job: jobs whose ``resources.gpus`` differ go in one array each
+        (:func:`rr.commands.slurm.shaped_params`)."""
 
         def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
             # hydra-submitit-launcher 1.2's BaseSubmititLauncher.launch, except how it submits
-            # (an sbatch rejection becomes SlurmRejected) and how it waits (rr.commands.slurm.wait_for_jobs
-            # instead of job.results(), which waits forever on a dead job without accounting).
+            # (one array per resource shape; an sbatch rejection becomes SlurmRejected) and how it
+            # waits (rr.commands.slurm.wait_for_jobs instead of job.results(), which waits forever
+            # on a dead job without accounting).
             import submitit
             from hydra.core.singleton import Singleton
             from hydra.core.utils import filter_overrides
             from hydra_plugins.hydra_submitit_launcher.config import BaseQueueConf
             from submitit.core.utils import FailedJobError
 
-            from rr.commands.slurm import SlurmRejected, rejection_message, wait_for_jobs
+            from rr.commands.slurm import SlurmRejected, rejection_message, shaped_params, wait_for_jobs
 
-            assert self.config is not None
-            params = self.params
-            init_params = {"folder": params["submitit_folder"]}
-            specific_init_keys = {"max_num_timeout"}
-            init_params.update(
-                **{f"{self._EXECUTOR}_{x}": y for x, y in params.items() if x in specific_init_keys}
-            )
-            init_keys = specific_init_keys | {"submitit_folder"}
-            executor = submitit.AutoExecutor(cluster=self._EXECUTOR, **init_params)
-            baseparams = set(OmegaConf.structured(BaseQueueConf).keys())
-            executor.update_parameters(
-                **{
-                    x if x in baseparams else f"{self._EXECUTOR}_{x}": y
-                    for x, y in params.items()
-                    if x not in init_keys
-                }
-            )
+            assert self.config is not None and self.hydra_context is not None
             log.info(f"Submitit '{self._EXECUTOR}' sweep output dir : {self.config.hydra.sweep.dir}")
             sweep_dir = Path(str(self.config.hydra.sweep.dir))
             sweep_dir.mkdir(parents=True, exist_ok=True)
             if "mode" in self.config.hydra.sweep:
                 os.chmod(sweep_dir, mode=int(str(self.config.hydra.sweep.mode), 8))
+            shapes: dict[int | None, list[int]] = {}
             job_params: list[Any] = []
             for idx, overrides in enumerate(job_overrides, start=initial_job_idx):
                 log.info(f"\t#{idx} : {' '.join(filter_overrides(overrides))}")
+                job_cfg = self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
+                shapes.setdefault(OmegaConf.select(job_cfg, "resources.gpus"), []).append(len(job_params))
                 job_params.append(
                     (list(overrides), "hydra.sweep.dir", idx, f"job_id_for_{idx}", Singleton.get_state())
                 )
-            try:
-                jobs = executor.map_array(self, *zip(*job_params, strict=True))
-            except FailedJobError as e:
-                raise SlurmRejected(rejection_message(str(e))) from e
-            log.info(f"SLURM jobs: {', '.join(str(j.job_id) for j in jobs)}")
+            specific_init_keys = {"max_num_timeout"}
+            init_keys = specific_init_keys | {"submitit_folder"}
+            baseparams = set(OmegaConf.structured(BaseQueueConf).keys())
+            jobs: list[Any] = [None] * len(job_params)
+            for gpus, members in shapes.items():
+                params = shaped_params(self.params, gpus)
+                init_params = {"folder": params["submitit_folder"]}
+                init_params.update(
+                    **{f"{self._EXECUTOR}_{x}": y for x, y in params.items() if x in specific_init_keys}
+                )
+                executor = submitit.AutoExecutor(cluster=self._EXECUTOR, **init_params)
+                executor.update_parameters(
+                    **{
+                        x if x in baseparams else f"{self._EXECUTOR}_{x}": y
+                        for x, y in params.items()
+                        if x not in init_keys
+                    }
+                )
+                try:
+                    submitted = executor.map_array(self, *zip(*[job_params[i] for i in members], strict=True))
+                except FailedJobError as e:
+                    raise SlurmRejected(rejection_message(str(e))) from e
+                for i, job in zip(members, submitted, strict=True):
+                    jobs[i] = job
+                log.info(
+                    f"SLURM jobs ({params.get('gpus_per_node') or 0} GPUs each): "
+                    f"{', '.join(str(j.job_id) for j in submitted)}"
+                )
             return wait_for_jobs(jobs, job_overrides)

@@ -76,6 +76,28 @@ def rejection_message(sbatch_error: str) -> str:
     return f"sbatch rejected the sweep's jobs: {reason}; change {setting}"
 
 
+#: Launcher settings given for the launcher's ``gpus_per_node`` GPUs, scaled with a job's own count.
+PER_GPU = ("cpus_per_task", "mem_gb")
+
+
+def shaped_params(params: dict[str, Any], gpus: int | None) -> dict[str, Any]:
+    """The launcher's settings for a job that needs ``gpus`` GPUs (its ``resources.gpus``).
+
+    On a launcher that requests GPUs (``gpus_per_node`` > 0), ``gpus_per_node`` becomes ``gpus``
+    and :data:`PER_GPU` settings scale with it (``slurm``'s 8 CPUs and 64 GB for one GPU: 32 and
+    256 for four). ``gpus`` of ``None``, or a launcher that requests none (``slurm_cpu``), leaves
+    them as they are.
+    """
+    base = params.get("gpus_per_node") or 0
+    if gpus is None or base <= 0 or gpus == base:
+        return dict(params)
+    out = {**params, "gpus_per_node": gpus}
+    for key in PER_GPU if gpus > 0 else ():
+        if isinstance(params.get(key), int):
+            out[key] = -(-params[key] * gpus // base)  # rounded up
+    return out
+
+
 def _run(cmd: list[str]) -> str | None:
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=30)

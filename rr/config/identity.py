@@ -33,6 +33,7 @@ NON_SEMANTIC_KEYS = (
     "flush_every",
     "strict_window",
     "cpu_warn_minutes",
+    "resources",
     "shards",
     "shard",
     "shard_gpus",

@@ -49,6 +49,20 @@ class ScoringSchema:
 
 
 @dataclass
+class ResourcesSchema:
+    """What one job needs from a scheduler (not part of the job id).
+
+    ``gpus``: GPUs one job requests from a GPU launcher (``hydra/launcher=slurm`` requests them,
+    and ``cpus_per_task`` / ``mem_gb`` per GPU); ``None``: the launcher's ``gpus_per_node``. A
+    paper sweep sets it per model from ``gpus_by_model`` (a model not listed: 1), and its model's
+    ``generator.tensor_parallel_size`` to it (``sweeps/cao2025.yaml``).
+    """
+
+    gpus: int | None = None
+    gpus_by_model: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
 class RootSchema:
     """Top-level stage settings; the groups (dataset, generator, ...) have their own schemas."""
 
@@ -62,6 +76,7 @@ class RootSchema:
     flush_every: int = 64
     strict_window: bool = False
     cpu_warn_minutes: float | None = 10.0
+    resources: ResourcesSchema = field(default_factory=ResourcesSchema)
     dataset: Any = MISSING
     corpus: Any = MISSING
     retriever: Any = field(default_factory=dict)
