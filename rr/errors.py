@@ -17,7 +17,10 @@ from typing import Any
 
 
 class UserError(Exception):
-    """A problem in what the user gave rr; its message is printed as one line (no traceback)."""
+    """A problem in what the user gave rr; its message is printed as one line (no traceback), or one
+    line per item where ``lines`` is true (a sweep's failed jobs)."""
+
+    lines = False
 
 
 class ConfigError(UserError, ValueError):

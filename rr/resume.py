@@ -42,11 +42,12 @@ from rr.sweepfolder import (
     StopMark,
     failed_folders,
     is_sweep,
-    multirun_file,
     read_sweep,
+    recorded_command,
     run_in_progress,
     stopped,
     sweep_folders,
+    sweep_records,
 )
 
 
@@ -62,6 +63,8 @@ class JobState:
         overrides: The overrides that set it apart from the other jobs of its folder (a sweep's
             jobs, or the runs of one name); :func:`status_report` fills them in.
         sweep: The sweep folder (with ``multirun.yaml``) of a missing job.
+        record: The record of the sweep that asked for a missing job (one of
+            :func:`rr.sweepfolder.sweep_records`): its ``rr -m`` finishes it.
     """
 
     job_id: str
@@ -70,6 +73,7 @@ class JobState:
     detail: str = ""
     overrides: str = ""
     sweep: Path | None = None
+    record: Path | None = None
 
 
 def finished(output_dir: str | Path, jid: str) -> JobSummary | None:
@@ -205,8 +209,11 @@ def sweep_jobs(overrides: list[str], sweeper_params: Any = None) -> list[list[st
     return [list(job) for job in itertools.product(*per_key.values())]
 
 
-def expected_jobs(sweep_dir: str | Path, config_dir: str | None = None) -> list[tuple[str, list[str]]]:
-    """The (job id, overrides) of every job of the multirun whose ``multirun.yaml`` is in ``sweep_dir``.
+def expected_jobs(
+    sweep_dir: str | Path, config_dir: str | None = None, record: Path | None = None
+) -> list[tuple[str, list[str]]]:
+    """The (job id, overrides) of every job of the multirun whose ``multirun.yaml`` (or kept
+    ``record``, :func:`rr.sweepfolder.sweep_records`) is in ``sweep_dir``.
 
     Re-expands the sweep exactly as Hydra's basic sweeper does (sweeper ``params`` first, then
     the command line's overrides) and composes each job's config to get its id.
@@ -215,7 +222,7 @@ def expected_jobs(sweep_dir: str | Path, config_dir: str | None = None) -> list[
 
     from rr.config.composition import hydra_context
 
-    sweep = read_sweep(sweep_dir)
+    sweep = read_sweep(sweep_dir, record)
     jobs = sweep_jobs(sweep.overrides, sweep.sweeper_params)
     out = []
     with hydra_context(config_dir):
@@ -254,16 +261,18 @@ def status_report(root: str | Path, config_dir: str | None = None) -> StatusRepo
     present = {s.job_id for s in report.states}
     missing_in: dict[str, tuple[Path, list[str]]] = {}
     for sweep in sweep_folders(root):
-        try:
-            expected = expected_jobs(sweep, config_dir)
-        except Exception as e:  # noqa: BLE001 - reported by name; the job folders still are listed
-            report.unreadable.append((multirun_file(sweep), e))
-            continue
-        for jid, overrides in expected:
-            if jid not in present:
-                report.states.append(JobState(jid, "missing", None, " ".join(overrides), sweep=sweep))
-                present.add(jid)
-                missing_in[jid] = (sweep, overrides)
+        for record in sweep_records(sweep):  # every sweep of the folder, not only the latest
+            try:
+                expected = expected_jobs(sweep, config_dir, record)
+            except Exception as e:  # noqa: BLE001 - reported by name; the job folders still are listed
+                report.unreadable.append((record, e))
+                continue
+            for jid, overrides in expected:
+                if jid not in present:
+                    missing = JobState(jid, "missing", None, " ".join(overrides), sweep=sweep, record=record)
+                    report.states.append(missing)
+                    present.add(jid)
+                    missing_in[jid] = (sweep, overrides)
     report.states = name_by_overrides(report.states, missing_in)
     return report
 
@@ -311,17 +320,22 @@ def name_by_overrides(
 
 
 def finish_command(state: JobState) -> str:
-    """The command that finishes a job that is not done, quoted for a shell: for a job of a sweep
-    (or one missing from it) the sweep's own ``rr -m ...`` (a re-run skips its done jobs and resumes
-    the rest), for a single run its ``rr ...``; ``""`` when no record of the command is left."""
+    """The command that finishes a job that is not done, quoted for a shell: the command the job
+    recorded when it started (:func:`rr.sweepfolder.recorded_command`: that job alone, in its own
+    folder, through its sweep's launcher); for a job missing from a sweep, the ``rr -m ...`` of the
+    sweep that asked for it (a re-run skips its done jobs and resumes the rest); for a folder written
+    before jobs recorded their command, its sweep's or its own overrides; ``""`` when no record of
+    the command is left."""
     import shlex
 
+    if state.path is not None and (argv := recorded_command(state.path)) is not None:
+        return " ".join(shlex.quote(a) if i else a for i, a in enumerate(argv))
     sweep = state.sweep
     if sweep is None and state.path is not None and is_sweep(state.path.parent):
         sweep = state.path.parent
     if sweep is not None:
         try:
-            task = read_sweep(sweep).overrides
+            task = read_sweep(sweep, state.record).overrides
         except Exception:  # noqa: BLE001 - torn: no command to offer
             return ""
         return " ".join(["rr -m", *(shlex.quote(o) for o in task)])

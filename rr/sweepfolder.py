@@ -1,9 +1,12 @@
 """The sweep folder and a job's run records: the one place their file names and formats are defined.
 
 A multirun (``rr -m``) puts its jobs' folders (:mod:`rr.jobfolder`) below one sweep folder, which
-holds :data:`MULTIRUN_FILE` (``multirun.yaml``): Hydra's record of the sweep, read back as a
+holds :data:`MULTIRUN_FILE` (``multirun.yaml``): Hydra's record of the latest sweep, read back as a
 :class:`Sweep` (the command line's overrides and the sweeper's parameters) to re-expand its job list
-(:func:`rr.resume.expected_jobs`) and to give the command that finishes it.
+(:func:`rr.resume.expected_jobs`). Two sweeps of one name share the folder, so every sweep's record
+is also kept beside it as ``multirun.<hash>.yaml`` (:data:`SWEEP_RECORD`, named by its content:
+never overwritten, :func:`keep_sweep_record`), and each is re-expanded: a job the first sweep asked for
+stays expected after a second sweep has run.
 
 Beside a job's own files, the ``rr`` command keeps records of how its runs went (a job of a sweep
 may fail before it writes ``config.yaml``, so these are the sweep's failures too):
@@ -12,6 +15,9 @@ may fail before it writes ``config.yaml``, so these are the sweep's failures too
   before its summary, :class:`StopMark` (``{"job_id", "message", "at"}``): the one-line error of a
   job that raised, or the signal that stopped it. At most one is there (:func:`mark_stopped`), and
   both go when the job starts again (:func:`clear_stopped`).
+- :data:`COMMAND` (``command.json``): the command that makes the job, ``{"job_id", "argv", "at"}``
+  (:func:`record_command`), written when it starts; every "finish it" and "re-run" hint is read
+  from it (:func:`recorded_command`), not from whichever sweep ran last in the folder.
 - :data:`RUNNING` (``running.json``): a run of the job going on now, :class:`RunningMark`
   (``{"job_id", "pid", "host", "at"}``), written when the command starts the job and removed when
   it ends, however it ends (a SIGKILL leaves it, naming a process that is gone).
@@ -34,6 +40,10 @@ from omegaconf import DictConfig, OmegaConf
 from rr.atomic import atomic_write
 
 MULTIRUN_FILE = "multirun.yaml"
+#: Every sweep's record, kept beside the others (:func:`keep_sweep_record`): ``multirun.<hash>.yaml``.
+SWEEP_RECORD = "multirun.{}.yaml"
+#: The command that makes a job (:func:`record_command`).
+COMMAND = "command.json"
 #: Markers of a job that stopped before its summary (:class:`StopMark`).
 FAILED = "failed.json"
 INTERRUPTED = "interrupted.json"
@@ -76,9 +86,29 @@ def sweep_folders(root: str | Path) -> list[Path]:
     return sorted(p.parent for p in Path(root).rglob(MULTIRUN_FILE))
 
 
-def read_sweep(folder: str | Path) -> Sweep:
-    """The sweep record of ``folder``; raises what OmegaConf raises on a missing or torn file."""
-    record = OmegaConf.load(multirun_file(folder))
+def keep_sweep_record(folder: str | Path, text: str) -> Path:
+    """Keep the record ``text`` of a sweep of ``folder`` as ``multirun.<hash>.yaml`` (its content's
+    hash: the same sweep run twice is one record, and no record is ever overwritten)."""
+    from rr.hashing import content_hash
+
+    path = Path(folder, SWEEP_RECORD.format(content_hash(text, 12)))
+    if not path.exists():
+        with atomic_write(path) as f:
+            f.write(text)
+    return path
+
+
+def sweep_records(folder: str | Path) -> list[Path]:
+    """Every kept record of the sweeps of ``folder``, oldest first; ``multirun.yaml`` alone for a
+    folder written before records were kept."""
+    kept = sorted(Path(folder).glob(SWEEP_RECORD.format("*")), key=lambda p: (p.stat().st_mtime, p.name))
+    return kept or ([multirun_file(folder)] if is_sweep(folder) else [])
+
+
+def read_sweep(folder: str | Path, record: Path | None = None) -> Sweep:
+    """The sweep record of ``folder`` (``record``: one of :func:`sweep_records`; default its
+    ``multirun.yaml``); raises what OmegaConf raises on a missing or torn file."""
+    record = OmegaConf.load(record or multirun_file(folder))
     assert isinstance(record, DictConfig)
     return Sweep(
         Path(folder),
@@ -135,6 +165,21 @@ def _read_record(path: Path) -> dict[str, Any] | None:
 def _known(cls: type, record: dict[str, Any]) -> dict[str, Any]:
     names = {f.name for f in fields(cls)}
     return {k: v for k, v in record.items() if k in names}
+
+
+def record_command(folder: str | Path, jid: str, argv: list[str]) -> None:
+    """Record ``argv``, the command that makes job ``jid`` in ``folder`` (:data:`COMMAND`)."""
+    record = {"job_id": jid, "argv": list(argv), "at": time.strftime("%Y-%m-%d %H:%M:%S")}
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    with atomic_write(Path(folder) / COMMAND) as f:
+        f.write(json.dumps(record, indent=1))
+
+
+def recorded_command(folder: str | Path) -> list[str] | None:
+    """The command recorded by :func:`record_command` in ``folder`` (``None``: none readable)."""
+    record = _read_record(Path(folder, COMMAND))
+    argv = record.get("argv") if record else None
+    return [str(a) for a in argv] if isinstance(argv, list) else None
 
 
 def mark_running(folder: str | Path, jid: str) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from rr.resume import folder_state, status_report
-from rr.sweepfolder import FAILED
+from rr.sweepfolder import FAILED, sweep_records
 
 from .test_cli_errors import assert_one_line, rr_main
 
@@ -109,15 +109,17 @@ def test_status_lists_job_folders_of_a_sweep_whose_multirun_yaml_it_cannot_read(
 ) -> None:
     root = _copy(sweep_root, tmp_path)
     mr = root / "multirun" / "cao2025_mini" / "multirun.yaml"
-    mr.write_text(damage(mr.read_text()))
+    (kept,) = sweep_records(mr.parent)  # the sweep's own record, kept beside multirun.yaml
+    for record in (mr, kept):
+        record.write_text(damage(record.read_text()))
     report = status_report(root)
     assert [s.state for s in report.states] == ["done", "done"]
-    assert [path for path, _ in report.unreadable] == [mr]
+    assert [path for path, _ in report.unreadable] == [kept]
     for folder in (root, mr.parent):
         code, out, err = rr_main(["status", str(folder)], monkeypatch, capsys)
         assert code == 0, err
         assert "2 done, 0 partial, 0 missing" in out
-        assert f"could not read {mr}" in err and "Traceback" not in err
+        assert f"could not read {kept}" in err and "Traceback" not in err
 
 
 def test_job_failing_before_its_first_stage_is_marked_failed(tmp_path: Path, monkeypatch, capsys) -> None:
@@ -130,8 +132,9 @@ def test_job_failing_before_its_first_stage_is_marked_failed(tmp_path: Path, mon
     assert f"job failed: {message}" in (job / "cli.log").read_text()
     state = folder_state(job)
     assert state.state == "failed" and message in state.detail
-    code, out, _ = rr_main(["status", str(tmp_path)], monkeypatch, capsys)
-    assert code == 0 and "0 done, 0 partial, 1 failed, 0 missing" in out
+    code, out, err = rr_main(["status", str(tmp_path)], monkeypatch, capsys)
+    assert code == 1 and "0 done, 0 partial, 1 failed, 0 missing" in out  # failed jobs: exit 1
+    assert f"rr status: failed {state.job_id}" in err and "re-run: rr generator=simulated" in err
     assert any(line.startswith("│ failed") and "dataset.n:" in line for line in out.splitlines())
 
     # Fixed and run again: the marker goes, the job is done.

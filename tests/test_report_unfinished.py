@@ -39,9 +39,17 @@ def test_a_report_names_every_job_it_left_out(tmp_path: Path) -> None:
     out = report.stdout
     finish = "rr -m " + " ".join(shlex.quote(o) for o in sweep[1:])
     assert "3 of 4 jobs below" in out and "not in this report" in out
-    for jid, state in ((ids[1], "partial"), (ids[2], "failed"), (ids[3], "missing")):
+    seeds = [json.loads((j / "command.json").read_text())["argv"] for j in jobs[1:3]]
+    for jid, state, own in (
+        (ids[1], "partial", seeds[0]),
+        (ids[2], "failed", seeds[1]),
+        (ids[3], "missing", None),
+    ):
         line = next(line for line in out.splitlines() if jid in line)
-        assert state in line and finish in line, line
+        # a job's folder: the command it recorded (that job alone); a missing one: its sweep's
+        expected = finish if own is None else " ".join(shlex.quote(a) if i else a for i, a in enumerate(own))
+        assert state in line and f"finish it: {expected}" in line, line
+        assert own is None or "seed=0,1,2,3" not in line
     readme = (root / "report" / "README.md").read_text()
     assert "Read 1 job(s)" in readme and "3 of 4 jobs below" in readme
     for jid in ids[1:]:

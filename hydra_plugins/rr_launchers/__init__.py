@@ -39,6 +39,7 @@ class RRSweeper(BasicSweeper):
     def sweep(self, arguments: list[str]) -> Any:
         from rr.atomic import atomic_write
         from rr.commands.status import SweepFailed, print_sweep_table, rows_from_returns
+        from rr.sweepfolder import keep_sweep_record
 
         assert self.config is not None and self.launcher is not None and self.hydra_context is not None
         params_conf = self._parse_config()
@@ -51,8 +52,10 @@ class RRSweeper(BasicSweeper):
             self.validate_batch_is_legal(batch)
         sweep_dir = Path(self.config.hydra.sweep.dir)
         sweep_dir.mkdir(parents=True, exist_ok=True)
+        record = OmegaConf.to_yaml(self.config)
+        keep_sweep_record(sweep_dir, record)  # every sweep's record kept; multirun.yaml is the latest
         with atomic_write(sweep_dir / "multirun.yaml") as f:  # a reader sees the old file or the new one
-            f.write(OmegaConf.to_yaml(self.config))
+            f.write(record)
         returns: list[Sequence[JobReturn]] = []
         initial_job_idx = 0
         while not self.is_done():

@@ -71,6 +71,7 @@ def _app(cfg: DictConfig) -> dict[str, Any]:
         clear_stopped,
         mark_running,
         mark_stopped,
+        record_command,
         run_in_progress,
     )
 
@@ -91,6 +92,7 @@ def _app(cfg: DictConfig) -> dict[str, Any]:
         print_summary(done, output_dir, already_done=True)  # its tables again, from summary.json
         return job_record("skipped", jid, output_dir, replace(done, model_calls=0), 0.0)
     prepare_job(settings.progress)
+    record_command(output_dir, jid, job_command(hc))  # what every "finish it" / "re-run" hint gives
     outcome = "resumed" if is_started(output_dir) and done is None else "done"
     if (
         done is not None
@@ -150,6 +152,16 @@ def _app(cfg: DictConfig) -> dict[str, Any]:
         clear_running(output_dir)
     print_job_report(result)
     return job_record(outcome, jid, output_dir, result.summary, time.monotonic() - start)
+
+
+def job_command(hc: Any) -> list[str]:
+    """The command that makes this one job again, in its own folder: its overrides (a sweep job's
+    own values: the sweep's other jobs are not re-run) and the hydra overrides of its command (the
+    launcher, the sweep folder). A job of a sweep goes through ``rr -m`` (its launcher, its folder
+    ``<sweep>/<job id>``); a single run through ``rr``."""
+    multirun = hc.mode == RunMode.MULTIRUN
+    hydra = [str(o) for o in hc.overrides.hydra if not str(o).startswith("hydra.mode=")]
+    return ["rr", *(["-m"] if multirun else []), *(str(o) for o in hc.overrides.task), *hydra]
 
 
 def _or_unknown(value: str | None) -> str:

@@ -115,8 +115,8 @@ def user_message(ex: BaseException) -> str | None:
     is unwrapped to that error; so is the ``ValueError`` of :mod:`logging.config` around an
     :class:`OSError` opening the job's log file (a folder that cannot be written).
     """
-    if isinstance(ex, UserError):
-        return _one_line(str(ex))
+    if isinstance(ex, UserError):  # one line; a list of lines (one per failed job) keeps them
+        return "\n".join(_one_line(line) for line in str(ex).splitlines()) if ex.lines else _one_line(str(ex))
     if (
         isinstance(ex, ValueError)
         and str(ex).startswith("Unable to configure handler")

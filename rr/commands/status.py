@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TextIO
 
 from rr.commands.errors import user_message
@@ -177,21 +178,34 @@ def print_sweep_table(rows: list[JobRow], title: str, file: TextIO | None = None
     console.print(", ".join(f"{sum(r.outcome == o for r in rows)} {o}" for o in OUTCOMES))
 
 
+def rerun_hint(folder: str | Path | None) -> str:
+    """``; re-run: <the command the job recorded>`` (:func:`rr.sweepfolder.recorded_command`), or ``""``."""
+    import shlex
+
+    from rr.sweepfolder import recorded_command
+
+    argv = recorded_command(folder) if folder else None
+    return f"; re-run: {' '.join(shlex.quote(a) if i else a for i, a in enumerate(argv))}" if argv else ""
+
+
 class SweepFailed(UserError):
-    """Some jobs of a sweep failed: one line naming each (job, what happened, where to look)."""
+    """Some jobs of a sweep failed: one line per failed job (job, what happened, its re-run command)."""
+
+    lines = True
 
     def __init__(self, rows: list[JobRow], total: int) -> None:
         failed = [r for r in rows if r.outcome == "failed"]
-        parts = [f"{r.job}: {r.error}" for r in failed]
-        super().__init__(f"{len(failed)} of {total} jobs failed: " + "; ".join(parts))
+        lines = [f"  {r.job}: {r.error}{rerun_hint(r.folder)}" for r in failed]
+        super().__init__("\n".join([f"{len(failed)} of {total} jobs failed:", *lines]))
         self.rows = failed
 
 
 def status_main(argv: list[str]) -> int:
     """``rr status [DIR]``: list done / partial / failed / missing jobs below DIR (default ``outputs``).
 
-    A sweep whose ``multirun.yaml`` cannot be read or re-expanded is named on stderr; its job
-    folders are still listed (exit status 0)."""
+    Exit status 1 when a job failed, each with the command that re-runs it (``--ok-if-failed``:
+    0); a sweep whose ``multirun.yaml`` cannot be read or re-expanded is named on stderr, its job
+    folders still listed."""
     import argparse
 
     from rich.console import Console
@@ -204,6 +218,9 @@ def status_main(argv: list[str]) -> int:
         "--config-dir",
         default=None,
         help="config folder to re-expand sweeps with (default: rr's own, or RR_CONFIG_DIR)",
+    )
+    ap.add_argument(
+        "--ok-if-failed", action="store_true", help="exit 0 even when jobs failed (default: exit 1)"
     )
     a = ap.parse_args(argv)
     report = status_report(a.dir, a.config_dir)
@@ -234,4 +251,10 @@ def status_main(argv: list[str]) -> int:
     console.print(", ".join(f"{n} {k}" for k, n in counts.items() if k != "failed" or n))
     for line in unreadable:
         print(f"rr status: {line}", file=sys.stderr)
-    return 0
+    failed = [s for s in states if s.state == "failed"]
+    for s in failed:
+        print(
+            f"rr status: failed {s.job_id} ({s.path}){rerun_hint(s.path) or ' (no re-run command recorded)'}",
+            file=sys.stderr,
+        )
+    return 1 if failed and not a.ok_if_failed else 0
