@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 from rr.analysis.calibration import (
-    METRICS,
     Design,
     binomial_band,
     coverage,
@@ -18,7 +17,7 @@ from rr.analysis.calibration import (
     planted_population,
     score_table,
 )
-from rr.analysis.intervals import per_example_robustness
+from rr.analysis.intervals import BASE_METRICS, per_example_robustness
 from rr.generation.simulated import ReaderParams
 from rr.metrics.robustness import robustness_table
 
@@ -28,7 +27,7 @@ def test_drawn_tables_decompose_as_rr_computes_the_metrics():
     values = per_example(scores, closed)
     table = score_table(scores, closed, Design())
     assert np.allclose(
-        per_example_robustness(table).sort_index()[list(METRICS)].to_numpy(), values.to_numpy()
+        per_example_robustness(table).sort_index()[list(BASE_METRICS)].to_numpy(), values.to_numpy()
     )
     point = robustness_table(table).iloc[0]
     for m in ("ndr", "rsr", "ror", "accuracy", "closed_book_accuracy"):
@@ -88,7 +87,7 @@ def test_intervals_hold_at_the_sizes_rr_prints_them(n, reps):
     planted = planted_population(params, design, n=200_000)
     lo, _ = binomial_band(reps)
     table = coverage(params, design, n, reps, planted, n_resamples=1000, seed=n)
-    assert set(table["metric"]) == {*METRICS, "robustness"}
+    assert set(table["metric"]) == {*BASE_METRICS, "robustness"}
     for _, row in table.iterrows():
         assert row["coverage"] >= lo, (row["metric"], n, row["coverage"], lo)
     plain = coverage(params, design, n, reps, planted, n_resamples=500, seed=n, small_sample=False)

@@ -24,10 +24,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from rr.analysis.intervals import BASE_METRICS
 from rr.generation.simulated import ReaderParams
 from rr.stats import BootstrapMethod
 
-METRICS = ("ndr", "rsr", "ror", "accuracy", "closed_book_accuracy")
 ORDERS = ("original", "reversed", "shuffled")
 
 
@@ -137,12 +137,12 @@ def planted_population(
     """The planted value of each metric: its mean over ``n`` drawn questions (Monte Carlo; the
     standard error is below 0.0005 for every metric at the default ``n``)."""
     rng = np.random.default_rng(seed)
-    sums = dict.fromkeys(METRICS, 0.0)
+    sums = dict.fromkeys(BASE_METRICS, 0.0)
     done = 0
     while done < n:
         m = min(chunk, n - done)
         values = per_example(*draw_scores(params, design, m, rng))
-        for c in METRICS:
+        for c in BASE_METRICS:
             sums[c] += float(values[c].sum())
         done += m
     return {c: s / n for c, s in sums.items()}
@@ -172,7 +172,7 @@ def coverage(
     """
     from rr.stats import bootstrap_cluster_means
 
-    metrics = (*METRICS, "robustness")
+    metrics = (*BASE_METRICS, "robustness")
     planted = {**planted, "robustness": float(np.cbrt(planted["ndr"] * planted["rsr"] * planted["ror"]))}
     rng = np.random.default_rng(seed)
     hits: dict[str, list[bool]] = {c: [] for c in metrics}

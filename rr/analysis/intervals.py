@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from rr.metrics.registry import CI_HIGH, CI_LOW
+from rr.metrics.registry import CI_HIGH, CI_LOW, shown_in
 from rr.metrics.robustness import NO_RETRIEVER, TIE_TOLERANCE, robustness_table
 from rr.results import CELL_KEYS, varying
 from rr.stats import BootstrapMethod, StatResult, bootstrap_cluster_means, cluster_bootstrap
@@ -31,9 +31,12 @@ SYSTEM_COLUMNS = ("generator", "strategy")
 #: Columns that name a *setting* a system is evaluated in (kept apart, never pooled).
 SETTING_COLUMNS = ("dataset", "judge", "query_perturbation", "doc_perturbation", "seed")
 
-#: The metrics of :func:`robustness_ci`, in table order.
-METRICS = ("ndr", "rsr", "ror", "robustness", "accuracy", "closed_book_accuracy")
-_BASE = ("ndr", "rsr", "ror", "accuracy", "closed_book_accuracy")
+#: The metrics of :func:`robustness_ci`, in table order: those the ``robustness`` section shows.
+METRICS = tuple(s.name for s in shown_in("robustness"))
+#: Those that are means of per-example values (all but the geometric mean of NDR, RSR and ROR).
+BASE_METRICS = tuple(s.name for s in shown_in("robustness") if len(s.rests_on) < 2)
+#: Those of them that are means over the k > 0 cells (all but closed-book accuracy).
+RAG_METRICS = tuple(s.name for s in shown_in("robustness") if len(s.rests_on) < 2 and not s.closed_book)
 Derived = Mapping[str, Callable[[Mapping[str, np.ndarray]], np.ndarray]]
 
 
@@ -84,9 +87,9 @@ def per_example_robustness(group: pd.DataFrame, retriever_col: str = "retriever"
     out = (
         pd.concat(per).groupby(level=0).mean()
         if per
-        else pd.DataFrame(index=examples, columns=["ndr", "rsr", "ror", "accuracy"], dtype=float)
+        else pd.DataFrame(index=examples, columns=list(RAG_METRICS), dtype=float)
     )
-    out = out.reindex(index=examples, columns=["ndr", "rsr", "ror", "accuracy"])
+    out = out.reindex(index=examples, columns=list(RAG_METRICS))
     out["closed_book_accuracy"] = closed.reindex(examples) if len(closed) else math.nan
     return out.astype(float)
 
@@ -96,7 +99,7 @@ def _decomposes(values: pd.DataFrame, row: Mapping[str, float]) -> bool:
     return all(
         (math.isnan(row[m]) and values[m].isna().all())
         or math.isclose(float(values[m].mean()), float(row[m]), abs_tol=1e-9)
-        for m in _BASE
+        for m in BASE_METRICS
     )
 
 
@@ -188,8 +191,11 @@ def robustness_ci(
 
             def stat(d: pd.DataFrame) -> dict[str, float]:
                 r = robustness_table(d, by=(), retriever_col=retriever_col).iloc[0]
-                means = {m: np.array(float(r[m])) for m in _BASE}
-                return {**{m: float(r[m]) for m in _BASE}, **{n: float(f(means)) for n, f in derived.items()}}
+                means = {m: np.array(float(r[m])) for m in BASE_METRICS}
+                return {
+                    **{m: float(r[m]) for m in BASE_METRICS},
+                    **{n: float(f(means)) for n, f in derived.items()},
+                }
 
             res = cluster_bootstrap(
                 group,

@@ -31,8 +31,8 @@ from dataclasses import dataclass
 import pandas as pd
 import scipy.stats
 
-#: Metrics whose intervals the power analysis reports (score-table names).
-POWER_METRICS = ("accuracy", "ndr", "rsr", "ror")
+from rr.analysis.intervals import CI_HIGH, CI_LOW, RAG_METRICS, robustness_ci, system_by
+
 #: Default assumed rate: p (1 - p) is largest at 0.5, so the half-widths are upper bounds.
 DEFAULT_RATE = 0.5
 DEFAULT_TARGET = 0.02
@@ -135,7 +135,7 @@ def power_from_pilot(
     confidence: float = 0.95,
     n_resamples: int = 1000,
     seed: int = 0,
-    metrics: Sequence[str] = POWER_METRICS,
+    metrics: Sequence[str] = RAG_METRICS,
 ) -> tuple[list[PowerRow], list[str]]:
     """Half-widths of ``rr report``'s example-level bootstrap on a pilot, projected to ``n_planned``.
 
@@ -150,8 +150,6 @@ def power_from_pilot(
         The rows (per system of the pilot and metric, where the metric is defined) and notes on
         what was left out and why.
     """
-    from rr.analysis.intervals import CI_HIGH, CI_LOW, robustness_ci, system_by
-
     if scores.empty:
         raise ValueError("rr plan --pilot: the pilot's score table is empty")
     by = system_by(scores)
@@ -199,7 +197,7 @@ def power_from_pilot(
     return rows, notes
 
 
-def parse_rates(specs: Sequence[str], metrics: Sequence[str] = POWER_METRICS) -> dict[str, float]:
+def parse_rates(specs: Sequence[str], metrics: Sequence[str] = RAG_METRICS) -> dict[str, float]:
     """``--assumed-rate`` values: ``P`` (every metric) and/or ``METRIC=P``, later ones winning.
 
     Raises:

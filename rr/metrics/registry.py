@@ -90,6 +90,7 @@ class MetricSpec:
             (``rgb2024: Rej (Table 3)``).
         section: The report section that shows it (``rgb_rejection``; ``None``: none does).
         column: That section's column for it (``rej``).
+        label: Its name in a table's header, a figure or the console (``NDR``; default: :attr:`name`).
         fn: The function over the score table (:data:`METRICS`); ``None`` for a metric computed from
             more than the score table (its :attr:`estimator` says how).
         per_row: For a rate: the 0/1 value of each row whose mean over the rows :attr:`fn` averages.
@@ -106,6 +107,7 @@ class MetricSpec:
     printed_as: tuple[str, ...] = ()
     section: str | None = None
     column: str | None = None
+    label: str = ""
     fn: Callable[..., float] | None = None
     per_row: Callable[[pd.DataFrame], pd.Series] | None = None
     closed_book: bool = False
@@ -123,6 +125,10 @@ class MetricSpec:
         if self.estimator is None:
             raise TypeError(f"metric {self.name!r} has no estimator")
         return self.estimator(self, rows, ctx, job_rows, **params)
+
+    def __post_init__(self) -> None:
+        if not self.label:
+            object.__setattr__(self, "label", self.name)
 
     @property
     def direction(self) -> str:
@@ -162,6 +168,7 @@ def register_metric(
     printed_as: tuple[str, ...] = (),
     section: str | None = None,
     column: str | None = None,
+    label: str = "",
     per_row: Callable[[pd.DataFrame], pd.Series] | None = None,
     closed_book: bool = False,
     estimator: Estimator | None = None,
@@ -194,6 +201,7 @@ def register_metric(
                 printed_as=printed_as,
                 section=section,
                 column=column,
+                label=label,
                 fn=fn,
                 per_row=per_row,
                 closed_book=closed_book,
@@ -226,6 +234,12 @@ def get_metric(name: str) -> Metric:
         KeyError: No metric of that name; the message lists the known ones.
     """
     return _get(METRICS, name)  # type: ignore[no-any-return]
+
+
+def shown_in(section: str) -> tuple[MetricSpec, ...]:
+    """The specs of the metrics report section ``section`` shows, in the order they registered (a column
+    each: :attr:`MetricSpec.column`)."""
+    return tuple(s for s in SPECS.values() if s.section == section)
 
 
 def get_spec(name: str) -> MetricSpec:

@@ -210,6 +210,7 @@ def interval_estimate(
     printed_as=("cao2025: NDR (§3, Fig. 4)",),
     section="robustness",
     column="ndr",
+    label="NDR",
     estimator=interval_estimate,
     rests_on=("ndr",),
 )
@@ -281,6 +282,7 @@ def rsr_comparisons(df: pd.DataFrame) -> pd.DataFrame:
     printed_as=("cao2025: RSR (§3, Fig. 4)",),
     section="robustness",
     column="rsr",
+    label="RSR",
     estimator=interval_estimate,
     rests_on=("rsr",),
 )
@@ -331,6 +333,7 @@ def ror_terms(df: pd.DataFrame) -> pd.DataFrame:
     printed_as=("cao2025: ROR (§3, Fig. 4)",),
     section="robustness",
     column="ror",
+    label="ROR",
     estimator=interval_estimate,
     rests_on=("ror",),
 )
@@ -464,6 +467,7 @@ def accuracy(df: pd.DataFrame) -> float:
     "closed_book_accuracy",
     section="robustness",
     column="closed_book_accuracy",
+    label="accuracy k=0",
     closed_book=True,
     estimator=_mean_score_estimate,
 )

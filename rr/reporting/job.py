@@ -9,19 +9,14 @@ from rich.markup import escape
 from rich.table import Table
 
 from rr.jobfolder import JobSummary
+from rr.metrics.registry import shown_in
 from rr.metrics.robustness import metric_notes
 
-#: Robustness-table column -> header shown in the console.
+#: Robustness-table column -> header shown in the console: the system, then the metrics the robustness
+#: section shows (their specs' labels).
 _HEADERS = {
-    "generator": "generator",
-    "strategy": "strategy",
-    "retriever": "retriever",
-    "ndr": "NDR",
-    "rsr": "RSR",
-    "ror": "ROR",
-    "robustness": "robustness",
-    "accuracy": "accuracy",
-    "closed_book_accuracy": "acc. k=0",
+    **{c: c for c in ("generator", "strategy", "retriever")},
+    **{s.name: s.label for s in shown_in("robustness")},
 }
 
 
@@ -156,14 +151,9 @@ def approximate_index_lines(indexes: dict[str, Any]) -> list[str]:
     return lines
 
 
-#: Metrics shown measured beside planted for a simulated reader's job.
-_PLANTED = {
-    "ndr": "NDR",
-    "rsr": "RSR",
-    "ror": "ROR",
-    "accuracy": "accuracy",
-    "closed_book_accuracy": "acc. k=0",
-}
+#: Metrics shown measured beside planted for a simulated reader's job: those the simulated reader plants
+#: (all the robustness section shows but their geometric mean).
+_PLANTED = {s.name: s.label for s in shown_in("robustness") if len(s.rests_on) < 2}
 
 
 #: What "planted" means, printed under the tables that show it.

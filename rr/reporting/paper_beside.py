@@ -8,7 +8,7 @@ condition of its ``setting`` must hold on the rows (strategy, noise ratio, docum
 retrievers, k grid, orders, ...). Where nothing matches, the verdict is *no matching setting in this
 run*; nothing is matched by a similar name. A matched value gets rr's value on the matched rows,
 its interval (the small-sample intervals ``rr report`` prints everywhere: :func:`rr.stats.bootstrap_mean`
-and :func:`rr.reporting.robustness.robustness_ci`) and a verdict: *inside the interval* or *outside*
+and :func:`rr.analysis.intervals.robustness_ci`) and a verdict: *inside the interval* or *outside*
 (for a bound the paper states, ``> 0.8``: whether the interval reaches the bound's side).
 
 *Claims.* Their verdicts are :mod:`rr.reporting.paper_claims`'s; this section lays both tables out.

@@ -23,17 +23,12 @@ import pandas as pd
 
 from rr.analysis.intervals import CI_HIGH, CI_LOW
 from rr.metrics import rare
-from rr.metrics.rgb import (
-    counterfactual_table,
-    noise_ratio_of,
-    rejected_or_correct_rows,
-    rgb_table,
-    skipped_rows,
-)
+from rr.metrics.registry import shown_in
+from rr.metrics.rgb import counterfactual_table, noise_ratio_of, rgb_table, skipped_rows
 from rr.perturbations.base import PerturbationTag
 from rr.reporting.loading import ReportContext
 from rr.reporting.registry import Item, ReportTable, section, system_label
-from rr.stats import adjust_pvalues, bootstrap_mean, two_proportion_ztest
+from rr.stats import adjust_pvalues, two_proportion_ztest
 
 #: Columns that make a system in these sections (settings such as doc_perturbation are inside).
 SYSTEM = ("dataset", "generator", "strategy", "judge")
@@ -60,40 +55,23 @@ def rgb_rejection(df: pd.DataFrame, ctx: ReportContext) -> Iterator[Item]:
     neg = df[_negative_rows(df)].dropna(axis=1, how="all")  # columns of other jobs' judges
     by = _by(neg)
     table = rgb_table(neg, by=by)
-    rates = [
-        ("rejection_all_rate", None),  # refusal or correct: per-row flag built below
-        ("rejection_rate", "rgb_rejected"),
-        ("rejection_rate_llm", "rgb_rejected_llm"),
-    ]
+    specs = shown_in("rgb_rejection")  # Rej, refusals alone, Rej*: rgb_table's columns without "rgb_"
     rag = neg[(neg["k"] > 0) & ~skipped_rows(neg)]
-    if "rgb_rejected" in rag.columns:
-        rag = rag.assign(_all=rejected_or_correct_rows(rag))  # the spec's per-row Rej (rr.metrics.SPECS)
     for i, row in table.iterrows():
         part = rag
         for c in by:
             part = part[part[c] == row[c]]
-        for name, col in rates:
-            col = col or "_all"
-            if name in table.columns and col in part.columns and len(part):
-                r = bootstrap_mean(
-                    part.assign(_v=part[col].astype(float)),
-                    "_v",
-                    n_resamples=ctx.n_resamples,
-                    confidence=ctx.confidence,
-                    seed=ctx.seed,
-                    small_sample=True,
-                )
-                table.loc[i, name + CI_LOW] = r.ci_low
-                table.loc[i, name + CI_HIGH] = r.ci_high
+        for spec in specs:
+            name = spec.name.removeprefix("rgb_")
+            est = spec.estimate(part, ctx) if name in table.columns and len(part) else None
+            if est is not None:  # None: the rows lack the column its per-row values read
+                table.loc[i, name + CI_LOW] = est.ci_low
+                table.loc[i, name + CI_HIGH] = est.ci_high
     keep = [*by, "n_rows", "n_skipped"]
-    for name, _ in rates:
+    names = {s.name.removeprefix("rgb_"): s.column or s.name for s in specs}
+    for name in names:
         if name in table.columns:
             keep += [name, name + CI_LOW, name + CI_HIGH]
-    names = {
-        "rejection_all_rate": "rej",
-        "rejection_rate": "rej_phrase_only",
-        "rejection_rate_llm": "rej_llm",
-    }
 
     def rename(c: str) -> str:
         for long, short in names.items():

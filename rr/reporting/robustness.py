@@ -22,14 +22,15 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from rr.analysis.intervals import (  # noqa: F401 (importable here as before)
+from rr.analysis.intervals import (
     CI_HIGH,
     CI_LOW,
+    RAG_METRICS,
     SYSTEM_COLUMNS,
-    per_example_robustness,
     robustness_ci,
     system_by,
 )
+from rr.metrics import SPECS
 from rr.metrics.robustness import NO_RETRIEVER, metric_notes, robustness_table
 from rr.reporting import figures
 from rr.reporting.loading import ReportContext
@@ -39,15 +40,6 @@ from rr.stats import COVERAGE_CHECKED_FROM, bootstrap_cluster_means
 
 log = logging.getLogger(__name__)
 
-NAMES = {
-    "ndr": "NDR",
-    "rsr": "RSR",
-    "ror": "ROR",
-    "robustness": "robustness (geo. mean)",
-    "accuracy": "accuracy",
-    "closed_book_accuracy": "accuracy k=0",
-    "ndr_rsr": "geo. mean of NDR, RSR",
-}
 YLABELS = {
     "robustness": "Robustness (geo. mean of NDR, RSR, ROR)",
     "ndr_rsr": "Robustness (geo. mean of NDR, RSR)",
@@ -150,7 +142,7 @@ def by_retriever(df: pd.DataFrame, by: Sequence[str], table: pd.DataFrame) -> pd
     """NDR, RSR, ROR and accuracy per system and retriever, each system's rows followed by the
     mean over its retrievers (``retriever`` = ``mean``: ``table``'s values); ``None`` when no
     system has more than one retriever (the robustness table then shows the one retriever's)."""
-    metrics = ["ndr", "rsr", "ror", "accuracy"]
+    metrics = list(RAG_METRICS)
     per = robustness_table(df, by=by, per_retriever=True)
     per = per[per["retriever"] != NO_RETRIEVER]
     if per.empty or not (per.groupby(list(by), dropna=False)["retriever"].nunique() > 1).any():
@@ -216,7 +208,7 @@ def _scatter(
 
 
 def _bars(table: pd.DataFrame, by: Sequence[str]) -> ReportFigure:
-    metrics = ["ndr", "rsr", "ror", "accuracy"]
+    metrics = list(RAG_METRICS)
     table = table[table[metrics].notna().any(axis=1)]  # closed-book-only systems have no bars
     hue_cols = [c for c in by if c != "generator" and c in varying(table, by)]
     table = table.assign(
@@ -248,7 +240,7 @@ def _bars(table: pd.DataFrame, by: Sequence[str]) -> ReportFigure:
                 edgecolor="white" if m != "accuracy" else "0.2",
             )
         ax.set_xticks(np.arange(len(models)), models, rotation=30, ha="right", fontsize=8)
-        ax.set_title(NAMES[m])
+        ax.set_title(SPECS[m].label)
         ax.set_ylim(0, 1.05)
         ax.grid(axis="y", alpha=0.3)
     axes[0].set_ylabel("Score")
