@@ -8,6 +8,8 @@ A job's folder (``run_job``'s ``output_dir``) holds:
   key columns (:data:`rr.results.PROMPT_KEYS`), zstd-compressed; read only by who asks
   (:func:`rr.results.load_prompts`, the site's prompt view), never by ``rr.results.load``;
 - :data:`RETRIEVAL_FILE` (``retrieval.csv``): answer recall per retriever, query variant and k;
+- :data:`CORPUS_FILE` (``corpus.jsonl``): only in a job ``rr score`` made, the documents its
+  predictions file gave (``{"id", "title", "text"}`` per line), the job's ``corpus``;
 - :data:`RUNS_DIR` (``runs/<retriever>.trec``) and :data:`QRELS_FILE` (``qrels.trec``): TREC runs and qrels;
 - :data:`SUMMARY_FILE` (``summary.json``): counts, timings and metrics (:class:`JobSummary`), written
   last: a job is done when it exists;
@@ -39,6 +41,7 @@ SUMMARY_FILE = "summary.json"
 SCORES_FILE = "scores.parquet"
 PROMPTS_FILE = "prompts.parquet"
 RETRIEVAL_FILE = "retrieval.csv"
+CORPUS_FILE = "corpus.jsonl"
 QRELS_FILE = "qrels.trec"
 RUNS_DIR = "runs"
 HISTORY_DIR = "history"

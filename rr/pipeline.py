@@ -51,7 +51,7 @@ from rr.jobfolder import (
 from rr.judges.base import Judge, JudgeItem
 from rr.perturbations.base import DocPerturbation, QueryPerturbation, QueryVariant
 from rr.prompts.answer import scored_text
-from rr.records import Example, Hit, MetaKey
+from rr.records import Example, Hit
 from rr.results import example_key, example_set, score_row, write_scores
 from rr.retrieval.base import ExampleAwareRetriever, Retriever
 from rr.retrieval.qrels import qrels_from_examples, write_qrels
@@ -603,17 +603,7 @@ def run_strategy(
         outputs = [replace(o, prediction=scored_text(o.raw_output, o.prediction, text)) for o in outputs]
     with watch.stage(f"judge:{strategy.name}"):
         judgments = parts.judge.judge(
-            [
-                JudgeItem(
-                    i.example.question,
-                    o.prediction,
-                    i.example.answers,
-                    i.example.answer_groups,
-                    i.example.meta.get(MetaKey.LANGUAGE),
-                )
-                for i, o in zip(inputs, outputs, strict=True)
-            ],
-            rt,
+            [JudgeItem.of(i.example, o.prediction) for i, o in zip(inputs, outputs, strict=True)], rt
         )
     return [
         score_row(

@@ -39,6 +39,7 @@ under `make test` beside the other worker.
 from __future__ import annotations
 
 import importlib.util
+import json
 import re
 import shlex
 import shutil
@@ -294,10 +295,28 @@ def readme_jobs(reader_dir: Path, capsys) -> list[Path]:
     return sorted(p.parent for p in runs.glob("*/summary.json"))
 
 
+def json_files() -> dict[str, str]:
+    """The files the docs show as ``json`` blocks marked ``<!-- docs-test: file NAME -->`` (a predictions
+    file for ``rr score``): name -> the block's text, which the reader would save under that name."""
+    return {
+        marker.removeprefix("file").strip(): body
+        for _, _, body, marker in blocks("json", with_marker=True)
+        if marker and marker.startswith("file ")
+    }
+
+
 def _prepare(args: list[str], reader_dir: Path, capsys) -> None:
-    """What the reader has before a command: jobs to report on, two judges' jobs, a questions file."""
+    """What the reader has before a command: jobs to report on, two judges' jobs, a questions file,
+    the predictions files the docs show."""
     sub = args[1] if len(args) > 1 else None
-    if sub in ("report", "judge-agreement"):
+    if sub == "score":
+        for name, text in json_files().items():
+            if name in args[2:] and not Path(name).exists():
+                Path(name).write_text(text)
+    scored = sub == "report" and all(
+        a.startswith("outputs/scored/") for a in args[2:] if not a.startswith("-")
+    )
+    if sub in ("report", "judge-agreement") and not scored:
         jobs = readme_jobs(reader_dir, capsys)
         for a in args[2:]:
             if sub == "judge-agreement" and a.startswith("outputs/runs/") and not Path(a).exists():
@@ -341,6 +360,14 @@ def test_run(cmd: Command, in_reader_dir: Path, capsys) -> None:
         assert re.search(r"^\s*\d+\s+1\.0000\s", out, re.M), out
     if sub == "perturb-queries" and "--output" in args:
         assert Path(args[args.index("--output") + 1]).stat().st_size > 0
+    if sub == "score":  # a job folder of every record, read back as rr reads a job's
+        from rr.jobfolder import read_summary
+        from rr.results import load
+
+        folder = Path(args[args.index("--out") + 1])
+        records = len(json.loads(json_files()[args[2]]))
+        assert read_summary(folder).rows == len(load(folder)) == records, out
+        assert "rr report " + str(folder) in out
 
 
 def test_rerun_and_readme_snippet(in_reader_dir: Path, capsys) -> None:

@@ -57,6 +57,7 @@ LAYERS: dict[str, int] = {
     "rr.runtime": 1,
     "rr.tracking": 1,
     "rr.pipeline": 2,
+    "rr.predictions": 2,
     "rr.summary": 2,
     "rr.resume": 2,
     "rr.cost": 2,

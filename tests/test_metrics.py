@@ -348,3 +348,12 @@ def test_every_metric_has_one_spec_that_names_it_as_the_papers_and_the_sections_
     assert rejection_all_rate(rows) == rej.per_row(rows).mean() == 0.5
     with pytest.raises(KeyError, match="unknown metric 'nope'"):
         get_spec("nope")
+
+
+def test_ndr_of_a_categorical_example_id_whose_closed_book_scores_all_differ() -> None:
+    """rr report's table holds example_id as a categorical; mapped to the closed-book scores of two
+    examples (1 and 0, all different) it stayed a categorical and NDR raised a TypeError (issue 52)."""
+    rows = [["q1", 0, "none", 1.0], ["q1", 1, "original", 0.0], ["q1", 2, "original", 1.0],
+            ["q2", 0, "none", 0.0], ["q2", 1, "original", 1.0], ["q2", 2, "original", 1.0]]  # fmt: skip
+    df = table(rows)
+    assert ndr(df.astype({"example_id": "category"})) == ndr(df) == 0.75

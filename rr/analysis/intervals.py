@@ -71,7 +71,9 @@ def per_example_robustness(group: pd.DataFrame, retriever_col: str = "retriever"
     for _, mine in rag.groupby(retriever_col, sort=True):
         cols: dict[str, pd.Series] = {}
         if len(closed):
-            ok = mine[score] >= mine[ex].map(closed) - TIE_TOLERANCE
+            ok = (
+                mine[score] >= mine[ex].map(closed).astype(float) - TIE_TOLERANCE
+            )  # a categorical id maps to one
             cols["ndr"] = ok.groupby(mine[ex]).mean()
         ks = sorted(mine[k].unique())
         if len(ks) >= 2:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from rr.records import Judgment
+from rr.records import Example, Judgment, MetaKey
 
 if TYPE_CHECKING:
     from rr.runtime import Runtime
@@ -30,6 +30,17 @@ class JudgeItem:
     answers: list[str]
     answer_groups: list[list[str]] | None = None
     language: str | None = None
+
+    @classmethod
+    def of(cls, example: Example, prediction: str) -> JudgeItem:
+        """``prediction`` as an answer to ``example``: its question, gold answers and language."""
+        return cls(
+            example.question,
+            prediction,
+            example.answers,
+            example.answer_groups,
+            example.meta.get(MetaKey.LANGUAGE),
+        )
 
 
 @runtime_checkable

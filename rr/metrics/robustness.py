@@ -185,7 +185,9 @@ def ndr_comparisons(df: pd.DataFrame) -> pd.DataFrame:
             "NDR compares every k>0 cell with f(q, 0)"
         )
     _check_complete_grid(rag, examples)
-    baseline = rag[EXAMPLE].map(closed.set_index(EXAMPLE)[SCORE])
+    # as floats: a categorical example_id (rr report's table) maps to a categorical when the
+    # closed-book scores of its examples all differ (two examples, 1 and 0)
+    baseline = rag[EXAMPLE].map(closed.set_index(EXAMPLE)[SCORE]).astype(float)
     return rag.assign(closed_book=baseline, passes=rag[SCORE] >= baseline - TIE_TOLERANCE)
 
 

@@ -134,13 +134,16 @@
     h += "</dl>";
     h += '<h4>Raw output</h4><pre class="raw">' + esc(c[CELL.raw]) + "</pre>";
     var docs = docsOf(c);
-    h += promptHtml(c, docs.length);
-    h += "<h4>Documents in prompt order (" + docs.length + ")</h4>";
+    h += promptHtml(c, docs.length || c[CELL.given]);  // no documents recorded: nothing to say was cut
+    h += "<h4>Documents in prompt order (" + (docs.length || cell[0] === 0 ? docs.length : "not recorded") + ")</h4>";
     if (c[CELL.dp] && c[CELL.dp] !== "none") {
       h += '<p class="note">Document perturbation <code>' + esc(c[CELL.dp]) + "</code>: texts are shown as the corpus holds them; " +
         "the prompt below holds the perturbed documents (ids the perturbation made are not in the corpus).</p>";
     }
-    if (!docs.length) return h + '<p class="muted">No documents (closed-book).</p>';
+    if (!docs.length) {
+      return h + (cell[0] === 0 ? '<p class="muted no-docs">No documents (closed-book).</p>'
+        : '<p class="muted no-docs">Not recorded: this k = ' + cell[0] + " cell's score rows name no documents (doc_ids).</p>");
+    }
     var ranked = c[CELL.ref] >= 0 ? item.ranked[c[CELL.ref]] : [];
     h += '<ol class="docs">';
     docs.forEach(function (p, i) {
