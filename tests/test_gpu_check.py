@@ -71,6 +71,7 @@ def installer() -> ModuleType:
 
 
 @pytest.mark.slow
+@pytest.mark.bench
 def test_cpu_form_prints_every_check_and_no_failure(tmp_path: Path) -> None:
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
     proc = subprocess.run(

@@ -36,7 +36,7 @@ from rr.runtime import Runtime  # noqa: E402
 from .conftest import compose_config  # noqa: E402
 from .test_benchmarks import benchmark_module, missing_figures  # noqa: E402
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.vllm]
 
 #: |vLLM - hf| log-probability per scored pair, fp32 on CPU: different kernels (vLLM's CPU
 #: attention vs PyTorch's SDPA) sum in different orders; observed differences are ~1e-5.
