@@ -53,7 +53,7 @@ HISTORY_DIR = "history"
 SUMMARY_VERSION = 3
 
 #: Fields written only when the job has them (absent otherwise, as before versions).
-_OPTIONAL = ("approximate_indexes", "planted", "examples_available", "data_scope")
+_OPTIONAL = ("approximate_indexes", "planted", "examples_available", "data_scope", "cells_cut_to_window")
 
 
 # ----------------------------------------------------------------------------- the nested records
@@ -219,6 +219,9 @@ class JobSummary:
         answer_recall: Retriever -> k -> answer recall of the unperturbed queries.
         cells_short_of_k: The (retriever, k, query perturbation) cells in which the retriever returned
             fewer than k documents for some queries: ``queries``, ``queries_short``, ``fewest``.
+        cells_cut_to_window: The (strategy, retriever, k, order, perturbations) cells some of whose rows
+            held fewer documents than given, the rest not fitting the window: ``rows``, ``rows_cut``,
+            ``fewest`` (:func:`rr.summary.cells_cut_to_window`): not filled at their k.
         counters: Named counts (``rr.runtime.Runtime.count``).
         prefix_cache: Generator name -> vLLM's prefix cache during the job (:class:`PrefixCacheStats`).
         other_models: The other models' request counts.
@@ -261,6 +264,7 @@ class JobSummary:
     closed_book_accuracy: float | None = None
     answer_recall: dict[str, dict[str, float]] = field(default_factory=dict)
     cells_short_of_k: list[dict[str, Any]] = field(default_factory=list)
+    cells_cut_to_window: list[dict[str, Any]] = field(default_factory=list)
     counters: dict[str, int] = field(default_factory=dict)
     prefix_cache: dict[str, PrefixCacheStats] = field(default_factory=dict)
     other_models: list[dict[str, Any]] = field(default_factory=list)

@@ -134,6 +134,24 @@ def _clean(row: dict) -> dict:
     return out
 
 
+def cells_cut_to_window(scores: pd.DataFrame, cut: pd.Series, shown: pd.Series) -> list[dict[str, Any]]:
+    """The cells (strategy and cell keys) some of whose rows held fewer documents than they were given
+    because the rest did not fit the model's window: ``rows``, ``rows_cut``, ``fewest`` shown. Such a
+    cell is not filled at its k (a k = 1 cell with 0 documents is closed-book under the k = 1 label)."""
+    if not cut.any():
+        return []
+    keys = [c for c in ("strategy", *CELL_KEYS) if c in scores.columns]
+    frame = scores[keys].assign(_cut=cut.to_numpy(), _shown=shown.to_numpy())
+    out = []
+    for values, group in frame.groupby(keys, sort=True, dropna=False):
+        hit = group[group["_cut"]]
+        if len(hit):
+            cell = dict(zip(keys, values if isinstance(values, tuple) else (values,), strict=True))
+            cell["k"] = int(cell["k"])
+            out.append({**cell, "rows": len(group), "rows_cut": len(hit), "fewest": int(hit["_shown"].min())})
+    return out
+
+
 def _mean_or_none(values: pd.Series) -> float | None:
     """The mean of ``values``, or ``None`` when there are none (``summary.json`` holds null, not NaN)."""
     return float(values.mean()) if len(values) else None
@@ -182,7 +200,8 @@ def build_summary(
         if "n_docs_shown" in scores
         else scores["n_docs_used"]
     )
-    truncated = int(((scores["k"] > 0) & (shown < scores["n_docs_given"])).sum())
+    cut = (scores["k"] > 0) & (shown < scores["n_docs_given"])
+    truncated = int(cut.sum())
     summary = JobSummary(
         job_id=job_id,
         name=name,
@@ -236,6 +255,8 @@ def build_summary(
         index_rebuilds=sum(r.index_rebuilds for r in retrievers if isinstance(r, RebuildsIndexes)),
     )
     optional: dict[str, Any] = {}
+    if cells_cut := cells_cut_to_window(scores, cut, shown):  # not filled at their k: named
+        optional["cells_cut_to_window"] = cells_cut
     # approximate dense indexes opened by this job: spec, parameters, recall@k vs exact
     if approx := {
         r.name: r.index_info for r in retrievers if isinstance(r, ApproximateSearch) and r.index_info

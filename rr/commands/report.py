@@ -133,6 +133,11 @@ def main(argv: list[str]) -> int:
             f"  {len(short)} cell(s) hold fewer documents than their k (the retriever returned fewer); "
             f"{out}/README.md names them"
         )
+    cut = sum(len(job.summary.cells_cut_to_window) for job in jobs)
+    if cut:
+        print(
+            f"  {cut} cell(s) not filled at their k (documents cut to fit the window); {out}/README.md names them"
+        )
     for o in report.outcomes:
         if o.skipped:
             print(f"  skipped {o.section.name}: {o.skipped}")

@@ -92,6 +92,8 @@ def print_summary(
         console.print(r)
     for line in approximate_index_lines(s.approximate_indexes or {}):
         console.print(escape(line))
+    for line in cut_cell_lines(s.cells_cut_to_window):
+        console.print(escape(line))
     counts = (
         f"requests {s.requests}, unique {s.unique_requests}, model calls {s.model_calls}, "
         f"cache hits {s.cache_hits}; answer-extraction fallbacks {s.answer_extraction_fallbacks} "
@@ -115,6 +117,24 @@ def print_summary(
         escape(f"results: {output_dir}/scores.parquet  (rr.results.load({str(output_dir)!r}))"),
         soft_wrap=True,
     )
+
+
+def cut_cell_lines(cells: list[dict[str, Any]]) -> list[str]:
+    """One line per cell not filled at its k: some of its rows held fewer documents than given,
+    the rest not fitting the model's window (``summary.json`` ``cells_cut_to_window``)."""
+    lines = []
+    for c in cells:
+        where = ", ".join(
+            f"{key} {c[key]}"
+            for key in ("strategy", "retriever", "order", "doc_perturbation", "query_perturbation")
+            if c.get(key) not in (None, "none")
+        )
+        lines.append(
+            f"cell not filled at k={c['k']} ({where}): {c['rows_cut']} of {c['rows']} rows held fewer documents "
+            f"(fewest {c['fewest']}) because the rest did not fit the context window; raise "
+            "generator.context_window or lower grid.k (strict_window=true refuses such a job)"
+        )
+    return lines
 
 
 def judge_fallback_lines(counters: dict[str, int]) -> list[str]:

@@ -21,6 +21,7 @@ import pandas as pd
 from rr.analysis.intervals import CI_HIGH, CI_LOW
 from rr.environment import describe
 from rr.reporting.coverage import Coverage
+from rr.reporting.job import cut_cell_lines
 from rr.reporting.loading import ReportContext, environments_note
 from rr.reporting.registry import ReportFigure, ReportTable, SectionOutcome
 from rr.results import distinct_examples, example_set
@@ -208,6 +209,9 @@ def index_markdown(
                 f"{c['queries']} queries (fewest {c['fewest']})"
             )
         lines.append("")
+    cut = [(job, line) for job in ctx.jobs for line in cut_cell_lines(job.summary.cells_cut_to_window)]
+    if cut:
+        lines += [f"- job {job.job_id}: {line}" for job, line in cut] + [""]
     for o in outcomes:
         lines += [f"## {o.section.title}", ""]
         if o.skipped:

@@ -8,7 +8,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from rr.context import RankedDoc, WindowEstimate, fit_prompt
-from rr.generation.client import LLM
+from rr.generation.client import LLM, PromptTooLongError
 from rr.prompts import render
 from rr.prompts.answer import extract_answer
 from rr.records import Example, Generation, Request
@@ -225,6 +225,14 @@ def fit_request(
         estimate,
         estimate_only=not llm.fit_exactly,
     )
+    if llm.strict_window and len(fit.kept) < len(docs) and fit.tokens <= budget:  # (not even the
+        # question fitting is the over-window error of the step, raised before its model calls)
+        raise PromptTooLongError(
+            f"{len(docs)} documents do not fit the context window of {llm.context_window} tokens with "
+            f"max_new_tokens={llm.generator.default_params().max_new_tokens} ({len(fit.kept)} fit): the cell would "
+            "not be filled at its k. Raise generator.context_window, lower grid.k, or set strict_window=false "
+            "to drop the lowest-ranked documents (Cao et al. 2025, §4.3; the cells are then named as not filled)"
+        )
     fitted = request(fit.kept)
     llm.note_prompt_tokens(fitted, fit.tokens, fit.exact)
     return fitted, fit.kept
