@@ -89,10 +89,10 @@ MAX_LISTED = 20
 
 
 class BadPredictions(UserError):
-    """Records of a predictions file that cannot be scored: :attr:`lines` holds one line each."""
+    """Records of a predictions file that cannot be scored: :attr:`bad` holds one line each."""
 
     def __init__(self, lines: list[str], total: int, files: Sequence[str | Path]) -> None:
-        self.lines = lines
+        self.bad = lines
         names = ", ".join(map(str, files))
         more = f" (the first {len(lines)} above)" if total > len(lines) else " (above)"
         super().__init__(
@@ -402,7 +402,7 @@ def read_predictions(files: Sequence[str | Path], columns: Columns) -> list[Pred
 
     Raises:
         BadPredictions: one line per bad record (``file:line: what is wrong``), the first
-            :data:`MAX_LISTED` of them in :attr:`BadPredictions.lines`; a row that repeats another's
+            :data:`MAX_LISTED` of them in :attr:`BadPredictions.bad`; a row that repeats another's
             (dataset, model, strategy, example and cell) and an id whose question or answers differ
             between rows are bad rows too.
         DataError: a file that cannot be read, or holds no record.

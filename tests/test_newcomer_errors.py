@@ -357,3 +357,37 @@ def test_a_gguf_under_generator_hf_names_llamacpp(given, tmp_path, monkeypatch, 
     model = folder if given == "folder" else gguf
     code, err = run_main([f"generator.model={model}", *SMALL], tmp_path, monkeypatch, capsys)
     assert_one_line(code, err, "generator.model", "GGUF", f"`generator=llamacpp generator.model={gguf}`")
+
+
+@pytest.mark.parametrize(
+    ("args", "needles"),
+    [
+        (  # RGB's commands without the data file: a 74-line MissingMandatoryValue traceback before
+            ["experiment=rgb2024", "dataset=rgb_en", *SMALL],
+            ["dataset.path is not set", "add dataset.path=/path/to/RGB/data/en.json"],
+        ),
+        (["dataset=jsonl", *SMALL], ["dataset.path is not set", "add dataset.path=/path/to/questions.jsonl"]),
+        (  # a mistyped interpolation: omegaconf's raw traceback before
+            ["name=${paths.output_rot}", *SMALL],
+            ["the override name=${paths.output_rot} does not resolve", "'paths.output_rot' not found"],
+        ),
+    ],
+    ids=["rgb-without-path", "jsonl-without-path", "mistyped-interpolation"],
+)
+def test_a_value_left_out_or_a_mistyped_interpolation_is_one_line(args, needles, tmp_path, monkeypatch, capsys):
+    """Issue 52: which key, and an example value from the option's own usage line."""
+    code, err = run_main(args, tmp_path, monkeypatch, capsys)
+    assert_one_line(code, err, *needles)
+
+
+def test_an_openai_server_that_is_down_is_one_line_naming_it(tmp_path, monkeypatch, capsys):
+    """Issue 52: 65-95 lines ending in OpenAIBackendError before; now the server, the error and
+    what to check, and the job's folder is marked failed with that line."""
+    from .openai_servers import free_port
+
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    args = ["generator=openai", f"generator.base_url={url}", "generator.model=m", "generator.max_retries=0"]
+    code, err = run_main([*args, *SMALL], tmp_path, monkeypatch, capsys)
+    line = assert_one_line(code, err, f"{url}/chat/completions", "ConnectError", "is the server running")
+    (folder,) = job_folders(tmp_path)
+    assert json.loads((folder / "failed.json").read_text())["message"] in line

@@ -108,6 +108,63 @@ def _log_file_message(err: OSError) -> str | None:
     return f"cannot open the job's log file ({err.strerror}: {log_file}): {_OS_HINTS[err.errno]}"
 
 
+def _example_value(key: str) -> str | None:
+    """An example value of a mandatory ``key`` (``dataset.path``): the ``key=VALUE`` that the YAML
+    of the option chosen for its group shows in its usage comment (``# Usage: dataset=rgb_en
+    dataset.path=/path/to/RGB/data/en.json``), else one that any option of the group shows."""
+    from pathlib import Path
+
+    from rr.config.composition import config_dir
+
+    parts = key.split(".")
+    pattern = re.compile(rf"(?<![\w.]){re.escape(key)}=([^\s`]+)")
+    for n in range(len(parts) - 1, 0, -1):
+        group = "/".join(parts[:n])
+        folder = Path(config_dir(), group)
+        if not folder.is_dir():
+            continue
+        chosen = _chosen_option(group)
+        for f in sorted(folder.glob("*.yaml"), key=lambda f: f.stem != chosen):
+            if m := pattern.search(f.read_text(encoding="utf-8")):
+                return m.group(1).rstrip(".,;)")
+    return None
+
+
+def _chosen_option(group: str) -> str | None:
+    """The option of ``group`` the running job chose (``None`` outside a job)."""
+    try:
+        from hydra.core.hydra_config import HydraConfig
+
+        return str(HydraConfig.get().runtime.choices.get(group)) if HydraConfig.initialized() else None
+    except Exception:  # only a hint: never let it hide the error itself
+        return None
+
+
+def _omegaconf_message(ex: BaseException) -> str | None:
+    """The line for a config value the user left out (``???``) or an interpolation that does not
+    resolve (``${paths.output_rot}`` in an override); ``None`` for any other error."""
+    import sys
+
+    from omegaconf.errors import GrammarParseError, InterpolationResolutionError, MissingMandatoryValue
+
+    full_key = getattr(ex, "full_key", None) or "?"
+    if isinstance(ex, MissingMandatoryValue):
+        example = _example_value(full_key)
+        return f"{full_key} is not set: the config leaves it for you to give (???); add {full_key}=" + (
+            example if example else "VALUE to the command (`rr --cfg job` shows the config)"
+        )
+    if isinstance(ex, InterpolationResolutionError | GrammarParseError):
+        what = _one_line(str(ex).split("full_key:")[0])
+        named = re.search(r"'([^']+)'", what)
+        given = next((a for a in sys.argv[1:] if "${" in a and named and named.group(1) in a), None)
+        where = f"the override {given}" if given else full_key
+        return (
+            f"{where} does not resolve ({what}, in {full_key}): an interpolation ${{key}} names a config "
+            "key as `rr --cfg job` prints it (e.g. ${paths.output_root}); check its spelling"
+        )
+    return None
+
+
 def user_message(ex: BaseException) -> str | None:
     """The one-line message for a user error, or ``None`` if ``ex`` is a bug (keep its traceback).
 
@@ -117,6 +174,9 @@ def user_message(ex: BaseException) -> str | None:
     """
     if isinstance(ex, UserError):  # one line; a list of lines (one per failed job) keeps them
         return "\n".join(_one_line(line) for line in str(ex).splitlines()) if ex.lines else _one_line(str(ex))
+    for err in (ex, ex.__cause__):  # a value left out, an interpolation that does not resolve
+        if err is not None and (msg := _omegaconf_message(err)) is not None:
+            return msg
     if (
         isinstance(ex, ValueError)
         and str(ex).startswith("Unable to configure handler")

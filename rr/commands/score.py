@@ -70,7 +70,7 @@ def main(argv: list[str]) -> int:
     try:
         jobs = score_predictions(base, files, columns, out, corpus_overridden=corpus_chosen)
     except BadPredictions as e:
-        for line in e.lines:
+        for line in e.bad:
             print(line, file=sys.stderr)
         raise
     for job in jobs:

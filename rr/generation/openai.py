@@ -39,7 +39,7 @@ from typing import Any
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
 from tenacity.wait import wait_base
 
-from rr.errors import require_positive
+from rr.errors import UserError, require_positive
 from rr.generation.base import Completion, ConfiguredDecoding
 from rr.hashing import stable_json
 from rr.model_identity import api_reported_model, content_identities, local_identity
@@ -53,8 +53,19 @@ RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504})
 CHAT_PREFIX = "<rr-chat>"
 
 
-class OpenAIBackendError(RuntimeError):
-    """A request failed for good (non-retryable status, or retries exhausted)."""
+class OpenAIBackendError(UserError, RuntimeError):
+    """A request failed for good (non-retryable status, or retries exhausted). The server is the
+    user's (its address, its key, its state), so the command prints it as one line (a user error):
+    the server's URL, the error, and what to check."""
+
+
+#: What to check when the retries of one cause run out (:meth:`OpenAIGenerator._request`).
+CHECK = {
+    "connection_error": "is the server running, at that address? (generator.base_url; `curl {base_url}/models` "
+    "answers when it is)",
+    "timeout": "the server is up but did not answer in time: raise generator.timeout_s or lower "
+    "generator.concurrency",
+}
 
 
 class RetryableError(Exception):
@@ -408,8 +419,11 @@ class OpenAIGenerator(ConfiguredDecoding):
             return await retrying(self._attempt, client, url, payload, prompt)
         except RetryableError as last:
             self.counters["failed"] += 1
+            check = CHECK.get(last.cause, "the server answered with errors: see its log").format(
+                base_url=self.base_url
+            )
             raise OpenAIBackendError(
-                f"{url}: giving up after {self.max_retries} retries; last error: {last.message}"
+                f"{url}: giving up after {self.max_retries} retries; last error: {last.message}; {check}"
             ) from None
 
     async def _attempt(self, client: Any, url: str, payload: dict[str, Any], prompt: str) -> Completion:
