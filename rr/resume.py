@@ -343,6 +343,21 @@ def finish_command(state: JobState) -> str:
     return "" if found is None else " ".join(["rr", *(shlex.quote(o) for o in found)])
 
 
+def failed_on_configuration(state: JobState) -> bool:
+    """Whether ``state`` is a job that failed on what it was given (its ``failed.json`` says
+    ``cause: config``): re-running its command as it is fails the same way."""
+    if state.state != "failed" or state.path is None:
+        return False
+    mark = stopped(state.path)
+    return mark is not None and mark.cause == "config"
+
+
+#: What a hint says before the command of a job that failed on its configuration.
+CONFIG_FAILURE = (
+    "re-running it as it is will not help (it failed on its configuration): change what its error names, then"
+)
+
+
 def status(root: str | Path, config_dir: str | None = None) -> list[JobState]:
     """The job states of :func:`status_report` (done, partial, failed, missing)."""
     return status_report(root, config_dir).states

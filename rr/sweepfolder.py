@@ -129,12 +129,15 @@ class StopMark:
         job_id: The job's id (``None``: the record lacks one).
         message: The error (one line) or the signal's name (``None``: the record lacks one).
         at: When, ``%Y-%m-%d %H:%M:%S`` local time (``None``: the record lacks it).
+        cause: ``config`` when the job failed on what it was given (a setting, a path, a value:
+            re-running it as it is fails the same way), ``error`` otherwise (``None``: not recorded).
     """
 
     marker: str
     job_id: str | None = None
     message: str | None = None
     at: str | None = None
+    cause: str | None = None
 
 
 @dataclass(frozen=True)
@@ -225,12 +228,15 @@ def run_in_progress(folder: str | Path) -> RunningMark | None:
     return RunningMark(**_known(RunningMark, record), alive=_alive(record.get("pid")) if here else None)
 
 
-def mark_stopped(folder: str | Path, jid: str, marker: str, message: str) -> None:
+def mark_stopped(folder: str | Path, jid: str, marker: str, message: str, cause: str | None = None) -> None:
     """Mark job folder ``folder`` as stopped: ``marker`` is :data:`FAILED` or :data:`INTERRUPTED`,
-    ``message`` one line (the error, or which signal). Written atomically; the other marker goes."""
+    ``message`` one line (the error, or which signal), ``cause`` as :attr:`StopMark.cause`. Written
+    atomically; the other marker goes."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     record = {"job_id": jid, "message": message, "at": time.strftime("%Y-%m-%d %H:%M:%S")}
+    if cause is not None:
+        record["cause"] = cause
     with atomic_write(folder / marker) as f:
         f.write(json.dumps(record, indent=1))
     for other in (FAILED, INTERRUPTED):

@@ -134,7 +134,10 @@ def test_job_failing_before_its_first_stage_is_marked_failed(tmp_path: Path, mon
     assert state.state == "failed" and message in state.detail
     code, out, err = rr_main(["status", str(tmp_path)], monkeypatch, capsys)
     assert code == 1 and "0 done, 0 partial, 1 failed, 0 missing" in out  # failed jobs: exit 1
-    assert f"rr status: failed {state.job_id}" in err and "re-run: rr generator=simulated" in err
+    assert f"rr status: failed {state.job_id}" in err
+    # it failed on its configuration: the hint says re-running as is will not help
+    assert "re-running it as it is will not help (it failed on its configuration)" in err
+    assert "then: rr generator=simulated" in err and "re-run:" not in err
     assert any(line.startswith("│ failed") and "dataset.n:" in line for line in out.splitlines())
 
     # Fixed and run again: the marker goes, the job is done.

@@ -48,7 +48,10 @@ def test_failed_jobs_one_line_each_with_their_rerun_command_and_status_fails(tmp
     args = ["-m", "generator=simulated", "dataset=jsonl", paths, "strategy=[closed_book]", "grid.k=[0]"]
     done = rr_cli([*args, f"paths.output_root={out}"], tmp_path)
     assert done.returncode == 2
-    lines = [line for line in done.stderr.splitlines() if "re-run: rr -m " in line]
+    # a missing file is the job's configuration: re-running as it is cannot help, and the line says so
+    lines = [
+        line for line in done.stderr.splitlines() if "will not help (it failed on its configuration)" in line
+    ]
     assert (
         len(lines) == 2
         and any("a.jsonl" in line for line in lines)
@@ -57,7 +60,7 @@ def test_failed_jobs_one_line_each_with_their_rerun_command_and_status_fails(tmp
     assert "rr: 2 of 2 jobs failed:" in done.stderr
     status = rr_cli(["status", str(out)], tmp_path)
     assert status.returncode == 1
-    reruns = [line.split("re-run: ", 1)[1] for line in status.stderr.splitlines() if "re-run: " in line]
+    reruns = [line.split("then: ", 1)[1] for line in status.stderr.splitlines() if "then: rr -m " in line]
     assert len(reruns) == 2
     assert rr_cli(["status", str(out), "--ok-if-failed"], tmp_path).returncode == 0
     # the printed command re-runs that one job, in its own folder
@@ -65,3 +68,19 @@ def test_failed_jobs_one_line_each_with_their_rerun_command_and_status_fails(tmp
     again = rr_cli(shlex.split(rerun_a)[1:], tmp_path)
     assert again.returncode == 2 and "1 of 1 jobs failed" in again.stderr
     assert len([f for f in (out / "multirun" / "cao2025_mini").iterdir() if (f / COMMAND).exists()]) == 2
+
+
+def test_a_job_that_crashed_gets_a_plain_rerun_command(tmp_path: Path, monkeypatch, capsys) -> None:
+    """Not a configuration error (the model crashed): re-running may help, and the hint says re-run."""
+    from rr.generation.simulated import SimulatedGenerator
+
+    from .test_cli_errors import rr_main
+
+    def crash(self, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        raise RuntimeError("CUDA out of memory")
+
+    monkeypatch.setattr(SimulatedGenerator, "generate", crash)
+    code, _, err = rr_main(["-m", *SIM, "seed=0", f"paths.output_root={tmp_path}"], monkeypatch, capsys)
+    assert code == 2 and "CUDA out of memory; re-run: rr -m " in err and "will not help" not in err
+    code, _, err = rr_main(["status", str(tmp_path)], monkeypatch, capsys)
+    assert code == 1 and "; re-run: rr -m " in err

@@ -22,7 +22,7 @@ from omegaconf import DictConfig
 
 from rr.commands.errors import user_message
 from rr.config.composition import PRIMARY_CONFIG, config_dir, register_configs
-from rr.errors import ConfigError
+from rr.errors import ConfigError, UserError
 from rr.registry import Registry
 
 log = logging.getLogger("rr")
@@ -145,7 +145,8 @@ def _app(cfg: DictConfig) -> dict[str, Any]:
         sys.exit(INTERRUPT_EXIT[signame])
     except Exception as e:  # the sweep table names the failed job and its folder
         message = " ".join((user_message(e) or f"{type(e).__name__}: {e}").split())
-        mark_stopped(output_dir, jid, FAILED, message)  # rr status: failed, with this line
+        cause = "config" if _on_configuration(e) else "error"  # re-running as is cannot help a config error
+        mark_stopped(output_dir, jid, FAILED, message, cause)  # rr status: failed, with this line
         _log_to_job_file(logging.ERROR, f"job failed: {message}")
         e.rr_record = job_record("failed", jid, output_dir, None, time.monotonic() - start)  # type: ignore[attr-defined]
         raise
@@ -153,6 +154,22 @@ def _app(cfg: DictConfig) -> dict[str, Any]:
         clear_running(output_dir)
     print_job_report(result)
     return job_record(outcome, jid, output_dir, result.summary, time.monotonic() - start)
+
+
+def _on_configuration(e: BaseException) -> bool:
+    """Whether a job failed on what it was given (a user error: a setting, a path, a prompt that cannot
+    fit its window), not on something a re-run might not meet again (a crash, memory, a server)."""
+    from rr.generation.client import PromptTooLongError
+    from rr.generation.openai import OpenAIBackendError
+
+    seen: BaseException | None = e
+    while seen is not None:
+        if isinstance(seen, OpenAIBackendError):  # a server down may be up on the re-run
+            return False
+        if isinstance(seen, UserError | PromptTooLongError):
+            return True
+        seen = seen.__cause__
+    return False
 
 
 def job_command(hc: Any) -> list[str]:

@@ -22,7 +22,7 @@ from typing import Any, TextIO
 from rr.commands.errors import user_message
 from rr.errors import UserError
 from rr.jobfolder import JobSummary
-from rr.resume import differing_overrides, status_report
+from rr.resume import CONFIG_FAILURE, differing_overrides, status_report
 
 OUTCOMES = ("done", "skipped", "resumed", "failed")
 
@@ -179,13 +179,18 @@ def print_sweep_table(rows: list[JobRow], title: str, file: TextIO | None = None
 
 
 def rerun_hint(folder: str | Path | None) -> str:
-    """``; re-run: <the command the job recorded>`` (:func:`rr.sweepfolder.recorded_command`), or ``""``."""
+    """``; re-run: <the command the job recorded>`` (:func:`rr.sweepfolder.recorded_command`), said
+    as :data:`rr.resume.CONFIG_FAILURE` for a job that failed on its configuration; ``""`` without one."""
     import shlex
 
-    from rr.sweepfolder import recorded_command
+    from rr.sweepfolder import recorded_command, stopped
 
     argv = recorded_command(folder) if folder else None
-    return f"; re-run: {' '.join(shlex.quote(a) if i else a for i, a in enumerate(argv))}" if argv else ""
+    if not argv:
+        return ""
+    mark = stopped(folder) if folder else None
+    lead = CONFIG_FAILURE if mark is not None and mark.cause == "config" else "re-run"
+    return f"; {lead}: {' '.join(shlex.quote(a) if i else a for i, a in enumerate(argv))}"
 
 
 class SweepFailed(UserError):

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rr.resume import JobState, finish_command, status_report
+from rr.resume import CONFIG_FAILURE, JobState, failed_on_configuration, finish_command, status_report
 
 
 @dataclass(frozen=True)
@@ -59,6 +59,8 @@ class Coverage:
             s = item.state
             where = str(s.path) if s.path is not None else f"no folder (sweep {s.sweep})" if s.sweep else "-"
             finish = f"; finish it: {item.command}" if item.command else ""
+            if item.command and failed_on_configuration(s):
+                finish = f"; {CONFIG_FAILURE}: {item.command}"
             out.append(f"{s.state} {s.job_id} {where}: {s.detail or s.overrides}{finish}")
         return out
 
