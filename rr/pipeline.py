@@ -303,12 +303,15 @@ def run_job(
     generation step then says how many of its requests that run left in the cache.
     """
     from rr.job_env import set_progress
+    from rr.papers.settings import stand_in_line
     from rr.preflight import check_resources
 
     t_start = time.perf_counter()
     settings = job_settings(cfg)  # the stage settings, typed, read once
     set_progress(settings.progress)  # in process too: progress=false draws no bar
     check_resources(cfg)  # a missing model, dataset or file: one line now, not after minutes of work
+    if (line := stand_in_line(cfg.get("experiment"))) is not None:
+        log.info("%s", line)
     if resuming is None:
         resuming = is_started(output_dir) and not Path(output_dir, SUMMARY_FILE).exists()
     plan = plan_job(cfg, settings, output_dir)

@@ -21,7 +21,12 @@ What is checked, per component node (a config node with ``_target_``):
 * ``path`` / ``data_files`` of the other components (JSONL datasets and corpora, RGB files,
   query files, local dataset copies): the file (or a match of the glob) must exist. A Wikipedia
   dump (``corpus=wiki_dump``) with ``chunks_path`` is not checked: once its shards exist the dump
-  is only named.
+  is only named. A missing dump named by its date (``enwiki-20240601-pages-articles.xml.bz2``, a
+  paper's) is told where Wikimedia and the Internet Archive keep it.
+* an API model (``generator=openai`` at a server other than this machine's, ``gpt-4o`` at
+  api.openai.com): the variable its key is read from (``api_key_env``) must be set. A judge's
+  generator is checked only where the judge's LLM checks are on (RGB's ``llm_rejection`` /
+  ``llm_error_detection``).
 """
 
 from __future__ import annotations
@@ -59,16 +64,18 @@ class Resource:
 
     Attributes:
         kind: ``model``, ``dataset`` (both on the Hugging Face hub), ``index`` (a pyserini prebuilt
-            index) or ``file`` (local).
+            index), ``file`` (local) or ``api`` (a model behind an API that needs a key).
         name: The hub id or the path.
         key: The config key that names it (``retriever.bge_large.model``).
         revision: The hub revision (``None`` = the default branch).
+        hint: How to get it, where the kind's own way does not say (a dump's download, an API key).
     """
 
     kind: str
     name: str
     key: str
     revision: str | None = None
+    hint: str = ""
 
 
 def _is_hub_id(value: Any) -> bool:
@@ -101,8 +108,13 @@ def declared_resources(cfg: DictConfig, roots: tuple[str, ...] = _COMPONENT_ROOT
     """The hub models, hub datasets and local files that the components under ``roots`` name."""
     found: list[Resource] = []
     for root in roots:
-        for key, node in _nodes(_resolved(cfg, root), root):
+        root_node = _resolved(cfg, root)
+        for key, node in _nodes(root_node, root):
+            if _unused_generator(root_node, key):
+                continue
             target = str(node["_target_"])
+            if target.startswith("rr.generation.openai.") and (api := _api_resource(key, node)):
+                found.append(api)
             revision = node.get("revision")
             revision = revision if isinstance(revision, str) else None
             for mk in MODEL_KEYS:
@@ -127,8 +139,50 @@ def declared_resources(cfg: DictConfig, roots: tuple[str, ...] = _COMPONENT_ROOT
                 values = value if isinstance(value, list) else [value]
                 for v in values:
                     if isinstance(v, str) and v and v != "???":
-                        found.append(Resource("file", v, f"{key}.{fk}"))
+                        found.append(Resource("file", v, f"{key}.{fk}", hint=_dump_hint(v)))
     return list(dict.fromkeys(found))
+
+
+#: A Wikipedia dump named as Wikimedia names it: ``enwiki-20240601-pages-articles.xml.bz2``.
+_DUMP = re.compile(r"^([a-z]+wiki)-(\d{8})-pages-articles")
+_LOCAL_HOSTS = ("127.0.0.1", "localhost", "0.0.0.0", "[::1]")
+
+
+def _dump_hint(path: str) -> str:
+    """Where a Wikipedia dump named by its date is kept ("" for another file)."""
+    m = _DUMP.match(Path(path).name)
+    if not m:
+        return ""
+    wiki, date = m[1], m[2]
+    return (
+        f"fetch it where there is network: `wget https://dumps.wikimedia.org/{wiki}/{date}/{Path(path).name}` "
+        f"(Wikimedia keeps the last few months' dumps; older ones: https://archive.org/details/{wiki}-{date}) "
+        "into the current folder, or point corpus.path at your copy"
+    )
+
+
+def _unused_generator(root_node: Any, key: str) -> bool:
+    """Whether ``key`` is a judge's generator that its settings leave unused (RGB's LLM checks off)."""
+    if key != "judge.generator" or not isinstance(root_node, dict) or "llm_rejection" not in root_node:
+        return False
+    return not (root_node.get("llm_rejection") or root_node.get("llm_error_detection"))
+
+
+def _api_resource(key: str, node: dict) -> Resource | None:
+    """An OpenAI-compatible generator at another machine whose API key variable is unset."""
+    from urllib.parse import urlparse
+
+    host = urlparse(str(node.get("base_url") or "")).netloc.rsplit(":", 1)[0]
+    env = node.get("api_key_env")
+    if not host or host in _LOCAL_HOSTS or not env or os.environ.get(str(env)):
+        return None
+    return Resource(
+        "api",
+        str(node.get("model")),
+        f"{key}.model",
+        hint=f"it is served at {node.get('base_url')}, which needs a key: export {env}=... (or set "
+        f"{key}.base_url to a server of yours and {key}.model to the model it serves)",
+    )
 
 
 def _offline(kind: str) -> bool:
@@ -200,7 +254,9 @@ def missing_resources(resources: list[Resource]) -> list[tuple[Resource, str]]:
     """The resources that cannot be had here, each with why."""
     missing = []
     for res in resources:
-        if res.kind == "file":
+        if res.kind == "api":
+            missing.append((res, "an API model, and no key is set"))
+        elif res.kind == "file":
             if not _file_exists(res.name):
                 missing.append((res, "no such file"))
         elif not _in_cache(res):
@@ -226,9 +282,9 @@ def check_resources(cfg: DictConfig, roots: tuple[str, ...] | None = None) -> No
     if not missing:
         return
     parts = [f"{res.kind} {res.name!r} ({res.key}): {why}" for res, why in missing]
-    hub = [res for res, _ in missing if res.kind != "file"]
-    files = [res for res, _ in missing if res.kind == "file"]
-    fixes = []
+    hub = [res for res, _ in missing if res.kind not in ("file", "api")]
+    files = [res for res, _ in missing if res.kind == "file" and not res.hint]
+    fixes = [res.hint for res, _ in missing if res.hint]
     if hub:
         fixes.append(
             "fetch it ahead of time where there is network (a login node, the same HF_HOME): "

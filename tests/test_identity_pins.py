@@ -70,10 +70,12 @@ def signature(overrides: list[str]) -> dict[str, Any]:
 
 
 EXPECTED: dict[str, dict[str, str]] = {
+    # issue 49: experiment=cao2025 is the paper's setting (the June-2024 dump, Solr 9's BM25 k1 1.2 / b 0.75),
+    # so its job id and retrievers changed on purpose (a0e907a7f9db / 9ed3f9e31581 before).
     "cao2025": {
-        "job_id": "a0e907a7f9db",
+        "job_id": "38474068888f",
         "generator": "bb175160831c",
-        "retrievers": "9ed3f9e31581",
+        "retrievers": "d19a1d140b17",
         "dataset": "37fbca83b0be",
         "names": "27f9acd2ab98",
     },
@@ -111,15 +113,19 @@ EXPECTED: dict[str, dict[str, str]] = {
     # issue 35: experiment=rgb2024 scores with RGB's own rules (judge=rgb, was judge=refusal_match), so
     # its job id and judge name changed on purpose (5196979b0314 -> cca7c73698c5): old rgb2024 jobs were
     # scored by rr's rules and must not be found as this job's results.
+    # issue 49: strategy=rgb's Chinese instruction, RGB's documents as evalue.py takes them (pick: first)
+    # and ChatGPT for the LLM checks.
     "rgb2024": {
-        "job_id": "bdb91af6cd33",  # was cca7c73698c5 before strategy=rgb's Chinese instruction (issue 49)
+        # bdb91af6cd33 before pick: first and the ChatGPT judge, cca7c73698c5 before the Chinese instruction
+        "job_id": "3c233633582b",
         "generator": "30edd6e3a722",
         "retrievers": "0ee792cc1f18",
         "dataset": "5d649f06ea71",
         "names": "abe4f2bd5828",
     },
     "sure2025": {
-        "job_id": "019c43b1d2ac",  # was 26260ed71313 before scoring.text=first_line (issue 42)
+        # 019c43b1d2ac before the 20 Dec 2018 dump (issue 49), 26260ed71313 before scoring.text=first_line (issue 42)
+        "job_id": "c953a458fa49",
         "generator": "084a05ac8c7b",
         "retrievers": "37ed4f70500a",
         "dataset": "83b497d0ee2c",

@@ -83,8 +83,24 @@ def run_main(args, tmp_path, monkeypatch, capsys):
             ["generator.model=rr-no-such-org/no-such-model", *SMALL],
             ["model 'rr-no-such-org/no-such-model' (generator.model)", "hf download"],
         ),
+        (  # the paper's corpus (issue 49): never the bundled stand-in in its place
+            ["experiment=cao2025", "dataset=mini", "judge=match", "retriever=[bm25]", *SMALL],
+            [
+                "file 'enwiki-20240601-pages-articles.xml.bz2' (corpus.path): no such file",
+                "`wget https://dumps.wikimedia.org/enwiki/20240601/enwiki-20240601-pages-articles.xml.bz2`",
+                "https://archive.org/details/enwiki-20240601",
+            ],
+        ),
     ],
-    ids=["hub-dataset", "data-files", "plan-hub-model", "plan-retrieval-only", "encode", "hub-generator"],
+    ids=[
+        "hub-dataset",
+        "data-files",
+        "plan-hub-model",
+        "plan-retrieval-only",
+        "encode",
+        "hub-generator",
+        "paper-dump",
+    ],
 )
 def test_missing_model_dataset_or_file_is_one_line_before_any_work(
     args, needles, tmp_path, monkeypatch, capsys
@@ -231,8 +247,32 @@ def test_default_config_needs_nothing_from_the_hub() -> None:
     found = declared_resources(compose(["experiment=cao2025", "judge=match"]))
     assert [(r.kind, r.name, r.key) for r in found] == [
         ("dataset", "google-research-datasets/nq_open", "dataset.path"),
+        ("file", "enwiki-20240601-pages-articles.xml.bz2", "corpus.path"),
         ("model", "BAAI/bge-large-en-v1.5", "retriever.bge_large.model"),
     ]
+
+
+def test_an_api_model_without_its_key_is_refused_where_the_job_uses_it(monkeypatch) -> None:
+    """A paper's API model (RGB's ChatGPT judge, the query-level study's GPT-4o rewriter) needs its key: a
+    job that uses it and has none is told which variable to set; RGB's judge with its LLM checks off never
+    calls ChatGPT, so needs no key."""
+    from rr.config import compose
+    from rr.preflight import check_resources, declared_resources
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    assert not [r for r in declared_resources(compose(["experiment=rgb2024"])) if r.kind == "api"]
+    cfg = compose(["experiment=rgb2024", "judge.llm_rejection=true"])
+    (api,) = [r for r in declared_resources(cfg) if r.kind == "api"]
+    assert (api.name, api.key) == ("gpt-3.5-turbo", "judge.generator.model")
+    with pytest.raises(MissingResourceError) as exc:
+        check_resources(cfg)
+    line = str(exc.value)
+    assert "\n" not in line and "api 'gpt-3.5-turbo' (judge.generator.model)" in line
+    assert "export OPENAI_API_KEY=..." in line
+    rewriter = compose(["experiment=query_level2025", "perturbation/query=llm_formal"])
+    assert [r.name for r in declared_resources(rewriter) if r.kind == "api"] == ["gpt-4o"]
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    assert not [r for r in declared_resources(rewriter) if r.kind == "api"]
 
 
 def test_a_model_in_the_hub_cache_is_found_offline(tmp_path, monkeypatch) -> None:

@@ -301,10 +301,12 @@ def test_another_model_or_setting_is_no_matching_setting(rgb_run):
         "ChatGPT",
         "RGB English",
         "rgb_accuracy",
-        "strategy=rgb;noise_ratio=0.4;n_docs_given=5;instruction=en",
+        "strategy=rgb;noise_ratio=0.4;n_docs_given=5;instruction=en;instances=all;judge=rgb;pick=first",
     )
+    # the job ran experiment=rgb2024 on the synthetic task (60 questions): RGB's documents, its judge
     assert far.loc[key].endswith(
-        "model (rr-simulated-reader vs gpt-3.5-turbo), dataset (synthetic vs rgb_en)"
+        "model (rr-simulated-reader vs gpt-3.5-turbo), dataset (synthetic vs rgb_en), "
+        "setting differs: instances 60 (paper: all)"
     )
 
 
@@ -446,12 +448,20 @@ def test_a_cross_model_claim_pairs_the_two_recorded_models(qwen_better):
         [_rare_job("jq", good if qwen_better else bad), _rare_job("jg", bad if qwen_better else good)],
         ignore_index=True,
     )
+    rare = compose_config(["experiment=rare2025", "generator.max_new_tokens=1024"])  # RARE's decoding
     ctx = ReportContext(
         jobs=[
             JobInfo(
-                "jq", Path("jq"), 32, JobSummary(name="rare2025", model={"model_id": "Qwen/Qwen3-8B"}), None
+                "jq",
+                Path("jq"),
+                32,
+                JobSummary(name="rare2025", model={"model_id": "Qwen/Qwen3-8B"}),
+                None,
+                rare,
             ),
-            JobInfo("jg", Path("jg"), 32, JobSummary(name="rare2025", model={"model_id": "gpt-4.1"}), None),
+            JobInfo(
+                "jg", Path("jg"), 32, JobSummary(name="rare2025", model={"model_id": "gpt-4.1"}), None, rare
+            ),
         ],
         n_resamples=200,
     )

@@ -51,7 +51,9 @@ def test_model_name_is_a_label_not_the_job_id(tmp_path: Path) -> None:
 
 def _ctx(public: str, loaded: str) -> ReportContext:
     summary = JobSummary(name="cao2025", model={"model_id": loaded}, public_model=public)
-    return ReportContext(jobs=[JobInfo("j", Path("j"), 1, summary, None)])
+    return ReportContext(
+        jobs=[JobInfo("j", Path("j"), 1, summary, None, compose_config(["experiment=cao2025"]))]
+    )
 
 
 def test_paper_values_match_the_public_model_and_its_aliases() -> None:

@@ -39,7 +39,7 @@ class JobInfo:
     rows: int
     summary: JobSummary
     retrieval: pd.DataFrame | None
-    _config: Any = field(default=None, init=False, repr=False, compare=False)
+    _config: Any = field(default=None, repr=False, compare=False)  # given: the job's config, not its folder's
 
     def config(self) -> Any:
         """The job's resolved config (``DictConfig``), parsed once per report; ``None`` when its

@@ -21,6 +21,7 @@ from collections.abc import Iterator
 import pandas as pd
 
 from rr.papers import paper_claims, paper_values
+from rr.papers.settings import stand_in_of
 from rr.reporting.loading import ReportContext
 from rr.reporting.paper_claims import claim_keys, claims_caption, evaluate_claims
 from rr.reporting.paper_match import (
@@ -31,6 +32,7 @@ from rr.reporting.paper_match import (
     RunIndex,
     compare_values,
     job_model_ids,
+    job_settings,
     nearest_values,
     setting_keys,
 )
@@ -68,7 +70,7 @@ def paper_beside(df: pd.DataFrame, ctx: ReportContext) -> Iterator[Item]:
 
     all_values = paper_values()
     keys = setting_keys(all_values) | claim_keys(paper_claims())
-    index = RunIndex(df, job_model_ids(ctx), keys)
+    index = RunIndex(df, job_model_ids(ctx), keys, job_settings(ctx))
     values = compare_values(df, ctx, all_values, index)
     claims = evaluate_claims(index.scores, ctx, index=index)  # on the values' index: their frames shared
     matched = set(values.loc[~values["verdict"].isin([NO_MATCH, OUT_OF_REACH]), "paper"]) | {
@@ -77,6 +79,11 @@ def paper_beside(df: pd.DataFrame, ctx: ReportContext) -> Iterator[Item]:
     }
     papers = _papers_of_run(ctx, matched)
     nearest = nearest_values(index, all_values, _job_papers(ctx, set(all_values["paper"])))
+    if not nearest.empty:  # a job of a _mini experiment: the offline stand-in of its paper's setting
+        names = {job.job_id: stand_in_of(job.summary.name) for job in ctx.jobs}
+        nearest = nearest.assign(
+            stand_in=[f"{names[j]}_mini" if names.get(j) else "" for j in nearest["job_id"].astype(str)]
+        )
     if not papers and nearest.empty:
         raise SectionSkipped("no job recorded a model, and no job ran a paper's experiment (recorded name)")
     if not papers:
@@ -118,7 +125,9 @@ def paper_beside(df: pd.DataFrame, ctx: ReportContext) -> Iterator[Item]:
         caption=(
             "Per job: the 3 values of its paper (the experiment it ran; every paper's for another job) with the "
             "fewest differing keys; differs: each key as (this run vs the paper), empty where the job has the "
-            "value's setting; run: the rr command lines whose jobs reach the value."
+            "value's setting; run: the rr command lines whose jobs reach the value; stand_in: the _mini "
+            "experiment the job ran, the offline stand-in of its paper's setting (bundled data, the small "
+            "model), which differs from the paper's in the keys shown."
         ),
     )
     yield ReportTable(
@@ -150,9 +159,11 @@ def console_lines(outcomes: list) -> list[str]:  # list[SectionOutcome]
     nearest = items["paper_nearest"].df  # type: ignore[union-attr]
     shown = nearest[nearest["n_differences"] > 0].groupby("job_id", sort=True).head(1)
     for n in shown.head(MAX_NEAREST_LINES).itertuples(index=False):
+        stand_in = getattr(n, "stand_in", "")
         lines.append(
-            f"    job {n.job_id} ({n.run_model}, {n.run_dataset}): nearest {n.paper} {n.location} {n.model} "
-            f"{n.metric} [{n.setting}]: differs in {n.differs}"
+            f"    job {n.job_id} ({n.run_model}, {n.run_dataset}"
+            + (f", experiment={stand_in}: the offline stand-in" if stand_in else "")
+            + f"): nearest {n.paper} {n.location} {n.model} {n.metric} [{n.setting}]: differs in {n.differs}"
         )
     if len(shown) > MAX_NEAREST_LINES:
         lines.append(f"    ... {len(shown) - MAX_NEAREST_LINES} more jobs in tables/paper_nearest.csv")

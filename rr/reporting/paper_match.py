@@ -29,6 +29,7 @@ from rr.metrics import SPECS, Estimate
 from rr.metrics.query_level import perturbation_kind
 from rr.metrics.rgb import noise_ratio_of
 from rr.papers import APPROX_TOLERANCE, paper_values, parse_setting
+from rr.papers.settings import JOB_KEYS
 from rr.perturbations.base import PerturbationTag
 from rr.reporting.loading import ReportContext
 
@@ -49,9 +50,33 @@ METRIC_PARAMS = frozenset({"perturbation", "subset", "module", "query_kind"})
 
 
 def split_setting(setting: Mapping[str, str]) -> tuple[dict[str, str], dict[str, str]]:
-    """(conditions on rows, the metric's parameters) of a setting (:data:`METRIC_PARAMS`)."""
-    rows = {k: v for k, v in setting.items() if k not in METRIC_PARAMS}
+    """(conditions on rows, the metric's parameters) of a setting (:data:`METRIC_PARAMS`); the job keys
+    (:data:`rr.papers.settings.JOB_KEYS`: what the job's config states, no row records) are in neither."""
+    rows = {k: v for k, v in setting.items() if k not in METRIC_PARAMS and k not in JOB_KEYS}
     return rows, {k: v for k, v in setting.items() if k in METRIC_PARAMS}
+
+
+def job_conditions(setting: Mapping[str, str]) -> dict[str, str]:
+    """The job keys of a setting (:mod:`rr.papers.settings`: corpus, rewriter, judge, decoding, ...)."""
+    return {k: v for k, v in setting.items() if k in JOB_KEYS}
+
+
+#: A job key's value for a job whose config was not recorded (never matched).
+UNKNOWN = "unknown (the job recorded no config)"
+
+
+def job_key_differences(
+    setting: Mapping[str, str | None] | None, wanted: Mapping[str, str]
+) -> list[tuple[str, str, str]]:
+    """(key, the job's value, the paper's) for each job key in which the job's setting (:func:`rr.papers.settings.
+    job_setting`; None: not recorded) differs from ``wanted``; a key that does not apply to the job (its
+    value None: no rewriter in an unperturbed job) is no difference."""
+    out = []
+    for key, want in wanted.items():
+        have = UNKNOWN if setting is None else setting.get(key)
+        if have is not None and not _any_same(have, want.split("+")):
+            out.append((key, str(have), want))
+    return out
 
 
 # ----------------------------------------------------------------------------- the job's recorded setting
@@ -202,6 +227,7 @@ class JobProfile:
     loaded: str
     datasets: frozenset[str]
     values: Mapping[str, set[object] | None]
+    setting: Mapping[str, str | None] | None = None
 
     def differences(self, v: Any) -> list[tuple[str, str, str]]:
         """(key, this job's value, the paper value's) for each key in which job and paper value ``v``
@@ -213,7 +239,8 @@ class JobProfile:
         datasets = str(v.rr_datasets).split("+")
         if not (self.datasets & set(datasets)):
             out.append(("dataset", "+".join(sorted(self.datasets)), str(v.rr_datasets)))
-        for key, want in _parsed(v.setting).items():
+        parsed = _parsed(v.setting)
+        for key, want in parsed.items():
             if key not in self.values or key in METRIC_PARAMS and key not in PRESENT_PARAMS:
                 continue
             have = self.values[key]
@@ -232,6 +259,7 @@ class JobProfile:
             if not ok:
                 shown = "+".join(sorted(map(_text, have))) or "none"
                 out.append((key, shown, want))
+        out += job_key_differences(self.setting, job_conditions(parsed))
         if v.out_of_reach:
             out.append(("out of reach", "", str(v.out_of_reach)))
         return out
@@ -244,9 +272,14 @@ def _text(value: object) -> str:
 
 
 def describe_differences(diffs: list[tuple[str, str, str]]) -> str:
-    """``model (simulated vs gpt-3.5-turbo), k (1+2+3 vs 5+10+25+50+75+100)``."""
+    """``model (simulated vs gpt-3.5-turbo), k (1+2+3 vs 5+10+25+50+75+100), setting differs: corpus
+    wiki_offline (paper: enwiki-20240601)``."""
     return ", ".join(
-        f"out of reach: {want}" if key == "out of reach" else f"{key} ({have} vs {want})"
+        f"out of reach: {want}"
+        if key == "out of reach"
+        else f"setting differs: {key} {have} (paper: {want})"
+        if key in JOB_KEYS
+        else f"{key} ({have} vs {want})"
         for key, have, want in diffs
     )
 
@@ -281,8 +314,17 @@ class RunIndex:
     and each job's :class:`JobProfile`. A value is matched on the cells (:func:`select`), and only then
     are its rows gathered, so a run of ~10^5-10^6 rows is matched against every value in seconds."""
 
-    def __init__(self, scores: pd.DataFrame, models: Mapping[str, tuple[str, str]], keys: set[str]) -> None:
+    def __init__(
+        self,
+        scores: pd.DataFrame,
+        models: Mapping[str, tuple[str, str]],
+        keys: set[str],
+        settings: Mapping[str, Mapping[str, str | None] | None] | None = None,
+    ) -> None:
+        """``settings``: job id -> its job keys' values (:func:`rr.papers.settings.job_setting`; a job
+        left out, or None, recorded none: a value naming a job key is not matched to it)."""
         columns = ["job_id", "dataset", "k"]
+        keys = {key for key in keys if key not in JOB_KEYS}
         for key in sorted(keys):
             column = DERIVED[key][0] if key in DERIVED else PRESENT_PARAMS.get(key, key)
             if column in scores.columns and column not in columns:
@@ -309,7 +351,7 @@ class RunIndex:
             values = {key: _key_values(rag if key in RAG_KEYS else cells, key) for key in keys}
             model, loaded = self.models.get(job, ("", ""))
             self.profiles[job] = JobProfile(
-                job, model, loaded, frozenset(cells["dataset"].astype(str)), values
+                job, model, loaded, frozenset(cells["dataset"].astype(str)), values, (settings or {}).get(job)
             )
         self._cells_of = dict(tuple(self.cells.groupby(self.cells["job_id"].astype(str), sort=False)))
         self._rows: dict[tuple[int, ...], pd.DataFrame] = {}
@@ -330,10 +372,13 @@ class RunIndex:
         a run has its setting (a RARE-Set loaded through ``dataset=jsonl dataset.name=rare_set``)."""
         ids = _ids(v.model_ids)
         datasets = str(v.rr_datasets).split("+")
+        wanted = job_conditions(_parsed(v.setting))
         jobs = [
             j
             for j, p in self.profiles.items()
-            if (ids == {"*"} or {p.model, p.loaded} & ids) and p.datasets & set(datasets)
+            if (ids == {"*"} or {p.model, p.loaded} & ids)
+            and p.datasets & set(datasets)
+            and not job_key_differences(p.setting, wanted)
         ]
         if not jobs:  # most values: another model or dataset, decided without touching a table
             return self.cells.iloc[0:0]
@@ -348,6 +393,9 @@ class RunIndex:
                 have = _key_values(cells, key)
                 if not have or want not in {str(h) for h in have}:
                     return cells.iloc[0:0]
+        matched = [self.profiles[j].setting or {} for j in set(cells["job_id"].astype(str))]
+        if any(all(s.get(key) is None for s in matched) for key in wanted):
+            return cells.iloc[0:0]  # a key no matched job has (no rewriter at all for a rewriter's value)
         return cells
 
     def nearest(self, v: Any) -> tuple[str, list[tuple[str, str, str]]]:
@@ -380,6 +428,21 @@ def job_model_ids(ctx: ReportContext) -> dict[str, tuple[str, str]]:
     return out
 
 
+def job_settings(ctx: ReportContext) -> dict[str, dict[str, str | None] | None]:
+    """job id -> its job keys' values (:func:`rr.papers.settings.job_setting` of its recorded
+    ``config.yaml``; None where its folder holds no config, or one that cannot be read)."""
+    from rr.papers.settings import job_setting
+
+    out: dict[str, dict[str, str | None] | None] = {}
+    for job in ctx.jobs:
+        try:
+            cfg = job.config()
+        except Exception:  # noqa: BLE001 (a torn config: the job's setting is unknown, never guessed)
+            cfg = None
+        out[job.job_id] = None if cfg is None else job_setting(cfg)
+    return out
+
+
 def job_models(ctx: ReportContext) -> dict[str, str]:
     """job id -> the public model it recorded (:func:`job_model_ids`; jobs without one are left out)."""
     return {job: public for job, (public, _) in job_model_ids(ctx).items()}
@@ -395,7 +458,7 @@ def compare_values(
     rr's on the rows matching its setting, with interval and verdict (see the module docstring); for a
     value no part of the run matches, the nearest job and the keys it differs in (``differs``)."""
     values = paper_values() if values is None else values
-    index = index or RunIndex(scores, job_model_ids(ctx), setting_keys(values))
+    index = index or RunIndex(scores, job_model_ids(ctx), setting_keys(values), job_settings(ctx))
     out = []
     for v in values.itertuples(index=False):
         rec: dict[str, object] = {

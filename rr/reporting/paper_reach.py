@@ -14,11 +14,18 @@ changes only the job's recorded model: its public model, :func:`rr.generation.ba
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 import pandas as pd
 
-from rr.papers import dataset_overrides, model_overrides, paper_values
-from rr.reporting.paper_match import RunIndex, describe_differences, setting_keys
+from rr.papers import dataset_overrides, model_overrides, paper_values, parse_setting
+from rr.reporting.paper_match import (
+    RunIndex,
+    describe_differences,
+    job_conditions,
+    job_key_differences,
+    setting_keys,
+)
 
 
 def _jobs_of(line: list[str]) -> list[tuple[str, ...]]:
@@ -37,26 +44,37 @@ def _jobs_of(line: list[str]) -> list[tuple[str, ...]]:
     return [tuple(job) for job in itertools.product(*choices)]
 
 
-def _compose_all(lines: list[list[str]], config_dir: str | None = None) -> list[list[pd.DataFrame] | str]:
-    """The planned cells of each job of each ``rr -m`` command line, or the error that composing it
-    raised (its first line). Each distinct job is composed once, all in one Hydra session."""
-    from rr.cost import compose_many_jobs
+#: A planned job: its cells (:func:`rr.pipeline.planned_cells`) and its job keys' values
+#: (:func:`rr.papers.settings.job_setting`).
+Planned = tuple[pd.DataFrame, dict[str, str | None]]
+
+
+def _planned(cfg: Any) -> Planned:
+    from rr.papers.settings import job_setting
     from rr.pipeline import planned_cells
 
+    return planned_cells(cfg), job_setting(cfg)
+
+
+def _compose_all(lines: list[list[str]], config_dir: str | None = None) -> list[list[Planned] | str]:
+    """The planned cells and setting of each job of each ``rr -m`` command line, or the error that
+    composing it raised (its first line). Each distinct job is composed once, all in one Hydra session."""
+    from rr.cost import compose_many_jobs
+
     jobs = sorted({job for line in lines for job in _jobs_of(line)})
-    cells: dict[tuple[str, ...], pd.DataFrame | str] = {}
+    cells: dict[tuple[str, ...], Planned | str] = {}
     try:
         composed = compose_many_jobs([list(j) for j in jobs], multirun=False, config_dir=config_dir)
-        cells = {j: planned_cells(c[0][1]) for j, c in zip(jobs, composed, strict=True)}
+        cells = {j: _planned(c[0][1]) for j, c in zip(jobs, composed, strict=True)}
     except Exception:  # noqa: BLE001 (a job fails: compose them one by one to say which)
         for j in jobs:
             try:
-                cells[j] = planned_cells(
+                cells[j] = _planned(
                     compose_many_jobs([list(j)], multirun=False, config_dir=config_dir)[0][0][1]
                 )
             except Exception as e:  # noqa: BLE001 (a dataset no config gives, a bad override: not reached)
                 cells[j] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
-    out: list[list[pd.DataFrame] | str] = []
+    out: list[list[Planned] | str] = []
     for line in lines:
         got = [cells[j] for j in _jobs_of(line)]
         errors = [g for g in got if isinstance(g, str)]
@@ -103,6 +121,7 @@ def reach(values: pd.DataFrame | None = None, config_dir: str | None = None) -> 
     )
     models = _public_models(sorted(set(firsts[~values["out_of_reach"].astype(bool)])))
     indexes: dict[tuple[str, str, str, str], RunIndex | str] = {}
+    planned_settings: dict[tuple[str, str, str, str], list[dict[str, str | None]]] = {}
     out = []
     for v, first in zip(values.itertuples(index=False), firsts, strict=True):
         group = (str(v.paper), str(v.rr_datasets), str(v.run), first)
@@ -110,6 +129,7 @@ def reach(values: pd.DataFrame | None = None, config_dir: str | None = None) -> 
             indexes[group] = f"out of reach: {v.out_of_reach}"
         if group not in indexes:
             frames, errors = [], []
+            settings: dict[str, dict[str, str | None]] = {}
             for d in str(v.rr_datasets).split("+"):
                 got = composed[(str(v.paper), d, str(v.run))]
                 if isinstance(got, str):
@@ -117,7 +137,9 @@ def reach(values: pd.DataFrame | None = None, config_dir: str | None = None) -> 
                         f"rr -m experiment={v.paper} {' '.join(dataset_overrides(d, str(v.run)))} {v.run}: {got}"
                     )
                 else:
-                    frames += [f.assign(job_id=f"{d}#{i}") for i, f in enumerate(got)]
+                    frames += [f.assign(job_id=f"{d}#{i}") for i, (f, _) in enumerate(got)]
+                    settings |= {f"{d}#{i}": setting for i, (_, setting) in enumerate(got)}
+            planned_settings[group] = list(settings.values())
             if errors or not frames:
                 indexes[group] = "; ".join(errors) or "no jobs"
             else:
@@ -127,13 +149,25 @@ def reach(values: pd.DataFrame | None = None, config_dir: str | None = None) -> 
                 )
                 public = models[first]
                 indexes[group] = RunIndex(
-                    rows.assign(score=1.0), {j: (public, public) for j in rows["job_id"].unique()}, keys
+                    rows.assign(score=1.0),
+                    {j: (public, public) for j in rows["job_id"].unique()},
+                    keys,
+                    settings,
                 )
         index = indexes[group]
         reached = not isinstance(index, str) and not index.match(v).empty
         differs = (
             index if isinstance(index, str) else "" if reached else describe_differences(index.nearest(v)[1])
         )
+        wanted = job_conditions(parse_setting(v.setting))
+        on_key = [
+            key
+            for key, want in wanted.items()
+            if any(
+                s.get(key) is not None and not job_key_differences(s, {key: want})
+                for s in planned_settings.get(group, [])
+            )
+        ]
         out.append(
             {
                 "paper": v.paper,
@@ -145,9 +179,30 @@ def reach(values: pd.DataFrame | None = None, config_dir: str | None = None) -> 
                 "reached": reached,
                 "out_of_reach": v.out_of_reach,
                 "differs": differs,
+                "keys": ";".join(wanted),
+                "keys_reached": ";".join(on_key),
             }
         )
     return pd.DataFrame(out)
+
+
+def key_counts(table: pd.DataFrame) -> pd.DataFrame:
+    """Per (paper, job key): the values that state the key (those not marked out of reach: their jobs
+    are not composed), and how many of them a run of the paper's config reaches on it (one of the
+    value's planned jobs has the paper's value of the key)."""
+    rows = []
+    for r in table[~table["out_of_reach"].astype(bool)].itertuples(index=False):
+        reached = set(str(r.keys_reached).split(";"))
+        for key in filter(None, str(r.keys).split(";")):
+            rows.append({"paper": r.paper, "key": key, "on_key": key in reached})
+    if not rows:
+        return pd.DataFrame(columns=["values", "reached_on_key", "differs"])
+    t = pd.DataFrame(rows)
+    return (
+        t.groupby(["paper", "key"])
+        .agg(values=("on_key", "size"), reached_on_key=("on_key", "sum"))
+        .assign(differs=lambda d: d["values"] - d["reached_on_key"])
+    )
 
 
 def counts(table: pd.DataFrame, groups: Iterable[str] = ("paper",)) -> pd.DataFrame:
@@ -167,6 +222,7 @@ def counts(table: pd.DataFrame, groups: Iterable[str] = ("paper",)) -> pd.DataFr
 if __name__ == "__main__":  # python -m rr.reporting.paper_reach
     table = reach()
     print(counts(table).to_string())
+    print(key_counts(table).to_string())
     zh = table[table["paper"].eq("rgb2024") & table["dataset"].eq("RGB Chinese")]
     print(f"RGB Chinese: {int(zh['reached'].sum())} of {len(zh)} reached")
     for r in table[~table["reached"] & ~table["out_of_reach"].astype(bool)].head(20).itertuples():
