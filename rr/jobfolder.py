@@ -30,7 +30,7 @@ import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -61,22 +61,37 @@ _OPTIONAL = ("approximate_indexes", "planted", "examples_available", "data_scope
 
 class _Record:
     """A nested record of the summary: read from its JSON object, the keys it does not know kept in
-    ``extra`` (a newer version's), and written back as read (its fields in order, then ``extra``)."""
+    ``extra`` (a newer version's), and written back as read (its fields in order, then ``extra``).
+
+    A subclass names in ``_NESTED`` how a field's JSON value reads as its record(s), and in
+    ``_OPTIONAL`` the fields written only when not ``None`` (absent from the JSON otherwise)."""
 
     extra: dict[str, Any]
+    _NESTED: ClassVar[dict[str, Callable[[Any], Any]]] = {}
+    _OPTIONAL: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Self:
         names = {f.name for f in fields(cls)} - {"extra"}  # type: ignore[arg-type]
         known = {k: v for k, v in data.items() if k in names}
+        for name, read in cls._NESTED.items():
+            if known.get(name) is not None:
+                known[name] = read(known[name])
         return cls(**known, extra={k: v for k, v in data.items() if k not in names})  # type: ignore[call-arg]
 
     def to_dict(self) -> dict[str, Any]:
-        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "extra"}  # type: ignore[arg-type]
-        return {**out, **self.extra}
+        return {**self._own("extra"), **self.extra}
+
+    def _own(self, apart: str) -> dict[str, Any]:
+        """The fields as JSON holds them, in order, but ``apart`` (and an ``_OPTIONAL`` one that is ``None``)."""
+        return {
+            f.name: _plain(value)
+            for f in fields(self)  # type: ignore[arg-type]
+            if f.name != apart and not ((value := getattr(self, f.name)) is None and f.name in self._OPTIONAL)
+        }
 
 
-@dataclass
+@dataclass(frozen=True)
 class GenerationStep(_Record):
     """One step of the model under test (``summary.json`` ``generation_steps``, in the order they ran).
 
@@ -99,7 +114,7 @@ class GenerationStep(_Record):
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass
+@dataclass(frozen=True)
 class PrefixCacheStats(_Record):
     """A vLLM engine's prefix cache during the job (``summary.json`` ``prefix_cache[<generator>]``).
 
@@ -114,7 +129,7 @@ class PrefixCacheStats(_Record):
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass
+@dataclass(frozen=True)
 class EnvironmentRecord(_Record):
     """The Python environment the job ran in (``summary.json`` ``environment``, :func:`rr.environment.record`).
 
@@ -136,12 +151,37 @@ class EnvironmentRecord(_Record):
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+class _SystemRow(_Record):
+    """A row of a table grouped by system: the keys that are not its own fields name the system
+    (``system``, written first, in order); it has no ``extra``."""
+
+    system: dict[str, Any]
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Self:
+        own = {f.name for f in fields(cls)} - {"system"}  # type: ignore[arg-type]
+        return cls(
+            system={k: v for k, v in data.items() if k not in own},  # type: ignore[call-arg]
+            **{k: v for k, v in data.items() if k in own},
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.system, **self._own("system")}
+
+    def value(self, column: str) -> Any:
+        """The row's value of ``column``: a system column (``strategy``), or one of its own fields
+        (``retriever``, a metric); ``None`` where the row has none."""
+        if column in self.system:
+            return self.system[column]
+        return getattr(self, column, None) if column in {f.name for f in fields(self)} else None  # type: ignore[arg-type]
+
+
 #: The robustness-table columns of a :class:`MetricRow`, in the order they are written.
 METRIC_COLUMNS = ("ndr", "rsr", "ror", "robustness", "accuracy", "closed_book_accuracy", "n_examples")
 
 
-@dataclass
-class MetricRow:
+@dataclass(frozen=True)
+class MetricRow(_SystemRow):
     """One row of the job's robustness table (``summary.json`` ``metrics``; :func:`rr.summary.job_metrics`):
     one system on one retriever, or its mean over retrievers.
 
@@ -161,6 +201,8 @@ class MetricRow:
     ``None``: a row that does not hold the column (the robustness table always writes them all).
     """
 
+    _OPTIONAL: ClassVar[tuple[str, ...]] = ("n_orders",)
+
     system: dict[str, Any] = field(default_factory=dict)
     retriever: str = ""
     ndr: float | None = None
@@ -172,25 +214,221 @@ class MetricRow:
     n_examples: int | None = None
     n_orders: int | None = None
 
+
+@dataclass(frozen=True)
+class PlantedCell(_SystemRow):
+    """One cell of a simulated reader's job (``summary.json`` ``planted.cells``): its planted (true)
+    accuracy and refusal rate beside the measured ones (:func:`rr.summary.planted_summary`).
+
+    Attributes:
+        system: The columns that name the system (as :attr:`MetricRow.system`).
+        retriever, doc_perturbation, k, order: The cell.
+        planted_accuracy, planted_refusal_rate: The reader population's values in the cell.
+        accuracy, refusal_rate: This job's, measured over its ``n`` rows (``None``: not a number).
+    """
+
+    system: dict[str, Any] = field(default_factory=dict)
+    retriever: str = ""
+    doc_perturbation: str = ""
+    k: int = 0
+    order: str = ""
+    planted_accuracy: float | None = None
+    planted_refusal_rate: float | None = None
+    accuracy: float | None = None
+    refusal_rate: float | None = None
+    n: int = 0
+
+
+@dataclass(frozen=True)
+class Planted(_Record):
+    """A simulated reader's planted (true) values (``summary.json`` ``planted``, :func:`rr.summary.planted_summary`).
+
+    Attributes:
+        method: How they were computed (``monte_carlo``).
+        reps: Monte-Carlo draws per example.
+        params: The reader's parameters (:class:`rr.generation.simulated.ReaderParams`).
+        metrics: The robustness table of the planted score table (empty without one).
+        cells: Per cell, planted beside measured accuracy and refusal rate.
+        extra: Keys this version does not know, kept as read.
+    """
+
+    _NESTED: ClassVar[dict[str, Callable[[Any], Any]]] = {
+        "metrics": lambda rows: [MetricRow.from_dict(r) for r in rows],
+        "cells": lambda rows: [PlantedCell.from_dict(r) for r in rows],
+    }
+
+    method: str = ""
+    reps: int = 0
+    params: dict[str, Any] = field(default_factory=dict)
+    metrics: list[MetricRow] = field(default_factory=list)
+    cells: list[PlantedCell] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ModelRecord(_Record):
+    """What a model is (``summary.json`` ``model``, ``other_models[*].model``: its generator's
+    ``identity()``, the key of its cached answers).
+
+    Attributes:
+        model_id: The hub id, local path or API model name.
+        revision: The hub commit, a local folder's content digest, ``unversioned``, ...
+        extra: The backend's further keys (``dtype``, ``quantization``, ``tokenizer_identity``,
+            ``reported_model``, ...), kept as written.
+    """
+
+    model_id: str | None = None
+    revision: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class OtherModel(_Record):
+    """A model besides the one under test (a judge, a rewriter; ``summary.json`` ``other_models``)
+    and its request counts (:class:`rr.generation.client.LLMStats`, its steps left out).
+
+    Attributes:
+        model: What it is.
+        requests, unique_requests, cache_hits, model_calls: Its requests, distinct ones, those
+            answered from the cache / sent to the model.
+        prompt_tokens, completion_tokens: Tokens it was sent / generated.
+        seconds: Wall seconds of its steps.
+        over_window: Distinct prompts not sent: prompt plus ``max_new_tokens`` exceeds its window.
+        extra: Keys this version does not know, kept as read.
+    """
+
+    _NESTED: ClassVar[dict[str, Callable[[Any], Any]]] = {"model": ModelRecord.from_dict}
+
+    model: ModelRecord | None = None
+    requests: int = 0
+    unique_requests: int = 0
+    cache_hits: int = 0
+    model_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    seconds: float = 0.0
+    over_window: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ExampleSet(_Record):
+    """Which examples a job ran (``summary.json`` ``example_set``, :func:`rr.results.example_set`).
+
+    Attributes:
+        examples: How many distinct examples.
+        fingerprint: The hash of their sorted :func:`rr.results.example_key` values (12 hex digits).
+        extra: Keys this version does not know, kept as read.
+    """
+
+    examples: int = 0
+    fingerprint: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ShortCell(_Record):
+    """A (retriever, k, query perturbation) cell in which the retriever returned fewer than k
+    documents for some queries (``summary.json`` ``cells_short_of_k``, :func:`rr.pipeline.short_cells`).
+
+    Attributes:
+        retriever, k, query_perturbation: The cell.
+        queries: Queries of the cell.
+        queries_short: Those that got fewer than k documents.
+        fewest: The fewest documents any of them got.
+        extra: Keys this version does not know, kept as read.
+    """
+
+    retriever: str = ""
+    k: int = 0
+    query_perturbation: str = "none"
+    queries: int = 0
+    queries_short: int = 0
+    fewest: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CutCell(_SystemRow):
+    """A cell not filled at its k: some of its rows held fewer documents than they were given, the
+    rest not fitting the model's window (``summary.json`` ``cells_cut_to_window``).
+
+    Attributes:
+        system: ``strategy`` and the cell's perturbation columns, where the score table has them.
+        retriever, k, order: The cell.
+        rows, rows_cut: Its rows, and those that held fewer documents.
+        fewest: The fewest documents one of them held.
+    """
+
+    system: dict[str, Any] = field(default_factory=dict)
+    retriever: str = ""
+    k: int = 0
+    order: str = ""
+    rows: int = 0
+    rows_cut: int = 0
+    fewest: int = 0
+
+
+@dataclass(frozen=True)
+class QueryRecall(_Record):
+    """An approximate index's recall against exact search, measured on a seeded sample of the job's
+    own queries (``summary.json`` ``approximate_indexes[<retriever>].job_queries``).
+
+    Attributes:
+        queries: Queries measured.
+        of: Queries the job searched.
+        seed: The sample's seed.
+        recall: ``recall@k`` -> mean recall@k (written as keys of their own, k ascending).
+        warn_below: The retriever's ``recall_warn_below``.
+        below_threshold: Whether some recall@k is below it.
+        extra: Keys this version does not know, kept as read.
+    """
+
+    queries: int = 0
+    of: int = 0
+    seed: int | None = None
+    recall: dict[str, float] = field(default_factory=dict)
+    warn_below: float | None = None
+    below_threshold: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> MetricRow:
-        """A row as the robustness table has it: every column besides ``retriever``, the
-        metrics (:data:`METRIC_COLUMNS`) and ``n_orders`` names the system."""
-        own = {"retriever", *METRIC_COLUMNS, "n_orders"}
-        return cls(
-            system={k: v for k, v in data.items() if k not in own},
-            **{k: v for k, v in data.items() if k in own},
-        )
+    def from_dict(cls, data: Mapping[str, Any]) -> Self:
+        recall = {k: v for k, v in data.items() if k.startswith("recall@")}
+        rest = {k: v for k, v in data.items() if k not in recall}
+        return replace(super().from_dict(rest), recall=recall)
 
     def to_dict(self) -> dict[str, Any]:
-        """The row as the robustness table has it: the system columns, ``retriever``, the metrics."""
-        orders = {} if self.n_orders is None else {"n_orders": self.n_orders}
-        return {
-            **self.system,
-            "retriever": self.retriever,
-            **{c: getattr(self, c) for c in METRIC_COLUMNS},
-            **orders,
-        }
+        out = {"queries": self.queries, "of": self.of, "seed": self.seed, **self.recall}
+        return {**out, "warn_below": self.warn_below, "below_threshold": self.below_threshold, **self.extra}
+
+
+@dataclass(frozen=True)
+class ApproximateIndex(_Record):
+    """An approximate dense index a job searched (``summary.json`` ``approximate_indexes[<retriever>]``).
+
+    Attributes:
+        spec: Its ``faiss.index_factory`` string (``IVF4096,Flat``).
+        train_size, seed, n: Rows it was trained on, the seed, rows it holds.
+        search_params: The ``faiss.ParameterSpace`` string it searched with (``None``: default).
+        recall: ``recall@k`` -> stored recall vs exact search, passages as queries.
+        recall_caveat: How to read that stored recall.
+        job_queries: Recall on the job's own queries (``None``: not measured).
+        extra: Keys this version does not know, kept as read.
+    """
+
+    _NESTED: ClassVar[dict[str, Callable[[Any], Any]]] = {"job_queries": QueryRecall.from_dict}
+    _OPTIONAL: ClassVar[tuple[str, ...]] = ("job_queries",)
+
+    spec: str = ""
+    train_size: int | None = None
+    seed: int | None = None
+    n: int | None = None
+    search_params: str | None = None
+    recall: dict[str, float] = field(default_factory=dict)
+    recall_caveat: str | None = None
+    job_queries: QueryRecall | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
 
 
 # ----------------------------------------------------------------------------- the summary
@@ -206,32 +444,33 @@ class JobSummary:
 
     Attributes:
         summary_version: :data:`SUMMARY_VERSION` (an older file is migrated on read: :data:`MIGRATIONS`).
-        job_id, name, model: The job's id, its ``name`` setting, the model under test's identity.
+        job_id, name: The job's id, its ``name`` setting.
+        model: What the model under test is (:class:`ModelRecord`).
         public_model: Which public model it is, apart from where it was loaded from
             (:func:`rr.generation.base.public_model`: ``generator.model_name``, the API's reported
             model, a local folder's hub id, else the model setting); ``None`` in older summaries.
         examples, rows, cells: Examples run, score-table rows, distinct (strategy, cell) pairs.
-        example_set: Which examples it ran: ``{"examples": n, "fingerprint": ...}`` of their
-            :func:`rr.results.example_key` values (:func:`rr.results.example_set`).
+        example_set: Which examples it ran (:class:`ExampleSet`).
         requests ... completion_tokens: The model under test's request counts (:class:`LLMStats`).
         generation_steps: The model under test's steps (:class:`GenerationStep`), in the order they ran.
         accuracy, closed_book_accuracy: Mean score over k > 0 rows and over k = 0 rows (``None``: no rows).
         answer_recall: Retriever -> k -> answer recall of the unperturbed queries.
         cells_short_of_k: The (retriever, k, query perturbation) cells in which the retriever returned
-            fewer than k documents for some queries: ``queries``, ``queries_short``, ``fewest``.
-        cells_cut_to_window: The (strategy, retriever, k, order, perturbations) cells some of whose rows
-            held fewer documents than given, the rest not fitting the window: ``rows``, ``rows_cut``,
-            ``fewest`` (:func:`rr.summary.cells_cut_to_window`): not filled at their k.
+            fewer than k documents for some queries (:class:`ShortCell`).
+        cells_cut_to_window: The cells some of whose rows held fewer documents than given, the rest
+            not fitting the window (:class:`CutCell`, :func:`rr.summary.cells_cut_to_window`): not
+            filled at their k.
         counters: Named counts (``rr.runtime.Runtime.count``).
         prefix_cache: Generator name -> vLLM's prefix cache during the job (:class:`PrefixCacheStats`).
-        other_models: The other models' request counts.
+        other_models: The other models and their request counts (:class:`OtherModel`).
         metrics: The robustness table (:class:`MetricRow`, :func:`rr.summary.job_metrics`).
         timings_s, wall_s, versions: Seconds per stage, in all, and the installed versions.
         environment: The lock the job's packages came from and whether they matched it
             (:class:`EnvironmentRecord`; ``None`` in a summary written before version 2); not in the job id.
         index_rebuilds: Cached indexes found corrupt and rebuilt.
         approximate_indexes, planted, examples_available, data_scope: Written only when the job has
-            them (an approximate dense index, a simulated reader's planted values, its data scope).
+            them: its approximate dense indexes by retriever (:class:`ApproximateIndex`), a simulated
+            reader's planted values (:class:`Planted`), its data scope.
         extra: Keys this version does not know (a newer or a plugin's summary), kept as read.
         absent: Fields the file did not hold (not written back either).
     """
@@ -239,10 +478,10 @@ class JobSummary:
     summary_version: int = SUMMARY_VERSION
     job_id: str = ""
     name: str | None = None
-    model: Any = None
+    model: ModelRecord | None = None
     public_model: str | None = None
     examples: int | None = None
-    example_set: dict[str, Any] | None = None
+    example_set: ExampleSet | None = None
     rows: int | None = None
     cells: int | None = None
     requests: int | None = None
@@ -263,19 +502,19 @@ class JobSummary:
     accuracy: float | None = None
     closed_book_accuracy: float | None = None
     answer_recall: dict[str, dict[str, float]] = field(default_factory=dict)
-    cells_short_of_k: list[dict[str, Any]] = field(default_factory=list)
-    cells_cut_to_window: list[dict[str, Any]] = field(default_factory=list)
+    cells_short_of_k: list[ShortCell] = field(default_factory=list)
+    cells_cut_to_window: list[CutCell] = field(default_factory=list)
     counters: dict[str, int] = field(default_factory=dict)
     prefix_cache: dict[str, PrefixCacheStats] = field(default_factory=dict)
-    other_models: list[dict[str, Any]] = field(default_factory=list)
+    other_models: list[OtherModel] = field(default_factory=list)
     metrics: list[MetricRow] = field(default_factory=list)
     timings_s: dict[str, float] = field(default_factory=dict)
     wall_s: float | None = None
     versions: dict[str, str] = field(default_factory=dict)
     environment: EnvironmentRecord | None = None
     index_rebuilds: int | None = None
-    approximate_indexes: dict[str, Any] | None = None
-    planted: dict[str, Any] | None = None
+    approximate_indexes: dict[str, ApproximateIndex] | None = None
+    planted: Planted | None = None
     examples_available: int | None = None
     data_scope: list[str] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
@@ -284,7 +523,7 @@ class JobSummary:
     @property
     def model_id(self) -> str | None:
         """The model under test's id (``model.model_id``; ``None`` when the summary records none)."""
-        model_id = self.model.get("model_id") if isinstance(self.model, dict) else None
+        model_id = self.model.model_id if self.model is not None else None
         return str(model_id) if model_id else None
 
     @property
@@ -292,6 +531,13 @@ class JobSummary:
         """Whether ``accuracy`` is the mean score of *all* rows: a summary written before
         ``closed_book_accuracy`` named the k = 0 rows apart (it lacks that field)."""
         return "closed_book_accuracy" in self.absent
+
+    def top_numbers(self) -> dict[str, int | float]:
+        """The numbers the JSON holds at its top level (``rows``, ``model_calls``, ``wall_s``, a
+        newer version's or a plugin's count), in order; booleans are not numbers here."""
+        return {
+            k: v for k, v in self.to_dict().items() if isinstance(v, int | float) and not isinstance(v, bool)
+        }
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object written to ``summary.json`` (fields in order, absent ones left out)."""
@@ -335,6 +581,13 @@ _NESTED: dict[str, Callable[[Any], Any]] = {
     "prefix_cache": lambda per: {name: PrefixCacheStats.from_dict(s) for name, s in per.items()},
     "metrics": lambda rows: [MetricRow.from_dict(r) for r in rows],
     "environment": EnvironmentRecord.from_dict,
+    "model": ModelRecord.from_dict,
+    "example_set": ExampleSet.from_dict,
+    "cells_short_of_k": lambda cells: [ShortCell.from_dict(c) for c in cells],
+    "cells_cut_to_window": lambda cells: [CutCell.from_dict(c) for c in cells],
+    "other_models": lambda models: [OtherModel.from_dict(m) for m in models],
+    "approximate_indexes": lambda per: {name: ApproximateIndex.from_dict(i) for name, i in per.items()},
+    "planted": Planted.from_dict,
 }
 
 #: The fields written to ``summary.json`` (not the bookkeeping ``extra`` and ``absent``).

@@ -44,6 +44,8 @@ from rr.jobfolder import (
     RUNS_DIR,
     SUMMARY_FILE,
     JobSummary,
+    Planted,
+    ShortCell,
     is_started,
     write_config,
     write_summary,
@@ -126,7 +128,7 @@ def check_ks_fit(ks: list[int], corpus: Corpus) -> None:
 
 def short_cells(
     run: dict[str, list[Hit]], variants: list[QueryVariant], retriever: str, ks: list[int]
-) -> list[dict[str, Any]]:
+) -> list[ShortCell]:
     """The (k, query perturbation) cells of one retriever in which it returned fewer than k
     documents for some queries (``summary.json`` ``cells_short_of_k``): how many, of how many, and
     the fewest it returned."""
@@ -137,16 +139,7 @@ def short_cells(
         for k in ks:
             short = [n for n in found if n < k]
             if short:
-                out.append(
-                    {
-                        "retriever": retriever,
-                        "k": k,
-                        "query_perturbation": tag,
-                        "queries": len(found),
-                        "queries_short": len(short),
-                        "fewest": min(short),
-                    }
-                )
+                out.append(ShortCell(retriever, k, tag, len(found), len(short), min(short)))
     return out
 
 
@@ -282,7 +275,7 @@ class Retrieval:
     runs: dict[str, dict[str, list[Hit]]]  # retriever name -> variant qid -> hits
     recall: dict[str, dict[str, dict[int, float]]]  # retriever -> variant tag -> k -> answer recall
     cache: RunCache
-    short: list[dict[str, Any]] = field(default_factory=list)  # cells with fewer than k documents
+    short: list[ShortCell] = field(default_factory=list)  # cells with fewer than k documents
 
 
 def run_job(
@@ -538,13 +531,13 @@ def retrieve(
             log.warning(
                 "retriever %s returned fewer than k=%d documents for %d of %d queries (query perturbation "
                 "%s; fewest %d): those rows of k=%d hold fewer documents (n_docs_given)",
-                cell["retriever"],
-                cell["k"],
-                cell["queries_short"],
-                cell["queries"],
-                cell["query_perturbation"],
-                cell["fewest"],
-                cell["k"],
+                cell.retriever,
+                cell.k,
+                cell.queries_short,
+                cell.queries,
+                cell.query_perturbation,
+                cell.fewest,
+                cell.k,
             )
         out.recall[retriever.name] = {
             tag: answer_recall(
@@ -645,7 +638,7 @@ class JobOutputs:
     rt: Runtime
     watch: Stopwatch
     t_start: float
-    planted: dict[str, Any] | None = None  # a simulated reader's planted values (summary ``planted``)
+    planted: Planted | None = None  # a simulated reader's planted values (summary ``planted``)
     scope: DataScope | None = None
 
 

@@ -23,7 +23,7 @@ from rr.answers import has_answer_in
 from rr.atomic import atomic_write
 from rr.errors import UserError
 from rr.hashing import content_hash
-from rr.jobfolder import PROMPTS_FILE, SCORES_FILE
+from rr.jobfolder import PROMPTS_FILE, SCORES_FILE, ExampleSet
 from rr.perturbations.base import perturbation_columns
 from rr.records import MetaKey
 
@@ -215,11 +215,11 @@ def example_key(question: str, answers: Sequence[str]) -> str:
     return content_hash(["example", str(question), [str(a) for a in answers]], 16)
 
 
-def example_set(keys: Sequence[str] | pd.Series) -> dict[str, Any]:
+def example_set(keys: Sequence[str] | pd.Series) -> ExampleSet:
     """``summary.json`` ``example_set``: how many distinct examples a job ran and a fingerprint of
     which (the hash of their sorted :func:`example_key` values, 12 hex characters)."""
     distinct = sorted({str(k) for k in keys})
-    return {"examples": len(distinct), "fingerprint": content_hash(["example_set", distinct], 12)}
+    return ExampleSet(len(distinct), content_hash(["example_set", distinct], 12))
 
 
 #: How :func:`identify_examples` writes an id that names different examples in different jobs.

@@ -16,7 +16,21 @@ import pandas as pd
 
 from rr.environment import environment
 from rr.generation.base import PlantedScores, PrefixCacheReporting, public_model
-from rr.jobfolder import EnvironmentRecord, GenerationStep, JobSummary, MetricRow, PrefixCacheStats
+from rr.jobfolder import (
+    ApproximateIndex,
+    CutCell,
+    EnvironmentRecord,
+    ExampleSet,
+    GenerationStep,
+    JobSummary,
+    MetricRow,
+    ModelRecord,
+    OtherModel,
+    Planted,
+    PlantedCell,
+    PrefixCacheStats,
+    ShortCell,
+)
 from rr.results import CELL_KEYS, varying
 from rr.retrieval.base import ApproximateSearch, RebuildsIndexes, Retriever
 from rr.retrieval.runs import RunCache
@@ -101,7 +115,7 @@ def job_metrics(scores: pd.DataFrame, by: list[str], reps: int = 1) -> list[dict
     return metrics
 
 
-def planted_summary(planted: PlantedScores, scores: pd.DataFrame, by: list[str]) -> dict[str, Any]:
+def planted_summary(planted: PlantedScores, scores: pd.DataFrame, by: list[str]) -> Planted:
     """``summary.json`` ``planted``: the metrics of a planted score table (:func:`job_metrics`, the
     same step as the job's own) and per cell the planted accuracy and refusal rate beside the
     measured ones."""
@@ -113,13 +127,13 @@ def planted_summary(planted: PlantedScores, scores: pd.DataFrame, by: list[str])
         accuracy=("score", "mean"), refusal_rate=("refused", "mean"), n=("score", "size")
     )
     cells = planted_cells.join(measured).reset_index()
-    return {
-        "method": planted.method,
-        "reps": planted.reps,
-        "params": planted.params,
-        "metrics": [_clean(r) for r in job_metrics(planted.table, by, planted.reps)],
-        "cells": [_clean(r) for r in cells.to_dict(orient="records")],
-    }
+    return Planted(
+        method=planted.method,
+        reps=planted.reps,
+        params=planted.params,
+        metrics=[MetricRow.from_dict(_clean(r)) for r in job_metrics(planted.table, by, planted.reps)],
+        cells=[PlantedCell.from_dict(_clean(r)) for r in cells.to_dict(orient="records")],
+    )
 
 
 def _clean(row: dict) -> dict:
@@ -134,7 +148,7 @@ def _clean(row: dict) -> dict:
     return out
 
 
-def cells_cut_to_window(scores: pd.DataFrame, cut: pd.Series, shown: pd.Series) -> list[dict[str, Any]]:
+def cells_cut_to_window(scores: pd.DataFrame, cut: pd.Series, shown: pd.Series) -> list[CutCell]:
     """The cells (strategy and cell keys) some of whose rows held fewer documents than they were given
     because the rest did not fit the model's window: ``rows``, ``rows_cut``, ``fewest`` shown. Such a
     cell is not filled at its k (a k = 1 cell with 0 documents is closed-book under the k = 1 label)."""
@@ -148,7 +162,11 @@ def cells_cut_to_window(scores: pd.DataFrame, cut: pd.Series, shown: pd.Series) 
         if len(hit):
             cell = dict(zip(keys, values if isinstance(values, tuple) else (values,), strict=True))
             cell["k"] = int(cell["k"])
-            out.append({**cell, "rows": len(group), "rows_cut": len(hit), "fewest": int(hit["_shown"].min())})
+            out.append(
+                CutCell.from_dict(
+                    {**cell, "rows": len(group), "rows_cut": len(hit), "fewest": int(hit["_shown"].min())}
+                )
+            )
     return out
 
 
@@ -169,10 +187,10 @@ def build_summary(
     retrievers: list[Retriever],
     timings: dict[str, float],
     t_start: float,
-    planted: dict[str, Any] | None = None,
+    planted: Planted | None = None,
     scope: DataScope | None = None,
-    example_set: dict[str, Any] | None = None,
-    cells_short_of_k: list[dict[str, Any]] | None = None,
+    example_set: ExampleSet | None = None,
+    cells_short_of_k: list[ShortCell] | None = None,
 ) -> JobSummary:
     """The job's :class:`~rr.jobfolder.JobSummary`: the one place it is built.
 
@@ -205,7 +223,7 @@ def build_summary(
     summary = JobSummary(
         job_id=job_id,
         name=name,
-        model=llm.identity,
+        model=ModelRecord.from_dict(llm.identity),
         public_model=public_model(llm.generator),
         examples=examples,
         example_set=example_set,
@@ -244,7 +262,10 @@ def build_summary(
             and (cache_stats := other.generator.prefix_cache_stats()) is not None
         },
         other_models=[
-            {"model": other.identity, **{k: v for k, v in asdict(other.stats).items() if k != "steps"}}
+            OtherModel(
+                model=ModelRecord.from_dict(other.identity),
+                **{k: v for k, v in asdict(other.stats).items() if k != "steps"},
+            )
             for other in rt.all_llms[1:]
         ],
         metrics=[MetricRow.from_dict(row) for row in metrics],
@@ -259,7 +280,9 @@ def build_summary(
         optional["cells_cut_to_window"] = cells_cut
     # approximate dense indexes opened by this job: spec, parameters, recall@k vs exact
     if approx := {
-        r.name: r.index_info for r in retrievers if isinstance(r, ApproximateSearch) and r.index_info
+        r.name: ApproximateIndex.from_dict(r.index_info)
+        for r in retrievers
+        if isinstance(r, ApproximateSearch) and r.index_info
     }:
         optional["approximate_indexes"] = approx
     if planted is not None:

@@ -60,9 +60,7 @@ def flat_summary(summary: JobSummary) -> dict[str, float | int | str | None]:
     e.g. NDR when closed-book accuracy is 0) is ``None``, its reason beside it as ``<metric>_note``.
     """
     out: dict[str, float | int | str | None] = {}
-    for key, value in summary.to_dict().items():  # every number the JSON holds at its top
-        if isinstance(value, bool | int | float) and not isinstance(value, bool):
-            out[key] = value
+    out.update(summary.top_numbers())
     for stage, sec in summary.timings_s.items():
         out[f"timings_s/{stage}"] = sec
     for name, n in summary.counters.items():
@@ -71,8 +69,8 @@ def flat_summary(summary: JobSummary) -> dict[str, float | int | str | None]:
         for k, v in per_k.items():
             out[f"answer_recall/{retriever}/k={k}"] = v
     for row in summary.metrics:
-        prefix = f"metrics/{row.system.get('strategy')}/{row.retriever}"
-        notes = metric_notes(row.to_dict())  # what the console and the report blank, and why
+        prefix = f"metrics/{row.value('strategy')}/{row.retriever}"
+        notes = metric_notes(row)  # what the console and the report blank, and why
         for m in METRIC_COLUMNS[:-1]:  # not n_examples
             if m in notes:
                 out[f"{prefix}/{m}"] = None

@@ -319,7 +319,10 @@ def test_openai_retries_run_out_with_the_last_error() -> None:
 
     gen = OpenAIGenerator(model="m", api_key_env=None, max_retries=2, backoff_s=0.01)
     answers = [httpx.ReadTimeout, httpx.ConnectError, httpx.Response(500, text="boom")]
-    with pytest.raises(OpenAIBackendError, match=r"giving up after 2 retries; last error: HTTP 500: boom; the server answered with errors"):
+    with pytest.raises(
+        OpenAIBackendError,
+        match=r"giving up after 2 retries; last error: HTTP 500: boom; the server answered with errors",
+    ):
         _post_through_mock(gen, answers)
     assert not answers
     assert gen.counters == {"retry:timeout": 1, "retry:connection_error": 1, "failed": 1}

@@ -343,7 +343,7 @@ def test_job_with_an_approximate_index_reports_its_recall(
     assert set(result.scores["retriever"]) == {"dense"}
     from rr.reporting.job import approximate_index_lines
 
-    (line,) = approximate_index_lines({"dense": info})
+    (line,) = approximate_index_lines({"dense": result.summary.approximate_indexes["dense"]})
     assert line.startswith(
         "approximate index dense (HNSW16, default search): recall vs exact on 2 of the job's 2"
     )

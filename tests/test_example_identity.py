@@ -64,8 +64,8 @@ def test_every_row_carries_its_examples_fingerprint(tmp_path: Path, files: tuple
         ex = world.example(i)
         assert list(keys[f"q{i}"]) == [example_key(ex.question, ex.answers)]
     assert len(set(result.scores["example_key"])) == 6
-    assert result.summary.example_set["examples"] == 6
-    assert result.summary.example_set["fingerprint"]
+    assert result.summary.example_set.examples == 6
+    assert result.summary.example_set.fingerprint
     assert example_key("Q?", ["a"]) != example_key("Q?", ["b"]) != example_key("Q!", ["a"])
 
 

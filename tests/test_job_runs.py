@@ -158,5 +158,5 @@ def test_a_jobs_wall_time_is_its_summarys_number_unrounded() -> None:
     from rr.jobfolder import JobSummary
 
     rec = job_record("done", "abc", "/x", JobSummary(wall_s=0.1503), wall_s=9.0)
-    assert rec["wall_s"] == 0.1503 and f"{rec['wall_s']:.1f}" == "0.2"
-    assert job_record("failed", "abc", "/x", None, wall_s=1.23456)["wall_s"] == 1.23
+    assert rec.wall_s == 0.1503 and f"{rec.wall_s:.1f}" == "0.2"
+    assert job_record("failed", "abc", "/x", None, wall_s=1.23456).wall_s == 1.23

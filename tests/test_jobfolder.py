@@ -16,9 +16,11 @@ from rr.jobfolder import (
     SUMMARY_FILE,
     SUMMARY_VERSION,
     EnvironmentRecord,
+    ExampleSet,
     GenerationStep,
     JobSummary,
     MetricRow,
+    Planted,
     PrefixCacheStats,
     read_summary,
     write_summary,
@@ -102,6 +104,136 @@ def test_the_current_version_reads_into_typed_records(tmp_path: Path) -> None:
     assert s.to_dict() == stored(SUMMARY_VERSION)  # the JSON as written (key order aside)
 
 
+#: Every nested part of a summary as a job writes it (a simulated reader's planted values, an
+#: approximate index with and without its recall on the job's queries, a judge beside the model).
+NESTED = {
+    "model": {"model_id": "HuggingFaceTB/SmolLM2-135M-Instruct", "revision": "abc", "dtype": "float32"},
+    "example_set": {"examples": 4, "fingerprint": "0123456789ab"},
+    "cells_short_of_k": [
+        {
+            "retriever": "oracle",
+            "k": 3,
+            "query_perturbation": "typo",
+            "queries": 4,
+            "queries_short": 4,
+            "fewest": 1,
+        }
+    ],
+    "cells_cut_to_window": [
+        {
+            "strategy": "vanilla",
+            "retriever": "bm25",
+            "k": 2,
+            "order": "original",
+            "rows": 4,
+            "rows_cut": 1,
+            "fewest": 1,
+        }
+    ],
+    "other_models": [
+        {
+            "model": {"model_id": "judge", "revision": "r", "reported_model": "judge-2024"},
+            "requests": 3,
+            "unique_requests": 2,
+            "cache_hits": 1,
+            "model_calls": 1,
+            "prompt_tokens": 90,
+            "completion_tokens": 4,
+            "seconds": 0.5,
+            "over_window": 0,
+        }
+    ],
+    "approximate_indexes": {
+        "dense": {
+            "spec": "HNSW16",
+            "train_size": 100,
+            "seed": 0,
+            "n": 120,
+            "search_params": None,
+            "recall": {"recall@10": 0.9},
+            "recall_caveat": "passages as queries",
+            "job_queries": {
+                "queries": 2,
+                "of": 2,
+                "seed": 0,
+                "recall@1": 0.5,
+                "warn_below": 0.9,
+                "below_threshold": True,
+            },
+        },
+        "dense2": {
+            "spec": "IVF4,Flat",
+            "train_size": 8,
+            "seed": 1,
+            "n": 9,
+            "search_params": "nprobe=2",
+            "recall": {},
+            "recall_caveat": "c",
+        },
+    },
+    "planted": {
+        "method": "monte_carlo",
+        "reps": 2,
+        "params": {"knowledge": 0.3},
+        "metrics": [
+            {
+                "generator": "g",
+                "strategy": "vanilla",
+                "retriever": "bm25",
+                "ndr": 0.9,
+                "rsr": 1.0,
+                "ror": 0.8,
+                "robustness": 0.9,
+                "accuracy": 0.5,
+                "closed_book_accuracy": 0.3,
+                "n_examples": 4,
+                "n_orders": 2,
+            }
+        ],
+        "cells": [
+            {
+                "generator": "g",
+                "strategy": "vanilla",
+                "retriever": "bm25",
+                "doc_perturbation": "none",
+                "k": 1,
+                "order": "original",
+                "planted_accuracy": 0.5,
+                "planted_refusal_rate": 0.0,
+                "accuracy": 0.25,
+                "refusal_rate": None,
+                "n": 4,
+            }
+        ],
+    },
+}
+
+
+def test_every_nested_part_reads_as_its_record_and_writes_back_as_read() -> None:
+    s = JobSummary.from_dict({**stored(SUMMARY_VERSION), **NESTED})
+    assert s.model_id == "HuggingFaceTB/SmolLM2-135M-Instruct" and s.model.extra == {"dtype": "float32"}
+    assert s.example_set == ExampleSet(4, "0123456789ab")
+    assert s.cells_short_of_k[0].query_perturbation == "typo" and s.cells_short_of_k[0].fewest == 1
+    (cut,) = s.cells_cut_to_window
+    assert (cut.value("strategy"), cut.k, cut.rows_cut, cut.value("doc_perturbation")) == (
+        "vanilla",
+        2,
+        1,
+        None,
+    )
+    (judge,) = s.other_models
+    assert judge.model.model_id == "judge" and judge.model_calls == 1 and judge.seconds == 0.5
+    dense = s.approximate_indexes["dense"]
+    assert dense.spec == "HNSW16" and dense.recall == {"recall@10": 0.9}
+    assert dense.job_queries.recall == {"recall@1": 0.5} and dense.job_queries.below_threshold
+    assert s.approximate_indexes["dense2"].job_queries is None
+    (row,) = s.planted.metrics
+    assert (row.value("strategy"), row.ror, row.value("nope")) == ("vanilla", 0.8, None)
+    (cell,) = s.planted.cells
+    assert (cell.value("generator"), cell.k, cell.planted_accuracy, cell.refusal_rate) == ("g", 1, 0.5, None)
+    assert s.to_dict() == {**stored(SUMMARY_VERSION), **NESTED}
+
+
 def test_a_torn_or_missing_summary_reads_as_none(tmp_path: Path) -> None:
     assert read_summary(tmp_path) is None
     (tmp_path / SUMMARY_FILE).write_text('{"job_id": "01')
@@ -111,11 +243,17 @@ def test_a_torn_or_missing_summary_reads_as_none(tmp_path: Path) -> None:
 
 
 def test_the_version_is_written_first_and_the_summary_round_trips(tmp_path: Path) -> None:
-    s = JobSummary(job_id="abc", rows=3).with_fields(planted={"reps": 2})
+    s = JobSummary(job_id="abc", rows=3).with_fields(planted=Planted(method="monte_carlo", reps=2))
     write_summary(tmp_path, s)
     data = json.loads((tmp_path / SUMMARY_FILE).read_text())
     assert next(iter(data)) == "summary_version" and data["summary_version"] == SUMMARY_VERSION == 3
-    assert "approximate_indexes" not in data and data["planted"] == {"reps": 2}
+    assert "approximate_indexes" not in data and data["planted"] == {
+        "method": "monte_carlo",
+        "reps": 2,
+        "params": {},
+        "metrics": [],
+        "cells": [],
+    }
     back = read_summary(tmp_path)
     assert back is not None and back.to_dict() == data
 

@@ -414,7 +414,9 @@ def test_a_gguf_under_generator_hf_names_llamacpp(given, tmp_path, monkeypatch, 
     ],
     ids=["rgb-without-path", "jsonl-without-path", "mistyped-interpolation"],
 )
-def test_a_value_left_out_or_a_mistyped_interpolation_is_one_line(args, needles, tmp_path, monkeypatch, capsys):
+def test_a_value_left_out_or_a_mistyped_interpolation_is_one_line(
+    args, needles, tmp_path, monkeypatch, capsys
+):
     """Issue 52: which key, and an example value from the option's own usage line."""
     code, err = run_main(args, tmp_path, monkeypatch, capsys)
     assert_one_line(code, err, *needles)

@@ -440,7 +440,7 @@ def _rare_job(job_id: str, robust: list[bool]) -> pd.DataFrame:
 def test_a_cross_model_claim_pairs_the_two_recorded_models(qwen_better):
     """RARE Table 8 prints Qwen3-8B above GPT-4.1 (z = -15.3 for GPT-4.1 vs Qwen3-8B): on planted rows where
     Qwen is robust on 14 of 16 questions and GPT on 2 it holds; with the models swapped it is contradicted."""
-    from rr.jobfolder import JobSummary
+    from rr.jobfolder import JobSummary, ModelRecord
     from rr.reporting.loading import JobInfo
 
     good, bad = [True] * 14 + [False] * 2, [False] * 14 + [True] * 2
@@ -455,12 +455,12 @@ def test_a_cross_model_claim_pairs_the_two_recorded_models(qwen_better):
                 "jq",
                 Path("jq"),
                 32,
-                JobSummary(name="rare2025", model={"model_id": "Qwen/Qwen3-8B"}),
+                JobSummary(name="rare2025", model=ModelRecord("Qwen/Qwen3-8B")),
                 None,
                 rare,
             ),
             JobInfo(
-                "jg", Path("jg"), 32, JobSummary(name="rare2025", model={"model_id": "gpt-4.1"}), None, rare
+                "jg", Path("jg"), 32, JobSummary(name="rare2025", model=ModelRecord("gpt-4.1")), None, rare
             ),
         ],
         n_resamples=200,

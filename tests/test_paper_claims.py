@@ -10,7 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rr.jobfolder import JobSummary
+from rr.jobfolder import JobSummary, ModelRecord
+from rr.metrics import Estimate
 from rr.metrics.robustness import NOTE_NDR_TRIVIAL, NOTE_ROR_ONE_ORDER
 from rr.papers import ELLIPSIS, Claim, paper_claims, paper_excerpts, paper_values, quote_in
 from rr.reporting.loading import JobInfo, ReportContext
@@ -20,7 +21,6 @@ from rr.reporting.paper_claims import (
     OUTSIDE_SCOPE,
     evaluate_claims,
 )
-from rr.metrics import Estimate
 from rr.reporting.paper_match import CONTRADICTED, HOLDS, INSIDE, OUTSIDE, _verdict, estimator
 from tests.conftest import compose_config
 from tests.test_paper_beside import PAPER_FILES, PAPERS
@@ -139,7 +139,7 @@ def _cao_rows(
 
 def _ctx(models: dict[str, str]) -> ReportContext:
     jobs = [
-        JobInfo(j, Path(j), 1, JobSummary(name="cao2025", model={"model_id": m}), None)
+        JobInfo(j, Path(j), 1, JobSummary(name="cao2025", model=ModelRecord(m)), None)
         for j, m in models.items()
     ]
     return ReportContext(jobs=jobs, n_resamples=200)

@@ -12,7 +12,7 @@ from rr.config import job_id
 from rr.generation.base import public_model
 from rr.generation.hf import HFGenerator
 from rr.generation.openai import OpenAIGenerator
-from rr.jobfolder import JobSummary
+from rr.jobfolder import JobSummary, ModelRecord
 from rr.reporting.loading import JobInfo, ReportContext
 from rr.reporting.paper_match import NO_MATCH, RunIndex, compare_values, job_model_ids
 from tests.conftest import compose_config
@@ -50,7 +50,7 @@ def test_model_name_is_a_label_not_the_job_id(tmp_path: Path) -> None:
 
 
 def _ctx(public: str, loaded: str) -> ReportContext:
-    summary = JobSummary(name="cao2025", model={"model_id": loaded}, public_model=public)
+    summary = JobSummary(name="cao2025", model=ModelRecord(loaded), public_model=public)
     return ReportContext(
         jobs=[JobInfo("j", Path("j"), 1, summary, None, compose_config(["experiment=cao2025"]))]
     )

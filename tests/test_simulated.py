@@ -174,12 +174,12 @@ def test_simulated_job_runs_the_pipeline_and_writes_planted_values(tmp_path):
     s = result.summary
     assert s.model_calls > 0 and s.answer_extraction_fallbacks == 0
     planted = s.planted
-    assert planted["reps"] == 200 and {m["strategy"] for m in planted["metrics"]} == {"vanilla", "ownknow"}
-    for m in planted["metrics"]:
-        assert 0 < m["ndr"] <= 1 and 0 < m["rsr"] <= 1 and 0 < m["ror"] <= 1
-        assert m["closed_book_accuracy"] == pytest.approx(0.3, abs=0.02)  # knowledge, over 200 x 16 draws
-    k1 = [c for c in planted["cells"] if c["k"] == 1 and c["strategy"] == "vanilla"]
-    assert k1 and all(c["n"] == 16 for c in k1)
+    assert planted.reps == 200 and {m.value("strategy") for m in planted.metrics} == {"vanilla", "ownknow"}
+    for m in planted.metrics:
+        assert 0 < m.ndr <= 1 and 0 < m.rsr <= 1 and 0 < m.ror <= 1
+        assert m.closed_book_accuracy == pytest.approx(0.3, abs=0.02)  # knowledge, over 200 x 16 draws
+    k1 = [c for c in planted.cells if c.k == 1 and c.value("strategy") == "vanilla"]
+    assert k1 and all(c.n == 16 for c in k1)
     # a re-run is served from the generation cache: same table, zero model calls
     again = run_job(compose_config([*over, "force=true"], tmp_path), tmp_path / "job")
     assert again.summary.model_calls == 0
@@ -196,13 +196,13 @@ def test_measured_ndr_rsr_ror_land_within_their_intervals_of_the_planted_values(
 
     over = [*SIM, "dataset.n=80", "grid.k=[2,4,8]", "corpus.max_passages=2000", "generator.planted_reps=300"]
     result = run_job(compose_config(over, tmp_path), tmp_path / "job")
-    planted = {m["strategy"]: m for m in result.summary.planted["metrics"]}["vanilla"]
+    planted = {m.value("strategy"): m for m in result.summary.planted.metrics}["vanilla"]
     ci = robustness_ci(result.scores, ["generator", "strategy"], n_resamples=1000).iloc[0]
     for metric in ("ndr", "rsr", "ror", "accuracy", "closed_book_accuracy"):
         lo, hi = ci[metric + "_ci_low"], ci[metric + "_ci_high"]
-        assert lo <= planted[metric] <= hi, (metric, lo, planted[metric], hi)
+        assert lo <= planted.value(metric) <= hi, (metric, lo, planted.value(metric), hi)
     # and the planted values are far from trivial: lost in the middle costs order robustness
-    assert planted["ror"] < 0.9 and planted["rsr"] < 0.95 and planted["ndr"] < 1
+    assert planted.ror < 0.9 and planted.rsr < 0.95 and planted.ndr < 1
 
 
 def test_rgb_accuracy_vs_noise_ratio_recovers_the_planted_curve(tmp_path):
@@ -232,10 +232,10 @@ def test_rgb_accuracy_vs_noise_ratio_recovers_the_planted_curve(tmp_path):
         assert (rag["n_positive_docs"] == 5 - int(np.ceil(5 * ratio - 1e-9))).all()
         r = bootstrap_mean(rag, confidence=0.99)
         assert r.ci_low <= truth <= r.ci_high, (ratio, r, truth)
-        (cell,) = result.summary.planted["cells"]
-        assert cell["planted_accuracy"] == pytest.approx(truth, abs=0.01)
+        (cell,) = result.summary.planted.cells
+        assert cell.planted_accuracy == pytest.approx(truth, abs=0.01)
         if ratio == 1.0:  # negative rejection: the unknown answers are RGB's refusal
-            assert cell["planted_refusal_rate"] == pytest.approx(0.7, abs=0.01)
+            assert cell.planted_refusal_rate == pytest.approx(0.7, abs=0.01)
             assert rag["refused"].mean() == pytest.approx(1 - rag["score"].mean())
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from rr.errors import ConfigError
+from rr.jobfolder import ShortCell
 from rr.pipeline import run_job, unfillable_ks
 from rr.reporting import build_report
 
@@ -49,14 +50,9 @@ def test_cells_whose_retriever_returned_fewer_than_k_are_recorded_and_reported(t
     cfg = compose_config([*SIM, "retriever=[bm25,oracle]", "grid.k=[1,3]"], tmp_path)
     result = run_job(cfg, tmp_path / "runs" / "job")
     (short,) = result.summary.cells_short_of_k
-    assert short == {
-        "retriever": "oracle",
-        "k": 3,
-        "query_perturbation": "none",
-        "queries": 4,
-        "queries_short": 4,
-        "fewest": 1,
-    }
+    assert short == ShortCell(
+        retriever="oracle", k=3, query_perturbation="none", queries=4, queries_short=4, fewest=1
+    )
     rows = result.scores[(result.scores["retriever"] == "oracle") & (result.scores["k"] == 3)]
     assert set(rows["n_docs_given"]) == {1}
     build_report(tmp_path / "runs", tmp_path / "report", n_resamples=50)

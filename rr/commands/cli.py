@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
@@ -24,6 +24,9 @@ from rr.commands.errors import user_message
 from rr.config.composition import PRIMARY_CONFIG, config_dir, register_configs
 from rr.errors import ConfigError, UserError
 from rr.registry import Registry
+
+if TYPE_CHECKING:
+    from rr.commands.status import JobRow
 
 log = logging.getLogger("rr")
 
@@ -51,11 +54,11 @@ VERBOSE_FLAG = "--verbose"
 USER_ERROR_EXIT = 2
 
 
-def _app(cfg: DictConfig) -> dict[str, Any]:
+def _app(cfg: DictConfig) -> JobRow:
     """One job: skip it when done, else run it (resuming a cut-off run from the cache).
 
     Returns:
-        Its :func:`rr.commands.status.job_record` (what ``rr -m``'s sweep table shows).
+        Its :func:`rr.commands.status.job_record`, its line of ``rr -m``'s sweep table.
     """
     from rr.commands.status import job_record
     from rr.config.identity import job_id

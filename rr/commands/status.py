@@ -1,7 +1,7 @@
 """What a sweep (``rr -m``) reports when it ends: one table of its jobs and an exit status.
 
-Each job of a multirun returns a :func:`job_record` (or, when it fails, carries one on its
-exception as ``rr_record``); Hydra hands the launcher's ``JobReturn`` objects back to the
+Each job of a multirun returns a :func:`job_record`, its :class:`JobRow` (or, when it fails,
+carries one on its exception as ``rr_record``); Hydra hands the launcher's ``JobReturn`` objects back to the
 sweeper (:class:`hydra_plugins.rr_launchers.RRSweeper`), whatever the launcher: basic, joblib,
 submitit local or SLURM. :func:`rows_from_returns` turns them into :class:`JobRow` objects,
 :func:`print_sweep_table` prints them, and :class:`SweepFailed` ends the command with one line
@@ -15,7 +15,7 @@ calls came from the cache), ``failed`` (raised, or its SLURM job ended without a
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -30,30 +30,6 @@ OUTCOMES = ("done", "skipped", "resumed", "failed")
 #: Width of the tables written to a file or a pipe (a terminal's own width otherwise): wide enough
 #: that a job's folder and overrides stay on one line, for grep and for tests.
 PIPED_WIDTH = 400
-
-
-def job_record(
-    outcome: str, job_id: str, folder: str, summary: JobSummary | None, wall_s: float
-) -> dict[str, Any]:
-    """What one job returns to the sweep: its outcome, wall time, model calls, its accuracy over
-    k > 0 and its closed-book (k = 0) accuracy as ``summary.json`` names them, folder.
-
-    The wall time is the summary's ``wall_s`` (the job's own clock, what ``rr status`` shows), one
-    number wherever the job is listed; ``wall_s`` (the command's clock) only for a job without one.
-    """
-    summary = summary or JobSummary.from_dict({})
-    wall = summary.wall_s
-    return {
-        "outcome": outcome,
-        "job_id": job_id,
-        "folder": str(folder),
-        # the summary's number as it is (rounding it here, then again for display, could show
-        # 0.1 where rr status shows 0.2); the command's own clock to the centisecond
-        "wall_s": wall if isinstance(wall, int | float) else round(wall_s, 2),
-        "model_calls": summary.model_calls,
-        "accuracy": summary.accuracy,
-        "closed_book_accuracy": summary.closed_book_accuracy,
-    }
 
 
 @dataclass(frozen=True)
@@ -84,6 +60,29 @@ class JobRow:
     overrides: str = ""
 
 
+def job_record(outcome: str, job_id: str, folder: str, summary: JobSummary | None, wall_s: float) -> JobRow:
+    """What one job returns to the sweep (its line of the sweep table, without the overrides that
+    only the sweep knows): its outcome, wall time, model calls, its accuracy over k > 0 and its
+    closed-book (k = 0) accuracy as ``summary.json`` names them, folder.
+
+    The wall time is the summary's ``wall_s`` (the job's own clock, what ``rr status`` shows), one
+    number wherever the job is listed; ``wall_s`` (the command's clock) only for a job without one.
+    """
+    summary = summary or JobSummary.from_dict({})
+    wall = summary.wall_s
+    return JobRow(
+        outcome,
+        job_id,
+        # the summary's number as it is (rounding it here, then again for display, could show
+        # 0.1 where rr status shows 0.2); the command's own clock to the centisecond
+        wall if isinstance(wall, int | float) else round(wall_s, 2),
+        summary.model_calls,
+        summary.accuracy,
+        summary.closed_book_accuracy,
+        str(folder),
+    )
+
+
 def _error_line(error: BaseException) -> str:
     message = user_message(error) if isinstance(error, Exception) else None
     if message is None:
@@ -103,30 +102,21 @@ def rows_from_returns(returns: list[Any]) -> list[JobRow]:
         overrides = " ".join(apart) or " ".join(job_overrides)
         folder = str(getattr(ret, "working_dir", "") or "")
         if ret.status == JobStatus.COMPLETED:
-            rec = value if isinstance(value, dict) and "outcome" in value else {}
+            rec = value if isinstance(value, JobRow) else JobRow("done", "", None, None, None, None, "")
             rows.append(
-                JobRow(
-                    rec.get("outcome", "done"),
-                    rec.get("job_id") or overrides,
-                    rec.get("wall_s"),
-                    rec.get("model_calls"),
-                    rec.get("accuracy"),
-                    rec.get("closed_book_accuracy"),
-                    rec.get("folder") or folder,
-                    overrides=overrides,
-                )
+                replace(rec, job=rec.job or overrides, folder=rec.folder or folder, overrides=overrides)
             )
             continue
-        rec = getattr(value, "rr_record", None) or {}
+        failed: JobRow | None = getattr(value, "rr_record", None)
         rows.append(
             JobRow(
                 "failed",
-                rec.get("job_id") or overrides,
-                rec.get("wall_s"),
-                rec.get("model_calls"),
+                (failed.job if failed else "") or overrides,
+                failed.wall_s if failed else None,
+                failed.model_calls if failed else None,
                 None,
                 None,
-                rec.get("folder") or getattr(value, "log", None) or folder,
+                (failed.folder if failed else "") or getattr(value, "log", None) or folder,
                 _error_line(value) if isinstance(value, BaseException) else str(value),
                 overrides,
             )

@@ -30,6 +30,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pandas as pd
 
+from rr.jobfolder import MetricRow
 from rr.metrics.registry import (
     CI_HIGH,
     CI_LOW,
@@ -654,7 +655,7 @@ NOTE_ALL_ZERO = (
 NOTE_ROBUSTNESS = "robustness not shown: it combines NDR, RSR and ROR"
 
 
-def metric_notes(row: dict | pd.Series) -> dict[str, str]:
+def metric_notes(row: dict | pd.Series | MetricRow) -> dict[str, str]:
     """The metrics of one :func:`robustness_table` row that are undefined or degenerate, each with
     the one-line reason to show in place of its value (empty for a closed-book-only row, whose
     robustness metrics do not apply at all).
@@ -671,7 +672,7 @@ def metric_notes(row: dict | pd.Series) -> dict[str, str]:
     """
 
     def value(name: str) -> float:
-        v = row.get(name) if hasattr(row, "get") else None
+        v = row.value(name) if isinstance(row, MetricRow) else row.get(name)
         return float(v) if isinstance(v, int | float | np.integer | np.floating) else math.nan
 
     notes: dict[str, str] = {}

@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from rr.jobfolder import JobSummary
+from rr.jobfolder import ApproximateIndex, CutCell, JobSummary, MetricRow, Planted
 from rr.metrics.registry import shown_in
 from rr.metrics.robustness import metric_notes
 
@@ -22,6 +22,11 @@ _HEADERS = {
 
 def _fmt(value: Any) -> str:
     return f"{value:.3f}" if isinstance(value, float) else "-"
+
+
+def _text(value: Any) -> str:
+    """A label cell: the value as text, nothing for ``None``."""
+    return "" if value is None else escape(str(value))
 
 
 def print_job_report(result: Any, console: Console | None = None) -> None:
@@ -42,8 +47,7 @@ def print_summary(
             re-run: say so (0 model calls now) and label the counts as those of the original run.
     """
     console = console or Console(width=None if Console().is_terminal else 140)
-    metrics = [m.to_dict() for m in s.metrics]  # the robustness table's rows, as its columns name them
-    if metrics:
+    if s.metrics:
         t = Table(
             title=escape(f"Retrieval robustness (Cao et al. 2025) - job {s.job_id}, {s.examples} examples")
         )
@@ -52,19 +56,15 @@ def print_summary(
             left = c in ("generator", "strategy", "retriever")
             t.add_column(h, justify="left" if left else "right", no_wrap=left)
         notes: dict[str, list[str]] = {}  # note -> the systems it applies to
-        for row in metrics:
+        for row in s.metrics:
             noted = metric_notes(row)
             for note in noted.values():
                 notes.setdefault(note, []).append(
-                    " / ".join(str(row.get(c, "")) for c in ("strategy", "retriever") if row.get(c))
+                    " / ".join(str(v) for c in ("strategy", "retriever") if (v := row.value(c)))
                 )
             t.add_row(
                 *[
-                    "—"
-                    if c in noted
-                    else f"{row[c]:.3f}"
-                    if isinstance(row.get(c), float)
-                    else escape(str(row.get(c, "")))
+                    "—" if c in noted else f"{v:.3f}" if isinstance(v := row.value(c), float) else _text(v)
                     for c in cols
                 ]
             )
@@ -80,7 +80,7 @@ def print_summary(
             "(robustness metrics need k=0 and two k > 0)"
         )
     if s.planted:
-        print_planted(s.planted, metrics, console)
+        print_planted(s.planted, s.metrics, console)
     if s.answer_recall:
         r = Table(title="Answer recall of the top-k documents (Cao et al. Fig. 3)")
         ks = sorted({int(k) for per in s.answer_recall.values() for k in per})
@@ -119,19 +119,19 @@ def print_summary(
     )
 
 
-def cut_cell_lines(cells: list[dict[str, Any]]) -> list[str]:
+def cut_cell_lines(cells: list[CutCell]) -> list[str]:
     """One line per cell not filled at its k: some of its rows held fewer documents than given,
     the rest not fitting the model's window (``summary.json`` ``cells_cut_to_window``)."""
     lines = []
     for c in cells:
         where = ", ".join(
-            f"{key} {c[key]}"
+            f"{key} {value}"
             for key in ("strategy", "retriever", "order", "doc_perturbation", "query_perturbation")
-            if c.get(key) not in (None, "none")
+            if (value := c.value(key)) not in (None, "none")
         )
         lines.append(
-            f"cell not filled at k={c['k']} ({where}): {c['rows_cut']} of {c['rows']} rows held fewer documents "
-            f"(fewest {c['fewest']}) because the rest did not fit the context window; raise "
+            f"cell not filled at k={c.k} ({where}): {c.rows_cut} of {c.rows} rows held fewer documents "
+            f"(fewest {c.fewest}) because the rest did not fit the context window; raise "
             "generator.context_window or lower grid.k (strict_window=true refuses such a job)"
         )
     return lines
@@ -148,26 +148,23 @@ def judge_fallback_lines(counters: dict[str, int]) -> list[str]:
     ]
 
 
-def approximate_index_lines(indexes: dict[str, Any]) -> list[str]:
+def approximate_index_lines(indexes: dict[str, ApproximateIndex]) -> list[str]:
     """One console line per approximate index: recall vs exact search on the job's own queries
     (what the job got), then the stored passage-as-query figure (the index's own property)."""
 
-    def fmt(recall: dict[str, Any]) -> str:
+    def fmt(recall: dict[str, float]) -> str:
         return ", ".join(f"{k} {v:.3f}" for k, v in recall.items() if k.startswith("recall@")) or "n/a"
 
     lines = []
     for name, info in indexes.items():
-        head = f"approximate index {name} ({info.get('spec')}, {info.get('search_params') or 'default search'}): "
-        jq = info.get("job_queries")
+        head = f"approximate index {name} ({info.spec}, {info.search_params or 'default search'}): "
+        jq = info.job_queries
         if jq:
-            flag = f" - BELOW {jq['warn_below']}" if jq.get("below_threshold") else ""
-            head += f"recall vs exact on {jq['queries']} of the job's {jq['of']} queries: {fmt(jq)}{flag}; "
+            flag = f" - BELOW {jq.warn_below}" if jq.below_threshold else ""
+            head += f"recall vs exact on {jq.queries} of the job's {jq.of} queries: {fmt(jq.recall)}{flag}; "
         else:
             head += "not measured on the job's queries (query_recall_sample=0); "
-        lines.append(
-            head
-            + f"stored, passages as queries (optimistic for graph indexes): {fmt(info.get('recall') or {})}"
-        )
+        lines.append(head + f"stored, passages as queries (optimistic for graph indexes): {fmt(info.recall)}")
     return lines
 
 
@@ -183,42 +180,42 @@ PLANTED_GLOSS = (
 )
 
 
-def print_planted(planted: dict, measured: list[dict], console: Console) -> None:
+def print_planted(planted: Planted, measured: list[MetricRow], console: Console) -> None:
     """The simulated reader's planted (true) values beside the measured ones: the robustness metrics
     per system and retriever when the job has them, else accuracy per cell (e.g. RGB's noise ratios)."""
     keys = ("generator", "strategy", "retriever")
-    if planted["metrics"]:
+    if planted.metrics:
         t = Table(
-            title=f"Measured (m) vs planted (p) values: simulated reader, {planted['reps']} Monte-Carlo draws"
+            title=f"Measured (m) vs planted (p) values: simulated reader, {planted.reps} Monte-Carlo draws"
         )
         for c in keys:
             t.add_column(c, no_wrap=True)
         for h in _PLANTED.values():
             t.add_column(f"{h} m / p", justify="right")
-        found = {tuple(str(r.get(c)) for c in keys): r for r in measured}
-        for p in planted["metrics"]:
-            m = found.get(tuple(str(p.get(c)) for c in keys), {})
+        found = {tuple(str(r.value(c)) for c in keys): r for r in measured}
+        for p in planted.metrics:
+            m = found.get(tuple(str(p.value(c)) for c in keys))
             t.add_row(
-                *[escape(str(p.get(c, ""))) for c in keys],
-                *[f"{_fmt(m.get(c))} / {_fmt(p.get(c))}" for c in _PLANTED],
+                *[_text(p.value(c)) for c in keys],
+                *[f"{_fmt(m.value(c) if m else None)} / {_fmt(p.value(c))}" for c in _PLANTED],
             )
         console.print(t)
         console.print(PLANTED_GLOSS)
         return
-    t = Table(title=f"Accuracy measured vs planted per cell (simulated reader, {planted['reps']} draws)")
+    t = Table(title=f"Accuracy measured vs planted per cell (simulated reader, {planted.reps} draws)")
     cols = ("strategy", "retriever", "doc_perturbation", "k", "order")
     for c in cols:
         t.add_column(c, no_wrap=True)
     for c in ("n", "accuracy", "planted", "refusals", "planted"):
         t.add_column(c, justify="right")
-    for row in planted["cells"]:
+    for row in planted.cells:
         t.add_row(
-            *[escape(str(row.get(c, ""))) for c in cols],
-            str(row.get("n")),
-            _fmt(row.get("accuracy")),
-            _fmt(row.get("planted_accuracy")),
-            _fmt(float(row.get("refusal_rate") or 0.0)),
-            _fmt(row.get("planted_refusal_rate")),
+            *[_text(row.value(c)) for c in cols],
+            str(row.n),
+            _fmt(row.accuracy),
+            _fmt(row.planted_accuracy),
+            _fmt(float(row.refusal_rate or 0.0)),
+            _fmt(row.planted_refusal_rate),
         )
     console.print(t)
     console.print(PLANTED_GLOSS)

@@ -172,7 +172,7 @@ def index_markdown(
             c: ",".join(sorted(mine[c].astype(str).unique())) for c in ("dataset", "generator", "strategy")
         }
         held = example_set(mine["example_key"]) if "example_key" in mine.columns else None
-        shown = f"{held['examples']} ({held['fingerprint']})" if held else ""
+        shown = f"{held.examples} ({held.fingerprint})" if held else ""
         lines.append(
             f"| {job.job_id} | {job.rows} | {vals['dataset']} | {shown} | {vals['generator']} "
             f"| {vals['strategy']} | {describe(job.summary.environment)} | `{job.path}` |"
@@ -201,12 +201,10 @@ def index_markdown(
             "",
         ]
         for job, c in short:
-            perturbed = (
-                "" if c.get("query_perturbation", "none") == "none" else f" ({c['query_perturbation']})"
-            )
+            perturbed = "" if c.query_perturbation == "none" else f" ({c.query_perturbation})"
             lines.append(
-                f"- job {job.job_id}: {c['retriever']}, k={c['k']}{perturbed}: {c['queries_short']} of "
-                f"{c['queries']} queries (fewest {c['fewest']})"
+                f"- job {job.job_id}: {c.retriever}, k={c.k}{perturbed}: {c.queries_short} of "
+                f"{c.queries} queries (fewest {c.fewest})"
             )
         lines.append("")
     cut = [(job, line) for job in ctx.jobs for line in cut_cell_lines(job.summary.cells_cut_to_window)]
