@@ -22,6 +22,11 @@ may fail before it writes ``config.yaml``, so these are the sweep's failures too
   (``{"job_id", "pid", "host", "at"}``), written when the command starts the job and removed when
   it ends, however it ends (a SIGKILL leaves it, naming a process that is gone).
 
+The sweep folder also holds :data:`SCHEDULER_JOBS` (``scheduler_jobs.json``): which SLURM job runs
+each of its jobs, ``{"version": 1, "jobs": {<rr job id>: <SLURM job id>}}``, written when
+``hydra/launcher=slurm`` submits (:func:`record_scheduler_jobs`) and read by ``rr status``
+(:func:`scheduler_jobs`) to ask the scheduler about a job that has no result yet.
+
 Writers and readers use these names and functions; nothing else spells them.
 """
 
@@ -50,6 +55,9 @@ INTERRUPTED = "interrupted.json"
 #: A run of the job going on now (:class:`RunningMark`). Another run of the same job that finds it
 #: naming a live process runs beside it.
 RUNNING = "running.json"
+#: The SLURM job of each job of the sweep (:func:`record_scheduler_jobs`).
+SCHEDULER_JOBS = "scheduler_jobs.json"
+SCHEDULER_JOBS_VERSION = 1
 
 
 # ----------------------------------------------------------------------------- the sweep
@@ -115,6 +123,21 @@ def read_sweep(folder: str | Path, record: Path | None = None) -> Sweep:
         [str(o) for o in OmegaConf.select(record, "hydra.overrides.task") or []],
         OmegaConf.select(record, "hydra.sweeper.params"),
     )
+
+
+def record_scheduler_jobs(folder: str | Path, jobs: dict[str, str]) -> None:
+    """Add ``{rr job id: SLURM job id}`` to the sweep folder's :data:`SCHEDULER_JOBS` (a job
+    submitted again gets its new SLURM id)."""
+    merged = {**scheduler_jobs(folder), **jobs}
+    with atomic_write(Path(folder) / SCHEDULER_JOBS) as f:
+        f.write(json.dumps({"version": SCHEDULER_JOBS_VERSION, "jobs": merged}, indent=1, sort_keys=True))
+
+
+def scheduler_jobs(folder: str | Path) -> dict[str, str]:
+    """The SLURM job id of each job of the sweep in ``folder`` that rr submitted (``{}``: none)."""
+    record = _read_record(Path(folder) / SCHEDULER_JOBS) or {}
+    jobs = record.get("jobs")
+    return {str(k): str(v) for k, v in jobs.items()} if isinstance(jobs, dict) else {}
 
 
 # ----------------------------------------------------------------------------- a job's run records

@@ -7,7 +7,11 @@ Where the tests run as root on Debian (CI does), :func:`install` installs SLURM 
 * ``munged`` (authentication), with its own key and socket;
 * ``mariadbd`` + ``slurmdbd``: real job accounting, so ``sacct`` (which submitit asks for job
   states) answers as on any production cluster;
-* ``slurmctld`` and ``slurmd`` for one node whose CPUs and memory come from ``slurmd -C``.
+* ``slurmctld`` and ``slurmd`` for one node whose CPUs and memory come from ``slurmd -C``, with
+  ``gpus`` GPUs (``Gres=gpu:N``) and no GPU behind them, so that a job asking for GPUs is given
+  them, and waits for them, as on a GPU cluster. slurmd 22.05 drops a GPU without ``File=``
+  ("Removing file-less GPU"), so each names a character device that is no GPU (:data:`GPU_FILES`:
+  ``/dev/null``, ``/dev/zero``...); without cgroups SLURM only counts them.
 
 Everything (configs, keys, sockets, state, spool, logs, the database) lives in one folder;
 clients find the cluster through ``SLURM_CONF`` (:attr:`SlurmCluster.env`); ports are picked
@@ -45,6 +49,8 @@ PACKAGES = ["slurmctld", "slurmd", "slurm-client", "munge", "slurmdbd", "mariadb
 #: One program of each package: present means installed.
 PROGRAMS = ["slurmctld", "slurmd", "sbatch", "munged", "slurmdbd", "mariadbd"]
 CLUSTER = "rrtest"
+#: Character devices standing in for the node's GPUs in gres.conf (one each; nothing opens them).
+GPU_FILES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/urandom")
 PARTITION = "debug"
 
 
@@ -99,11 +105,13 @@ class SlurmCluster:
         root: The cluster's folder (created; state, spool, logs, database and configs).
         accounting: Run MariaDB + slurmdbd (``sacct`` answers); ``False``: a cluster without
             job accounting (``AccountingStorageType=accounting_storage/none``), as some are.
+        gpus: GPUs of the node (at most ``len(GPU_FILES)``; SLURM counts and allocates them, nothing uses them).
     """
 
-    def __init__(self, root: str | Path, accounting: bool = True) -> None:
+    def __init__(self, root: str | Path, accounting: bool = True, gpus: int = 0) -> None:
         self.root = Path(root).resolve()
         self.accounting = accounting
+        self.gpus = gpus
         self.conf = self.root / "etc" / "slurm.conf"
         self.pids: dict[str, int] = {}
         self._procs: list[subprocess.Popen] = []
@@ -183,8 +191,16 @@ class SlurmCluster:
         node = node_line()
         name = re.match(r"NodeName=(\S+)", node).group(1)  # type: ignore[union-attr]
         node = re.sub(r"\s*UpTime=\S+", "", node)
+        gres = ""
+        if self.gpus:
+            (self.root / "etc" / "gres.conf").write_text(
+                "".join(f"NodeName={name} Name=gpu File={dev}\n" for dev in GPU_FILES[: self.gpus])
+            )
+            gres, node = "GresTypes=gpu\n", f"{node} Gres=gpu:{self.gpus}"
+            if self.accounting:  # sacct's AllocTRES then names the GPUs a job was given
+                gres += "AccountingStorageTRES=gres/gpu\n"
         self.conf.write_text(
-            auth + f"ClusterName={CLUSTER}\nSlurmctldHost={name}(127.0.0.1)\n"
+            gres + auth + f"ClusterName={CLUSTER}\nSlurmctldHost={name}(127.0.0.1)\n"
             f"SlurmctldPort={_free_port()}\nSlurmdPort={_free_port()}\n"
             "SlurmUser=root\nSlurmdUser=root\nCredType=cred/munge\n"
             "ProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\nJobAcctGatherType=jobacct_gather/none\n"

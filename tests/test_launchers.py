@@ -165,3 +165,11 @@ def test_a_cpu_launcher_keeps_its_allocation_whatever_the_job_asks() -> None:
     assert shaped_params(cpu, 4) == cpu
     gpu = {"gpus_per_node": 1, "cpus_per_task": 8, "mem_gb": 64}
     assert shaped_params(gpu, None) == gpu and shaped_params(gpu, 0) == {**gpu, "gpus_per_node": 0}
+
+
+def test_detach_without_a_slurm_sweep_is_one_line(monkeypatch, capsys) -> None:
+    code, _, err = rr_main(["--detach", "seed=0"], monkeypatch, capsys)
+    assert code == 2 and err.strip() == (
+        "rr: --detach submits a sweep to SLURM and returns: use it with `rr -m ... hydra/launcher=slurm` "
+        "(or slurm_cpu); `rr status DIR` follows the jobs"
+    )

@@ -64,6 +64,7 @@ SWEEP = [
     "progress=false",
     "seed=0,1",
     "hydra/launcher=slurm_cpu",
+    "hydra.launcher.poll_s=1",  # the default 30 s between looks at the queue, shortened for the tests
 ]
 
 #: One job to interrupt mid-generation: 12 closed-book questions, each its own chunk
@@ -89,7 +90,7 @@ def slurm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmCluster]:
         if os.environ.get("CI") == "true":
             pytest.fail(f"SLURM tests must run in CI: {reason}")
         pytest.skip(reason)
-    cluster = SlurmCluster(tmp_path_factory.mktemp("slurm"))
+    cluster = SlurmCluster(tmp_path_factory.mktemp("slurm"), gpus=2)
     try:
         started_s = cluster.start()
         print(f"\nSLURM: apt-get install {installed_s:.1f} s, cluster start {started_s:.1f} s")
@@ -187,13 +188,67 @@ def test_sweep_runs_as_an_array_status_reports_it_and_a_rerun_skips(
     )
 
     summaries = {p: p.stat().st_mtime_ns for p in sweep_dir.glob("*/summary.json")}
+    accounted = accounted_jobs(slurm)
     again = rr(slurm, ["-m", *SWEEP, f"paths.output_root={out}"], tmp_path)
     assert again.returncode == 0, again.stderr[-3000:]
     assert "0 done, 2 skipped, 0 resumed, 0 failed" in again.stdout
-    (rerun,) = {t.split("_")[0] for t in array_tasks(sweep_dir)} - {array}  # a second array
-    rerun_logs = "".join(p.read_text() for p in (sweep_dir / ".submitit").glob(f"{rerun}_*/*_log.out"))
-    assert rerun_logs.count("was already done: nothing re-run, model calls 0") == 2
+    # a finished sweep submits nothing: no second array, no new job in the accounting
+    assert array_tasks(sweep_dir) == tasks and "2 of 2 jobs are done already: not submitted" in again.stdout
+    assert accounted_jobs(slurm) == accounted
     assert {p: p.stat().st_mtime_ns for p in sweep_dir.glob("*/summary.json")} == summaries
+
+
+def accounted_jobs(cluster: SlurmCluster) -> list[str]:
+    """Every job (array task) the cluster's accounting knows, submitted in the last day."""
+    return sorted(slurm_cmd(cluster, "sacct", "-n", "-X", "-a", "-o", "JobID", "-S", "now-1day").split())
+
+
+def test_gpu_jobs_get_their_gpus_detach_returns_and_status_asks_the_scheduler(
+    slurm: SlurmCluster, tmp_path: Path
+) -> None:
+    """Two jobs asking for 1 and 2 of the node's GPUs (``resources.gpus``, here its seed): two arrays,
+    each task allocated its GPUs by SLURM (accounting's gres/gpu); ``--detach`` returns once they
+    are submitted, ``rr status`` reads pending / running from squeue meanwhile, then done; a re-run
+    submits nothing."""
+    out = tmp_path / "out"
+    gpu = [
+        *SWEEP,
+        "hydra/launcher=slurm",
+        "hydra.launcher.cpus_per_task=1",
+        "hydra.launcher.mem_gb=1",
+        "seed=1,2",
+        "resources.gpus=${seed}",
+        f"paths.output_root={out}",
+    ]
+    started = time.monotonic()
+    detached = rr(slurm, ["-m", *gpu, "--detach"], tmp_path)
+    took = time.monotonic() - started
+    assert detached.returncode == 0, detached.stderr[-3000:]
+    assert "0 done, 0 skipped, 0 resumed, 0 failed, 2 submitted" in detached.stdout, detached.stdout
+    sweep_dir = out / "multirun" / "cao2025_mini"
+    tasks = array_tasks(sweep_dir)
+    assert len(tasks) == 2 and len({t.split("_")[0] for t in tasks}) == 2  # one array per GPU count
+    shown = rr(slurm, ["status", str(sweep_dir)], tmp_path)
+    assert shown.returncode == 0, shown.stderr[-3000:]
+    queued = re.findall(r"^\S*\s*(pending|running|done)\b.*", shown.stdout, re.M)
+    assert re.search(r"^0 done, .*0 partial, 0 missing$", shown.stdout, re.M), shown.stdout
+    assert re.search(r"SLURM job \d+(_\d+)? (PENDING|RUNNING)", shown.stdout), shown.stdout
+    wait_for(
+        "both jobs done", lambda: sorted(s.state for s in status(sweep_dir)) == ["done", "done"], timeout=240
+    )
+    tres = dict(
+        line.split("|", 1)
+        for line in slurm_cmd(
+            slurm, "sacct", "-n", "-P", "-X", "-o", "JobID,AllocTRES", "-j", ",".join(tasks)
+        ).split()
+    )
+    assert sorted(re.search(r"gres/gpu=(\d)", t).group(1) for t in tres.values()) == ["1", "2"], tres  # type: ignore[union-attr]
+    again = rr(slurm, ["-m", *gpu], tmp_path)
+    assert again.returncode == 0 and "0 done, 2 skipped, 0 resumed, 0 failed" in again.stdout, again.stderr[
+        -3000:
+    ]
+    assert array_tasks(sweep_dir) == tasks
+    print(f"\n--detach returned after {took:.1f} s; statuses while queued: {queued}")
 
 
 @pytest.fixture(scope="module")
@@ -237,7 +292,7 @@ def test_interrupted_job_is_requeued_and_ends_with_the_uninterrupted_table(
     how: str,
 ) -> None:
     out = tmp_path / "out"
-    launcher = ["hydra/launcher=slurm_cpu", "hydra.launcher.max_num_timeout=10"]
+    launcher = ["hydra/launcher=slurm_cpu", "hydra.launcher.max_num_timeout=10", "hydra.launcher.poll_s=1"]
     if how == "time_limit":
         # a 1-minute limit, warned 10 s before it: slurmctld checks limits every 30 s and warns
         # up to 30 s early, so the warning (USR2) comes 20-50 s after an attempt starts, after
@@ -440,7 +495,15 @@ def test_encode_array_writes_one_process_store(slurm: SlurmCluster, tmp_path: Pa
     one_args = ["encode", *base, f"paths.output_root={tmp_path / 'one'}"]
     one = rr_background(slurm, one_args, tmp_path, tmp_path / "one.log", threads=1)
     try:
-        array = ["encode", "-m", *base, "shards=2", "shard=range(2)", "hydra/launcher=slurm_cpu"]
+        array = [
+            "encode",
+            "-m",
+            *base,
+            "shards=2",
+            "shard=range(2)",
+            "hydra/launcher=slurm_cpu",
+            "hydra.launcher.poll_s=1",
+        ]
         arr = rr(slurm, [*array, f"paths.output_root={tmp_path / 'array'}"], tmp_path)
         assert one.wait(timeout=240) == 0, (tmp_path / "one.log").read_text()[-3000:]
     finally:
@@ -463,8 +526,8 @@ def test_encode_array_writes_one_process_store(slurm: SlurmCluster, tmp_path: Pa
 
 
 def test_sbatch_rejection_is_one_line_naming_the_setting(slurm: SlurmCluster, tmp_path: Path) -> None:
-    # the GPU default on a CPU node, and more CPUs than the node has: both commands at once
-    settings = {"gpu": "hydra/launcher=slurm", "cpus": "hydra.launcher.cpus_per_task=512"}
+    # a generic resource the cluster has not (it has 2 GPUs), and more CPUs than the node has: both at once
+    settings = {"gpu": "hydra.launcher.gres=tpu:1", "cpus": "hydra.launcher.cpus_per_task=512"}
     procs: dict[str, subprocess.Popen] = {}
     try:
         for name, setting in settings.items():

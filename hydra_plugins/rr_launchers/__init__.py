@@ -6,9 +6,11 @@
   the launcher, and ends the command with exit status 2 and one line per failed job. Hydra's
   own sweeper stops at the first failed job's traceback and exits 1.
 * :class:`RRSlurmLauncher` (``hydra/launcher=slurm`` and ``slurm_cpu``) is hydra-submitit-launcher's
-  ``SlurmLauncher`` that waits on its jobs with :func:`rr.commands.slurm.wait_for_jobs` (a dead job is
-  noticed within seconds, with or without job accounting) and turns an sbatch rejection into
-  one line naming the setting to change.
+  ``SlurmLauncher`` that submits only the jobs not done yet (a finished sweep submits nothing),
+  one array per GPU count (``resources.gpus``), with ``--requeue``; waits on them with
+  :func:`rr.commands.slurm.wait_for_jobs` (``squeue --me`` every ``poll_s`` seconds: a dead job is
+  noticed with or without job accounting), or returns at once (``detach``: ``rr -m ... --detach``);
+  and turns an sbatch rejection into one line naming the setting to change.
 
 Hydra instantiates sweepers and launchers only from the ``hydra_plugins`` package, hence here.
 """
@@ -18,6 +20,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Sequence
+from dataclasses import field, make_dataclass
 from pathlib import Path
 from typing import Any
 
@@ -70,52 +73,100 @@ class RRSweeper(BasicSweeper):
 
 
 try:
+    from hydra_plugins.hydra_submitit_launcher.config import SlurmQueueConf
     from hydra_plugins.hydra_submitit_launcher.submitit_launcher import SlurmLauncher
 except ImportError:  # the submitit extra is not installed: hydra/launcher=slurm is unavailable
     SlurmLauncher = None
 
 
+#: rr's own launcher settings, taken out before the rest go to submitit.
+RR_KEYS = ("poll_s", "requeue", "detach")
+
 if SlurmLauncher is not None:
+    from hydra.core.config_store import ConfigStore
+
+    # hydra/launcher=slurm's schema: submitit's settings and rr's (RR_KEYS): poll_s, seconds between
+    # two looks at the queue (squeue --me) while rr waits; requeue, submit with --requeue (SLURM
+    # requeues a job whose node fails or that is preempted; the re-run resumes from the cache);
+    # detach, submit and return (rr -m ... --detach). Made with make_dataclass: Hydra's plugin scan
+    # runs this module outside sys.modules, where @dataclass cannot read string annotations.
+    RRSlurmQueueConf = make_dataclass(
+        "RRSlurmQueueConf",
+        [
+            ("_target_", str, field(default="hydra_plugins.rr_launchers.RRSlurmLauncher")),
+            ("poll_s", float, field(default=30.0)),
+            ("requeue", bool, field(default=True)),
+            ("detach", bool, field(default=False)),
+        ],
+        bases=(SlurmQueueConf,),
+    )
+    ConfigStore.instance().store(
+        group="hydra/launcher", name="slurm_schema", node=RRSlurmQueueConf, provider="rr"
+    )
 
     class RRSlurmLauncher(SlurmLauncher):  # type: ignore[misc,valid-type]
-        """hydra-submitit-launcher's ``SlurmLauncher`` with bounded waiting, one-line rejections and
-        a resource shape per job: jobs whose ``resources.gpus`` differ go in one array each
-        (:func:`rr.commands.slurm.shaped_params`)."""
+        """hydra-submitit-launcher's ``SlurmLauncher`` that submits what is not done, one array per
+        resource shape (jobs whose ``resources.gpus`` differ, :func:`rr.commands.slurm.shaped_params`),
+        waits in bounded time or not at all, and rejects in one line."""
 
         def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
-            # hydra-submitit-launcher 1.2's BaseSubmititLauncher.launch, except how it submits
-            # (one array per resource shape; an sbatch rejection becomes SlurmRejected) and how it
-            # waits (rr.commands.slurm.wait_for_jobs instead of job.results(), which waits forever
-            # on a dead job without accounting).
+            # hydra-submitit-launcher 1.2's BaseSubmititLauncher.launch, except what it submits (jobs
+            # not done yet, one array per resource shape, --requeue), how (an sbatch rejection
+            # becomes SlurmRejected) and how it waits (rr.commands.slurm.wait_for_jobs instead of
+            # job.results(), which waits forever on a dead job without accounting; detach: not at all).
             import submitit
             from hydra.core.singleton import Singleton
             from hydra.core.utils import filter_overrides
             from hydra_plugins.hydra_submitit_launcher.config import BaseQueueConf
             from submitit.core.utils import FailedJobError
 
-            from rr.commands.slurm import SlurmRejected, rejection_message, shaped_params, wait_for_jobs
+            from rr.commands.slurm import (
+                SlurmRejected,
+                done_return,
+                record_submitted,
+                rejection_message,
+                shaped_params,
+                wait_for_jobs,
+            )
 
             assert self.config is not None and self.hydra_context is not None
+            own = {k: self.params.get(k) for k in RR_KEYS}
             log.info(f"Submitit '{self._EXECUTOR}' sweep output dir : {self.config.hydra.sweep.dir}")
             sweep_dir = Path(str(self.config.hydra.sweep.dir))
             sweep_dir.mkdir(parents=True, exist_ok=True)
             if "mode" in self.config.hydra.sweep:
                 os.chmod(sweep_dir, mode=int(str(self.config.hydra.sweep.mode), 8))
+            returns: list[Any] = [None] * len(job_overrides)
             shapes: dict[int | None, list[int]] = {}
             job_params: list[Any] = []
-            for idx, overrides in enumerate(job_overrides, start=initial_job_idx):
-                log.info(f"\t#{idx} : {' '.join(filter_overrides(overrides))}")
+            job_cfgs: list[Any] = []
+            for i, overrides in enumerate(job_overrides):
+                idx = initial_job_idx + i
                 job_cfg = self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
-                shapes.setdefault(OmegaConf.select(job_cfg, "resources.gpus"), []).append(len(job_params))
+                job_cfgs.append(job_cfg)
                 job_params.append(
                     (list(overrides), "hydra.sweep.dir", idx, f"job_id_for_{idx}", Singleton.get_state())
                 )
+                returns[i] = done_return(job_cfg, overrides)
+                if returns[i] is None:  # not done: submitted
+                    log.info(f"\t#{idx} : {' '.join(filter_overrides(overrides))}")
+                    shapes.setdefault(OmegaConf.select(job_cfg, "resources.gpus"), []).append(i)
+            if len(job_overrides) > sum(len(m) for m in shapes.values()):
+                log.info(
+                    f"{len(job_overrides) - sum(len(m) for m in shapes.values())} of {len(job_overrides)} "
+                    "jobs are done already: not submitted (force=true runs them again)"
+                )
             specific_init_keys = {"max_num_timeout"}
-            init_keys = specific_init_keys | {"submitit_folder"}
+            init_keys = specific_init_keys | {"submitit_folder"} | set(RR_KEYS)
             baseparams = set(OmegaConf.structured(BaseQueueConf).keys())
-            jobs: list[Any] = [None] * len(job_params)
+            jobs: dict[int, Any] = {}
             for gpus, members in shapes.items():
                 params = shaped_params(self.params, gpus)
+                if own["requeue"]:
+                    params["additional_parameters"] = {
+                        **(params.get("additional_parameters") or {}),
+                        "requeue": True,
+                    }
                 init_params = {"folder": params["submitit_folder"]}
                 init_params.update(
                     **{f"{self._EXECUTOR}_{x}": y for x, y in params.items() if x in specific_init_keys}
@@ -132,10 +183,24 @@ if SlurmLauncher is not None:
                     submitted = executor.map_array(self, *zip(*[job_params[i] for i in members], strict=True))
                 except FailedJobError as e:
                     raise SlurmRejected(rejection_message(str(e))) from e
-                for i, job in zip(members, submitted, strict=True):
-                    jobs[i] = job
+                jobs.update(zip(members, submitted, strict=True))
                 log.info(
                     f"SLURM jobs ({params.get('gpus_per_node') or 0} GPUs each): "
                     f"{', '.join(str(j.job_id) for j in submitted)}"
                 )
-            return wait_for_jobs(jobs, job_overrides)
+            order = sorted(jobs)
+            waited = record_submitted(
+                [jobs[i] for i in order],
+                [job_cfgs[i] for i in order],
+                [job_overrides[i] for i in order],
+                sweep_dir,
+            )
+            if not own["detach"]:  # detached: each submitted job's return says "submitted"
+                waited = wait_for_jobs(
+                    [jobs[i] for i in order],
+                    [job_overrides[i] for i in order],
+                    poll_s=float(own["poll_s"] or 30),
+                )
+            for i, ret in zip(order, waited, strict=True):
+                returns[i] = ret
+            return returns

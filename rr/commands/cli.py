@@ -50,6 +50,8 @@ for _name, _ref in {
 
 #: ``rr --verbose ...`` (anywhere on the command line): show the traceback of a user error too.
 VERBOSE_FLAG = "--verbose"
+#: ``rr -m ... --detach``: submit the sweep's jobs to SLURM and return (``hydra.launcher.detach=true``).
+DETACH_FLAG = "--detach"
 #: Exit status of a user error (bad config value, bad data, missing file or model).
 USER_ERROR_EXIT = 2
 
@@ -302,6 +304,15 @@ def _main() -> None:
     _verbose = verbose
     sys.argv = [a for a in sys.argv if a != VERBOSE_FLAG]
     flags = set(sys.argv[1:])
+    if DETACH_FLAG in flags:
+        if not flags & {"-m", "--multirun"} or not any(a.startswith("hydra/launcher=slurm") for a in flags):
+            exit_with_user_error(
+                "--detach submits a sweep to SLURM and returns: use it with `rr -m ... hydra/launcher=slurm` "
+                "(or slurm_cpu); `rr status DIR` follows the jobs",
+                False,
+            )
+        sys.argv = [*(a for a in sys.argv if a != DETACH_FLAG), "hydra.launcher.detach=true"]
+        flags = set(sys.argv[1:])
     if flags & {"-m", "--multirun"} and flags & {"-c", "--cfg", "--info"}:
         exit_with_user_error(
             "--cfg / --info show one job's config and cannot be combined with -m: drop -m and give one value "

@@ -13,13 +13,20 @@
   A requeued job (preempted, timed out, ``scontrol requeue``) stays in the queue, so it is
   waited for.
 * **Name the setting behind an sbatch rejection** (:func:`rejection_message`).
+* **Submit only what is not done** (:func:`done_return`: a re-run of a finished sweep submits
+  nothing), record which SLURM job runs which rr job (:func:`record_submitted`), and tell
+  ``rr status`` what the scheduler says of a job without a result (:func:`scheduler_states`).
+
+It asks ``squeue --me`` (this user's jobs only), every ``hydra.launcher.poll_s`` seconds (30).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from rr.errors import UserError
@@ -109,8 +116,18 @@ def _run(cmd: list[str]) -> str | None:
 def queued_jobs() -> set[str] | None:
     """Ids of the jobs SLURM still holds (pending, running, requeued...), one per array task;
     ``None`` when ``squeue`` does not answer."""
-    out = _run(["squeue", "--noheader", "--array", "--format=%i"])
-    return None if out is None else {line.strip() for line in out.splitlines() if line.strip()}
+    states = queue_states()
+    return None if states is None else set(states)
+
+
+def queue_states() -> dict[str, str] | None:
+    """``{job id: state}`` (``PENDING``, ``RUNNING``, ...) of this user's jobs in the queue, one per
+    array task; ``None`` when ``squeue`` does not answer."""
+    out = _run(["squeue", "--noheader", "--array", "--me", "--format=%i|%T"])
+    if out is None:
+        return None
+    pairs = (line.strip().partition("|") for line in out.splitlines() if line.strip())
+    return {job: state for job, _, state in pairs}
 
 
 def final_state(job_id: str) -> str:
@@ -124,8 +141,93 @@ def final_state(job_id: str) -> str:
     return "UNKNOWN (no record in sacct or scontrol: cancelled before it started?)"
 
 
+def done_return(job_cfg: Any, overrides: Sequence[str]) -> Any:
+    """A ``skipped`` Hydra ``JobReturn`` for a job whose folder holds its finished run (what the job
+    itself would return: not submitted, so it takes no allocation), or ``None`` to submit it
+    (not done, or ``force=true``)."""
+    from hydra.core.utils import JobReturn, JobStatus
+    from omegaconf import OmegaConf
+
+    from rr.commands.status import job_record
+    from rr.config.identity import job_id
+    from rr.resume import finished
+
+    if OmegaConf.select(job_cfg, "force"):
+        return None
+    jid = job_id(job_cfg)
+    folder = Path(str(job_cfg.hydra.sweep.dir)) / str(job_cfg.hydra.sweep.subdir)
+    done = finished(folder, jid)
+    if done is None:
+        return None
+    ret = JobReturn(overrides=list(overrides), status=JobStatus.COMPLETED, working_dir=str(folder))
+    ret._return_value = job_record("skipped", jid, str(folder), dataclasses.replace(done, model_calls=0), 0.0)
+    return ret
+
+
+def record_submitted(
+    jobs: Sequence[Any], job_cfgs: Sequence[Any], job_overrides: Sequence[Sequence[str]], sweep_dir: Path
+) -> list[Any]:
+    """Record each submitted job's SLURM id in the sweep folder (:func:`rr.sweepfolder.record_scheduler_jobs`);
+    return a ``submitted`` Hydra ``JobReturn`` for each (what ``rr -m --detach`` reports)."""
+    from hydra.core.utils import JobReturn, JobStatus
+
+    from rr.commands.status import job_record
+    from rr.config.identity import job_id
+    from rr.sweepfolder import record_scheduler_jobs
+
+    ids = [job_id(cfg) for cfg in job_cfgs]
+    record_scheduler_jobs(sweep_dir, {jid: str(job.job_id) for jid, job in zip(ids, jobs, strict=True)})
+    returns = []
+    for jid, job, cfg, overrides in zip(ids, jobs, job_cfgs, job_overrides, strict=True):
+        folder = Path(str(cfg.hydra.sweep.dir)) / str(cfg.hydra.sweep.subdir)
+        ret = JobReturn(overrides=list(overrides), status=JobStatus.COMPLETED, working_dir=str(folder))
+        ret._return_value = {
+            **job_record("submitted", jid, str(folder), None, 0.0),
+            "scheduler_job": str(job.job_id),
+        }
+        returns.append(ret)
+    return returns
+
+
+def scheduler_states(states: list[Any]) -> list[Any]:
+    """``rr status``'s job states with what SLURM says of each job that has no result yet: a
+    ``missing`` or ``partial`` job rr submitted (:func:`rr.sweepfolder.scheduler_jobs`) is ``pending``
+    or ``running`` while ``squeue`` lists it, and ``failed`` when ``sacct`` says it ended so
+    (``FAILED``, ``CANCELLED``, ``TIMEOUT``, ``OUT_OF_MEMORY``, ``NODE_FAIL``...). Where there is
+    no ``squeue`` (not a SLURM machine) the states are as they were."""
+    from rr.sweepfolder import scheduler_jobs
+
+    ids: dict[int, str] = {}
+    for n, s in enumerate(states):
+        if s.state not in ("missing", "partial"):
+            continue
+        sweep = s.sweep or (s.path.parent if s.path is not None else None)
+        slurm_id = scheduler_jobs(sweep).get(s.job_id) if sweep is not None else None
+        if slurm_id:
+            ids[n] = slurm_id
+    queue = queue_states() if ids else None
+    if queue is None:
+        return states
+    out = list(states)
+    for n, slurm_id in ids.items():
+        queued = queue.get(slurm_id)
+        if queued in ("PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "RESV_DEL_HOLD"):
+            new, detail = "pending", f"SLURM job {slurm_id} {queued}"
+        elif queued is not None:
+            new, detail = "running", f"SLURM job {slurm_id} {queued}"
+        else:
+            ended = final_state(slurm_id)
+            if ended.split()[0] in ("COMPLETED", "UNKNOWN"):
+                continue
+            new, detail = "failed", f"SLURM job {slurm_id} ended {ended}"
+        out[n] = dataclasses.replace(
+            states[n], state=new, detail=f"{detail}; {states[n].detail}".rstrip("; ")
+        )
+    return out
+
+
 def wait_for_jobs(
-    jobs: Sequence[Any], job_overrides: Sequence[Sequence[str]], poll_s: float = 2.0, grace_s: float = 15.0
+    jobs: Sequence[Any], job_overrides: Sequence[Sequence[str]], poll_s: float = 30.0, grace_s: float = 15.0
 ) -> list[Any]:
     """Wait for every submitit job; one Hydra ``JobReturn`` each, failed ones included.
 

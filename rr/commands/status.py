@@ -9,7 +9,8 @@ per failed job and exit status 2.
 
 Outcomes: ``done`` (ran to the end), ``skipped`` (already done before; nothing run),
 ``resumed`` (its folder held a cut-off run, e.g. a preempted SLURM job requeued: finished model
-calls came from the cache), ``failed`` (raised, or its SLURM job ended without a result).
+calls came from the cache), ``failed`` (raised, or its SLURM job ended without a result), and
+``submitted`` (``rr -m ... --detach``: given to SLURM, not waited for; counted only when there is one).
 """
 
 from __future__ import annotations
@@ -165,7 +166,8 @@ def print_sweep_table(rows: list[JobRow], title: str, file: TextIO | None = None
         )
     console = Console(file=file, width=None if file.isatty() else PIPED_WIDTH)
     console.print(table)
-    console.print(", ".join(f"{sum(r.outcome == o for r in rows)} {o}" for o in OUTCOMES))
+    counted = [*OUTCOMES, *(["submitted"] if any(r.outcome == "submitted" for r in rows) else [])]
+    console.print(", ".join(f"{sum(r.outcome == o for r in rows)} {o}" for o in counted))
 
 
 def rerun_hint(folder: str | Path | None) -> str:
@@ -218,8 +220,10 @@ def status_main(argv: list[str]) -> int:
         "--ok-if-failed", action="store_true", help="exit 0 even when jobs failed (default: exit 1)"
     )
     a = ap.parse_args(argv)
+    from rr.commands.slurm import scheduler_states
+
     report = status_report(a.dir, a.config_dir)
-    states = report.states
+    states = scheduler_states(report.states)  # pending / running / failed, where SLURM knows the job
     unreadable = [
         f"could not read {path} ({_error_line(error)}): its job folders are listed, the jobs of that "
         "sweep that have no folder yet (missing) cannot be"
@@ -232,7 +236,7 @@ def status_main(argv: list[str]) -> int:
             f"no job below {a.dir} (no folder with a config.yaml, no multirun.yaml); a job writes "
             "its folder when it starts, under paths.output_root (outputs/runs/<name>/, outputs/multirun/<name>/)"
         )
-    order = {"done": 0, "partial": 1, "failed": 2, "missing": 3}
+    order = {"done": 0, "running": 1, "pending": 2, "partial": 3, "failed": 4, "missing": 5}
     states.sort(key=lambda s: (order[s.state], str(s.path or ""), s.job_id))
     table = Table(title=escape(f"rr status {a.dir}"))  # user text is not rich markup
     for col in ("state", "job id", "overrides", "folder", "detail"):
@@ -243,7 +247,9 @@ def status_main(argv: list[str]) -> int:
     console = Console(width=None if Console().is_terminal else PIPED_WIDTH)
     console.print(table)
     counts = {k: sum(s.state == k for s in states) for k in order}
-    console.print(", ".join(f"{n} {k}" for k, n in counts.items() if k != "failed" or n))
+    console.print(
+        ", ".join(f"{n} {k}" for k, n in counts.items() if k not in ("failed", "running", "pending") or n)
+    )
     for line in unreadable:
         print(f"rr status: {line}", file=sys.stderr)
     failed = [s for s in states if s.state == "failed"]
