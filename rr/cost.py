@@ -7,8 +7,9 @@ looks each unique request up in the real generation cache (read only), counts th
 tokens of the requests that would reach the model, and returns placeholder text for them so
 that the next steps of multi-step strategies still run. Nothing is written to the generation
 cache (retrieval runs are computed and cached as in a real job: they are real work the job
-reuses). With a :class:`StepTiming` a few real prompts of each step are generated (not cached)
-to predict its wall time on this machine.
+reuses). With a :class:`CpuProbes` a few real prompts of each model that generates on this
+machine's CPU are generated once (not cached) and each step's CPU time is estimated from them, as a
+range (:class:`~rr.generation.throughput.Probe`).
 
 Prompt tokens: by default window fitting decides from its estimate from parts
 (:class:`~rr.context.WindowEstimate`: the prompt rendered with empty documents, plus each
@@ -40,9 +41,11 @@ not sent by the job (``over_window`` rows): the plan reports them and counts non
 from __future__ import annotations
 
 import json
+import re
 import tempfile
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf, open_dict
@@ -50,19 +53,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from rr.generation.base import Generator
 from rr.generation.cache import GenerationCache
 from rr.generation.client import LLM, PreparedStep
-from rr.generation.throughput import (  # noqa: F401  (PREFIX_BLOCK, shared_prefix_tokens: re-exported)
-    PREFIX_BLOCK,
-    BatchTiming,
-    Throughput,
-    ThroughputStore,
-    TimesBatches,
-    contention_now,
-    contention_words,
-    median_contention,
-    prefix_sharing,
-    shared_prefix_tokens,
-    step_seconds,
-)
+from rr.generation.throughput import Probe, TimesBatches, cpu_step_range, probe, probe_prompts
 from rr.hashing import content_hash
 from rr.records import Generation, Request
 from rr.retrieval.base import CorpusEncoder
@@ -182,10 +173,9 @@ class PlanStep:
             fitting's estimate from parts rather than an exact count of the whole prompt.
         over_window: Distinct requests that will not be sent because prompt + ``max_new_tokens``
             exceed the context window (not in ``to_generate``; their tokens are not counted).
-        seconds: Predicted wall seconds of generating ``to_generate`` on this machine (``None``:
-            no throughput for its backend; see :func:`cost_job`'s ``calibrate``).
-        timed_on: Where the throughput behind ``seconds`` comes from (``"8 prompts of this step"``,
-            ``"recorded"``, ``""``).
+        cpu_seconds: ``(low, high)`` seconds of generating ``to_generate`` on this machine's CPU
+            (:meth:`~rr.generation.throughput.Probe.step_range`; ``None``: not on the CPU, or not probed).
+        cpu_basis: What ``cpu_seconds`` was measured on (:meth:`~rr.generation.throughput.Probe.words`).
     """
 
     step: str
@@ -199,244 +189,52 @@ class PlanStep:
     estimate: bool = False
     estimated_prompts: int = 0
     over_window: int = 0
-    seconds: float | None = None
-    timed_on: str = ""
+    cpu_seconds: tuple[float, float] | None = None
+    cpu_basis: str = ""
 
     def gpu_hours(self, prompt_tps: float, generated_tps: float) -> float:
         return (self.prompt_tokens / prompt_tps + self.new_tokens / generated_tps) / 3600
 
 
-#: New tokens of each calibration probe (enough decode steps to time a step's fixed and per-row cost).
-CALIBRATION_TOKENS = 8
-
-
 @dataclass
-class StepTiming:
-    """How ``rr plan`` predicts each step's wall time on this machine, shared by the planners of
-    every model and job of a plan.
-
-    For a backend that times its batches (:class:`~rr.generation.throughput.TimesBatches`: the HF
-    backend, on CPU or GPU, and vLLM), unless ``budget_s`` is ``None``: the model is loaded (timed)
-    and warmed up (a first call pays one-off costs that no later batch does); then,
-    per step, its shortest and its longest prompt alone and one batch of the backend's ``batch_size``
-    prompts around the median length are generated for :data:`CALIBRATION_TOKENS` tokens. Every
-    batch timed for the backend (all steps so far) is pooled and
-    :meth:`~rr.generation.throughput.Throughput.from_timings` fits prefill as a fixed cost per batch
-    plus one per padded token and a decode step as a fixed cost plus one per row, so a step of
-    short prompts (closed-book: no documents) is predicted from its own token counts, and a batch
-    of 8 rows is not taken to cost 8 single prompts. If one batch of the step's own prompts with
-    its own decoding parameters is predicted to fit in what is left of the budget, it is generated
-    too and times how early the step's batches stop; else decode is taken to run to
-    ``max_new_tokens`` (an upper bound). Nothing generated here is cached. The fit is recorded per machine
-    (:class:`~rr.generation.throughput.ThroughputStore`, the user's cache) for the job's own
-    check. ``--no-timing`` uses the throughput recorded by an earlier plan or job. A step's wall time is then
-    :func:`~rr.generation.throughput.step_seconds` of its prompts' tokens as the job will batch them.
+class CpuProbes:
+    """One timed probe per model of a plan that generates on this machine's CPU
+    (:func:`~rr.generation.throughput.probe`: a batch of its first step's median-length prompts for a
+    few new tokens, after loading the model; nothing is cached), shared by every job of the plan, and
+    each step's CPU time estimated from it as a range (:meth:`~rr.generation.throughput.Probe.step_range`).
 
     Attributes:
-        budget_s: Seconds this plan may spend timing, model loads included: every step's probes run,
-            its own full batch only while the budget lasts (``None``: time nothing, use what is recorded).
-        store: Recorded throughputs (``None``: none read or written).
-        progress: Show a bar while timing.
-        measured: (backend key, step) -> throughput measured by this plan and what it rests on.
-        latest: Backend key -> its last measured throughput and what it rests on.
-        load_s: Backend key -> seconds loading its model took, with the one-off cost of its first
-            call (measured by this plan, else as recorded on this machine by an earlier plan).
-        seconds: Seconds spent timing (model loads included).
-        pool: Backend key -> every batch timed for it by this plan (warm-up excluded).
-        contention_now: The machine's contention when a step was first predicted from a record
-            (:func:`~rr.generation.throughput.contention_now`; sampled once per plan).
+        probes: Model identity hash -> its probe (``None``: the backend timed nothing).
+        seconds: Seconds spent probing, model loads included.
     """
 
-    budget_s: float | None = 60.0
-    store: ThroughputStore | None = None
-    progress: bool = False
-    measured: dict[tuple[str, str], tuple[Throughput, str]] = field(default_factory=dict)
-    latest: dict[str, tuple[Throughput, str]] = field(default_factory=dict)
-    load_s: dict[str, float] = field(default_factory=dict)
+    probes: dict[str, Probe | None] = field(default_factory=dict)
     seconds: float = 0.0
-    pool: dict[str, list[BatchTiming]] = field(default_factory=dict)
-    contention_now: float | None = None
 
-    def predict(
-        self, llm: LLM, step: str, prepared: PreparedStep, tokens: dict[str, int]
-    ) -> tuple[float | None, str]:
-        """Predicted wall seconds of generating the keys of ``tokens`` (key -> prompt tokens) and
-        where the throughput comes from; ``(None, "")`` when there is none."""
+    def estimate(self, llm: LLM, step: str, prepared: PreparedStep, tokens: dict[str, int]) -> Probe | None:
+        """The probe of ``llm``'s model (timed on this step's prompts the first time; ``tokens``: key
+        -> prompt tokens of the requests to generate); ``None`` off the CPU or when nothing was timed."""
         gen = llm.generator
-        if not isinstance(gen, TimesBatches):
-            return None, ""
-        key = gen.throughput_key()
-        backend = content_hash(key, 16)
-        mkey = (backend, step)
-        # Every step its own probes while the budget lasts (model loads included); after it, the fit
-        # of the steps timed so far (the budget was a floor: every step was probed, 3 min for 60 s).
-        spent = self.budget_s is not None and self.seconds >= self.budget_s and backend in self.latest
-        if self.budget_s is not None and mkey not in self.measured and not spent:
-            t0 = time.perf_counter()
-            found = self.measure(gen, backend, step, prepared, tokens, self.budget_s - self.seconds)
-            self.seconds += time.perf_counter() - t0
-            if found is not None:
-                self.measured[mkey] = found
-                self.latest[backend] = (replace(found[0], steps_share=1.0), found[1])
-                if self.store is not None:
-                    pool = self.pool.get(backend, [])
-                    start = self.load_s.get(backend)
-                    if start is not None and found[0].alone:  # the machine's alone, as the throughput
-                        start /= median_contention(pool) or 1.0
-                    self.store.put(key, found[0], f"rr plan: {step}: {found[1]}", pool, start_s=start)
-        recorded = self.store.get(key) if self.store is not None else None
-        tp: Throughput
-        if mkey in self.measured:
-            tp, basis = self.measured[mkey]
-        elif backend in self.latest:
-            tp, basis = self.latest[backend][0], "the budget spent: as fitted on earlier steps"
-        elif recorded is not None:
-            tp, basis = recorded, "recorded by an earlier plan or job on this machine"
-        else:
-            return None, ""
-        # At the machine's contention as this plan timed it, else as it is now (a record fitted while
-        # other processes shared the cores is the machine's alone: from_timings divided it out).
-        if tp.alone and gen.runs_on_cpu():
-            contention = median_contention(self.pool.get(backend, []))
-            if contention is None:
-                if self.contention_now is None:
-                    self.contention_now = contention_now(int(key.get("threads") or 1))
-                contention = self.contention_now
-            tp = tp.at(contention)
-        if backend not in self.load_s and self.store is not None:
-            # Not loaded by this plan: the model's load and first call as recorded on this machine
-            recorded_start = self.store.start_s(key)
-            if recorded_start is not None:
-                self.load_s[backend] = recorded_start * (tp.contention if tp.alone else 1.0)
-        if tp.contention >= 1.05:
-            basis += f", at {contention_words(tp.contention)}"
-        order = sorted(tokens, key=prepared.prompt)  # the order the job sends them in
-        max_new = max(prepared.request(k).params.max_new_tokens for k in tokens)
-        lengths = [tokens[k] for k in order]
-        shared, batched = prefix_sharing(gen, [prepared.prompt(k) for k in order], lengths)
-        seconds = step_seconds(
-            lengths, tp, gen.batch_size, llm.flush_every, max_new, shared=shared, batched_prefixes=batched
-        )
-        return seconds, basis
-
-    def measure(
-        self,
-        gen: Any,
-        backend: str,
-        step: str,
-        prepared: PreparedStep,
-        tokens: dict[str, int],
-        budget: float,
-    ) -> tuple[Throughput, str] | None:
-        """Time the step's shortest and longest prompt alone and a batch around its median length
-        for a few tokens, then one batch with the step's own parameters if it should fit in
-        ``budget`` seconds; fit the backend's throughput on every batch timed for it so far."""
-        from tqdm.auto import tqdm
-
-        by_length = sorted(tokens, key=lambda k: tokens[k])
-        mid = len(by_length) // 2
-        m = min(gen.batch_size, len(by_length))
-        window = by_length[max(0, min(mid - m // 2, len(by_length) - m)) :][:m]
-        params = prepared.request(by_length[mid]).params
-        probe = replace(params, max_new_tokens=min(params.max_new_tokens, CALIBRATION_TOKENS))
-        singles = [by_length[0]] + ([by_length[-1]] if tokens[by_length[-1]] != tokens[by_length[0]] else [])
-        # The batch second: a budget that ends after two probes still has rows to fit decode on (one
-        # prompt alone, scaled by rows, over-estimates a batched step several-fold)
-        probes = [[singles[0]]] + ([window] if m >= 2 else []) + [[k] for k in singles[1:]]
-        bar = tqdm(
-            total=sum(len(p) for p in probes),  # the step's own batch joins when it fits the budget
-            desc=f"rr plan: timing {step} on this machine",
-            unit="prompt",
-            disable=not self.progress,
-        )
-        pool = self.pool.setdefault(backend, [])
-        t_start = time.perf_counter()
-        try:
-            first_call = None
-            if backend not in self.load_s:
-                t0 = time.perf_counter()
-                gen.load()
-                self.load_s[backend] = time.perf_counter() - t0
-                warm = replace(params, max_new_tokens=2)  # one-off costs of the first calls
-                t0 = time.perf_counter()
-                said = self._timed(gen, [prepared.prompt(by_length[0])], warm)
-                # its wall time, or what its batches say they took if more (as spent() below)
-                first_call = max(time.perf_counter() - t0, sum(t.prefill_s + t.decode_s for t in said))
-                if m >= 2:
-                    gen.generate([prepared.prompt(k) for k in window[:2]], warm)
-            timed: list[BatchTiming] = []  # this call's batches
-
-            def spent() -> float:  # the wall time, or what the batches say they took if more
-                return max(time.perf_counter() - t_start, sum(t.prefill_s + t.decode_s for t in timed))
-
-            for keys in probes:
-                so_far = Throughput.from_timings(pool)
-                so_far = so_far.at(median_contention(pool)) if so_far is not None else None
-                steps = max(probe.max_new_tokens - 1, 0)
-                cost = so_far.batch_seconds(len(keys), max(tokens[k] for k in keys), steps) if so_far else 0.0
-                if so_far is not None and spent() + cost > budget:
-                    break  # the budget would be spent: fit on what was timed
-                timings = self._timed(gen, [prepared.prompt(k) for k in keys], probe)
-                timed.extend(timings)
-                pool.extend(timings)
-                bar.update(len(keys))
-            fitted = Throughput.from_timings(pool)
-            if fitted is None:
-                return None
-            fitted = fitted.at(median_contention(pool))
-            if first_call is not None:
-                # The job pays the first call's one-off costs (allocations, kernels' first runs) in
-                # its first batch: counted with the model's load (what that call would cost warm, less)
-                usual = fitted.batch_seconds(1, tokens[by_length[0]], 1)
-                self.load_s[backend] += max(first_call - usual, 0.0)
-            steps = max(params.max_new_tokens - 1, 0)
-
-            def what() -> str:
-                return f"{len(pool)} batches ({sum(t.rows for t in pool)} prompts) timed here"
-
-            left = budget - spent()
-            # The step's own batch (how early its decoding stops), else 2 of its prompts when a whole
-            # batch would overrun the budget: decode taken to run to max_new_tokens over-estimated
-            # the demo's answers (100 new tokens allowed, about 30 used) 3-fold.
-            own_keys = next(
-                (
-                    keys
-                    for keys in (window, window[len(window) // 2 - 1 : len(window) // 2 + 1])
-                    if len(keys) >= 2 and fitted.batch_seconds(len(keys), tokens[keys[-1]], steps) <= left
-                ),
-                None,
+        if not isinstance(gen, TimesBatches) or not gen.runs_on_cpu():
+            return None
+        key = content_hash(llm.identity, 16)
+        if key not in self.probes:
+            order = sorted(tokens, key=lambda k: tokens[k])
+            chosen = probe_prompts(
+                [prepared.prompt(k) for k in order], [tokens[k] for k in order], gen.batch_size
             )
-            if m >= 2 and params.max_new_tokens > probe.max_new_tokens and own_keys is not None:
-                bar.total += len(own_keys)
-                bar.refresh()
-                own = self._timed(gen, [prepared.prompt(k) for k in own_keys], params)
-                bar.update(len(own_keys))
-                pool.extend(own)
-                share = Throughput.from_timings(own)
-                refit = Throughput.from_timings(pool)
-                if share is not None and refit is not None:
-                    return replace(
-                        refit, steps_share=share.steps_share
-                    ), what() + ", this step's own included"
-            # decode taken to run to max_new_tokens in every batch (an upper bound)
-            return replace(fitted, steps_share=1.0), what() + " (decode: upper bound)"
-        finally:
-            bar.close()
-
-    @staticmethod
-    def _timed(gen: Any, prompts: list[str], params: Any) -> list[BatchTiming]:
-        """The batch timings of ``gen.generate(prompts, params)`` (its outputs are dropped)."""
-        before = len(gen.batch_timings)
-        gen.generate(prompts, params)
-        return list(gen.batch_timings[before:])
+            t0 = time.perf_counter()
+            self.probes[key] = probe(gen, step, chosen, prepared.request(order[0]).params)
+            self.seconds += time.perf_counter() - t0
+        return self.probes[key]
 
 
 class PlanningLLM(LLM):
     """An :class:`LLM` that records what it would send and sends nothing.
 
     Args:
-        generator: The backend (its tokenizer: ``render``, ``count_tokens``; with ``timing``, a
-            few real prompts per step, never cached).
+        generator: The backend (its tokenizer: ``render``, ``count_tokens``; with ``probes``, a
+            few real prompts per model, never cached).
         cache: The generation cache to look requests up in (never written).
         steps: Where :class:`PlanStep` records are appended (shared with :meth:`sibling`\\ s).
         planned: Keys of requests already planned (by earlier steps, or earlier jobs of a
@@ -448,7 +246,7 @@ class PlanningLLM(LLM):
         exact_tokens: Fit windows and count every prompt exactly, as the job will; else window
             fitting decides from its estimates alone (:func:`~rr.context.fit_prompt`'s
             ``estimate_only``) and reports them (:meth:`note_prompt_tokens`).
-        timing: How each step's wall time on this machine is predicted (:class:`StepTiming`);
+        probes: How each step's CPU time on this machine is estimated (:class:`CpuProbes`);
             ``None``: it is not.
     """
 
@@ -464,7 +262,7 @@ class PlanningLLM(LLM):
         placeholder: str = PLACEHOLDER,
         planned: set[str] | None = None,
         exact_tokens: bool = False,
-        timing: StepTiming | None = None,
+        probes: CpuProbes | None = None,
         flush_every: int = 64,
     ) -> None:
         super().__init__(generator, cache, flush_every=flush_every, show_progress=False)
@@ -474,7 +272,7 @@ class PlanningLLM(LLM):
         self.placeholder = placeholder
         self.exact_tokens = exact_tokens
         self.fit_exactly = exact_tokens  # else window fitting decides from its estimates alone
-        self.timing = timing
+        self.probes = probes
 
     def sibling(self, generator: Generator, cache: GenerationCache) -> LLM:
         return PlanningLLM(
@@ -485,7 +283,7 @@ class PlanningLLM(LLM):
             self.placeholder,
             self.planned,
             self.exact_tokens,
-            self.timing,
+            self.probes,
             self.flush_every,
         )
 
@@ -536,11 +334,19 @@ class PlanningLLM(LLM):
                 over_window=len(prepared.too_long),
             )
         )
-        if self.timing is not None and todo:
-            by_key = dict(zip(todo, n_prompt, strict=True))
-            self.steps[-1].seconds, self.steps[-1].timed_on = self.timing.predict(
-                self, step, prepared, by_key
+        by_key = dict(zip(todo, n_prompt, strict=True))
+        found = (
+            self.probes.estimate(self, step, prepared, by_key) if self.probes is not None and todo else None
+        )
+        if found is not None:
+            order = sorted(todo, key=prepared.prompt)  # the order the job sends them in
+            lengths = [by_key[k] for k in order]
+            max_new = max(prepared.request(k).params.max_new_tokens for k in todo)
+            prompts = [prepared.prompt(k) for k in order]
+            self.steps[-1].cpu_seconds = cpu_step_range(
+                self.generator, found, prompts, lengths, max_new, self.flush_every
             )
+            self.steps[-1].cpu_basis = found.words()
         s = self.stats
         s.requests += len(requests)
         s.unique_requests += len(prepared.first)
@@ -553,7 +359,12 @@ class PlanningLLM(LLM):
 @dataclass
 class JobCost:
     """What one job will cost: its steps, counters and how long costing it took (not to be confused
-    with :class:`rr.pipeline.JobPlan`, what a job will do)."""
+    with :class:`rr.pipeline.JobPlan`, what a job will do).
+
+    Attributes:
+        gpus: GPUs the job requests (the launcher's ``gpus_per_node``; ``None``: none named, on a
+            launcher that requests none, or outside a multirun).
+    """
 
     job_id: str
     name: str
@@ -565,17 +376,16 @@ class JobCost:
     seconds: float = 0.0
     cpu_seconds: float = 0.0
     exact_tokens: bool = False
-    timing_seconds: float = 0.0
-    model_load_seconds: float = 0.0
-    wall_seconds: float | None = None
-    retrieval_seconds: float = 0.0
+    gpus: int | None = None
 
     @property
-    def generation_seconds(self) -> float | None:
-        """Predicted seconds of every step's generation (``None``: a step that generates has none)."""
-        if any(s.seconds is None for s in self.steps if s.to_generate):
+    def cpu_range(self) -> tuple[float, float] | None:
+        """``(low, high)`` seconds of every step's generation on this machine's CPU (``None``: a step
+        that generates has no estimate)."""
+        if not self.steps or any(s.cpu_seconds is None for s in self.steps if s.to_generate):
             return None
-        return sum(s.seconds or 0.0 for s in self.steps)
+        ranges = [s.cpu_seconds or (0.0, 0.0) for s in self.steps]
+        return sum(r[0] for r in ranges), sum(r[1] for r in ranges)
 
 
 def cost_job(
@@ -584,16 +394,14 @@ def cost_job(
     overrides: list[str] | None = None,
     planned: set[str] | None = None,
     exact_tokens: bool = False,
-    timing: StepTiming | None = None,
+    probes: CpuProbes | None = None,
 ) -> JobCost:
     """Run the pipeline of ``cfg`` with a :class:`PlanningLLM`; outputs go to a temporary folder.
 
     ``planned``: request keys planned by earlier jobs of the same sweep (updated in place).
     ``exact_tokens``: count every prompt exactly (else window fitting's estimates are used
-    where it made them; see the module docstring). ``timing``: predict each step's wall time on
-    this machine (:class:`StepTiming`; shared by a sweep's jobs); then ``wall_seconds`` = the
-    pipeline without the model (this plan's own time, less timing, less the retrieval it computed and
-    cached for the job: ``retrieval_seconds``) + model loads + generation.
+    where it made them; see the module docstring). ``probes``: estimate each step's CPU time on
+    this machine (:class:`CpuProbes`; shared by a sweep's jobs).
     The job's own progress bars (corpus encoding) show when ``cfg.progress`` is on.
     """
     from rr.config.settings import job_settings
@@ -604,7 +412,6 @@ def cost_job(
     with open_dict(cfg):
         cfg.logger = {}  # never log a plan
     steps: list[PlanStep] = []
-    timed0 = timing.seconds if timing is not None else 0.0
 
     def make_llm(generator: Generator, cache: GenerationCache) -> LLM:
         return PlanningLLM(
@@ -614,17 +421,14 @@ def cost_job(
             mean_new_tokens,
             planned=planned,
             exact_tokens=exact_tokens,
-            timing=timing,
+            probes=probes,
             flush_every=job_settings(cfg).flush_every,
         )
 
     with tempfile.TemporaryDirectory(prefix="rr-plan-") as tmp:
         result = run_job(cfg, tmp, make_llm=make_llm)
     s = result.summary
-    seconds = time.perf_counter() - t0
-    timed = (timing.seconds - timed0) if timing is not None else 0.0
-    load = sum(timing.load_s.values()) if timing is not None else 0.0  # every model the job loads
-    cost = JobCost(
+    return JobCost(
         job_id=s.job_id,
         name=str(s.name),
         overrides=list(overrides or []),
@@ -632,22 +436,10 @@ def cost_job(
         rows=int(s.rows or 0),
         steps=steps,
         counters=dict(s.counters),
-        seconds=round(seconds, 3),
+        seconds=round(time.perf_counter() - t0, 3),
         cpu_seconds=round(time.process_time() - c0, 3),
         exact_tokens=exact_tokens,
-        timing_seconds=round(timed, 3),
-        model_load_seconds=round(load, 3),
     )
-    # Retrieval this plan computed is cached where the job reads it (its cache folder): a job run after
-    # the plan does not pay it again (the demo: 25 s idle, 60 s loaded of dense encoding, 0.002 s in the job)
-    if s.retrieval_runs_computed:
-        cost.retrieval_seconds = round(float(s.timings_s.get("retrieve", 0.0)), 3)
-    generation = cost.generation_seconds
-    if timing is not None and generation is not None:
-        generating = any(st.to_generate for st in steps)
-        pipeline = seconds - timed - cost.retrieval_seconds
-        cost.wall_seconds = round(pipeline + (load if generating else 0.0) + generation, 3)
-    return cost
 
 
 def total(steps: list[PlanStep]) -> PlanStep:
@@ -702,13 +494,125 @@ def compose_many_jobs(
         for overrides in command_lines:
             if multirun:
                 # the sweeper's params (sweep=NAME files) come from a compose without the swept values
-                from hydra.core.override_parser.overrides_parser import OverridesParser
-
-                parsed = OverridesParser.create().parse_overrides(overrides)
-                fixed = [str(o.input_line) for o in parsed if not o.is_sweep_override()]
-                hcfg = compose("config", overrides=fixed, return_hydra_config=True)
+                hcfg = compose("config", overrides=fixed_overrides(overrides), return_hydra_config=True)
                 jobs = sweep_jobs(overrides, hcfg.hydra.sweeper.get("params"))
             else:
                 jobs = [overrides]
             result.append([(job, compose("config", overrides=job)) for job in jobs])
     return result
+
+
+def fixed_overrides(overrides: list[str]) -> list[str]:
+    """The overrides of a multirun command line that are not swept (``a=1,2`` left out)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parsed = OverridesParser.create().parse_overrides(overrides)
+    return [str(o.input_line) for o in parsed if not o.is_sweep_override()]
+
+
+def requested_gpus(overrides: list[str], multirun: bool, config_dir: str | None = None) -> int | None:
+    """GPUs per job that the launcher of ``rr -m overrides`` requests (``hydra.launcher.gpus_per_node``:
+    one value for every job of the sweep); ``None`` outside a multirun or for a launcher that names none."""
+    from hydra import compose
+
+    from rr.config.composition import hydra_context
+
+    if not multirun:
+        return None
+    with hydra_context(config_dir):
+        hcfg = compose("config", overrides=fixed_overrides(overrides), return_hydra_config=True)
+    gpus = OmegaConf.select(hcfg, "hydra.launcher.gpus_per_node", default=None)
+    return None if gpus is None else int(gpus)
+
+
+#: Bytes per weight at a generator's ``dtype`` (``auto``: 16 bits, what a GPU loads) and, for vLLM, its
+#: ``quantization`` (fp8: 8 bits; AWQ, GPTQ, bitsandbytes: 4).
+DTYPE_BYTES = {"float32": 4.0, "float16": 2.0, "bfloat16": 2.0, "auto": 2.0}
+QUANTIZED_BYTES = {"fp8": 1.0, "awq": 0.5, "gptq": 0.5, "bitsandbytes": 0.5}
+#: The size a model's name states: ``8B``, ``135M``, ``8x7B`` (the size table of names without a config here).
+_SIZE_IN_NAME = re.compile(r"(?<![\d.])(?:(\d+)x)?(\d+(?:\.\d+)?)([bm])(?![a-z])", re.I)
+#: Generator targets whose weights a job loads on its own devices.
+_LOCAL_GENERATORS = ("rr.generation.hf.", "rr.generation.vllm.")
+
+
+def parameters_from_config(config: dict[str, Any]) -> int | None:
+    """A decoder-only transformer's parameter count from its ``config.json`` (embeddings, attention
+    with grouped query heads, a gated MLP per expert, norms; ``None`` without the sizes it needs):
+    8.03 B for Llama-3.1-8B, 134.5 M for SmolLM2-135M."""
+    c = config.get("text_config") or config
+    try:
+        h, layers, vocab = int(c["hidden_size"]), int(c["num_hidden_layers"]), int(c["vocab_size"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    ffn = int(c.get("intermediate_size") or 4 * h)
+    heads = int(c.get("num_attention_heads") or 1)
+    kv = int(c.get("num_key_value_heads") or heads)
+    head_dim = int(c.get("head_dim") or h // heads)
+    experts = int(c.get("num_local_experts") or c.get("num_experts") or 1)
+    attention = 2 * h * heads * head_dim + 2 * h * kv * head_dim
+    embeddings = vocab * h * (1 if c.get("tie_word_embeddings") else 2)
+    return layers * (attention + experts * 3 * h * ffn + 2 * h) + embeddings + h
+
+
+def model_parameters(model: str, revision: str | None = None) -> tuple[int, str] | None:
+    """A model's parameter count and where it comes from: its ``config.json`` (a local folder, or the
+    hub cache: nothing is downloaded), else the size its name states (``Llama-3.3-70B``: 70 B);
+    ``None`` when neither says."""
+    from huggingface_hub import try_to_load_from_cache
+
+    path: Any = Path(model) / "config.json"
+    if not path.is_file() and "/" in model and not model.startswith("packaged:"):
+        path = try_to_load_from_cache(model, "config.json", revision=revision)
+    if isinstance(path, str | Path) and Path(path).is_file():
+        try:
+            n = parameters_from_config(json.loads(Path(path).read_text()))
+        except (OSError, ValueError):
+            n = None
+        if n:
+            return n, "its config.json"
+    for experts, size, unit in _SIZE_IN_NAME.findall(model.rsplit("/", 1)[-1].removeprefix("packaged:")):
+        return int(
+            float(size) * (1e9 if unit.lower() == "b" else 1e6) * int(experts or 1)
+        ), "the size in its name"
+    return None
+
+
+@dataclass(frozen=True)
+class ModelWeights:
+    """The weights a job loads onto its devices for one model (:func:`job_weights`).
+
+    Attributes:
+        key: The config key of its generator (``generator``, ``judge.generator``).
+        model: The model setting.
+        dtype: What it is loaded as (its ``dtype``, or its vLLM ``quantization``).
+        parameters: Its parameter count.
+        source: Where ``parameters`` comes from (:func:`model_parameters`).
+        bytes: ``parameters`` x the bytes per weight of ``dtype``.
+    """
+
+    key: str
+    model: str
+    dtype: str
+    parameters: int
+    source: str
+    bytes: float
+
+
+def job_weights(cfg: DictConfig) -> list[ModelWeights]:
+    """The weights of every ``hf`` and ``vllm`` generator of ``cfg`` (the model under test, judges,
+    rewriters: a job holds them together), where their size is known."""
+    from rr.preflight import component_nodes
+
+    found = []
+    for key, node in component_nodes(cfg):
+        model = node.get("model")
+        if not str(node["_target_"]).startswith(_LOCAL_GENERATORS) or not isinstance(model, str):
+            continue
+        size = model_parameters(model, node.get("revision"))
+        if size is None:
+            continue
+        quant = node.get("quantization")
+        dtype = str(quant) if quant in QUANTIZED_BYTES else str(node.get("dtype") or "auto")
+        per = QUANTIZED_BYTES.get(dtype) or DTYPE_BYTES.get(dtype, 2.0)
+        found.append(ModelWeights(key, model, dtype, size[0], size[1], size[0] * per))
+    return found

@@ -36,7 +36,6 @@ from rr.generation.base import (
 )
 from rr.generation.cache import GenerationCache
 from rr.generation.client import LLM
-from rr.generation.throughput import ThroughputStore
 from rr.job_env import plan_command
 from rr.jobfolder import (
     QRELS_FILE,
@@ -483,7 +482,6 @@ def make_runtime(
             show_progress=plan.show_progress,
             strict_window=s.strict_window,
             warn_after_s=None if s.cpu_warn_minutes is None else 60.0 * s.cpu_warn_minutes,
-            throughput=ThroughputStore(),  # per machine (user cache), not per output folder
             plan_hint=plan_command(),
         )
     rt = Runtime(llm, Path(s.cache_dir), seed=plan.seed, job_id=plan.job_id, show_progress=plan.show_progress)

@@ -104,6 +104,12 @@ def _resolved(cfg: DictConfig, root: str) -> Any:
         return OmegaConf.to_container(node, resolve=False)
 
 
+def component_nodes(cfg: DictConfig, roots: tuple[str, ...] = _COMPONENT_ROOTS) -> Iterator[tuple[str, dict]]:
+    """Every component node (a dict with ``_target_``, resolved) under ``roots``, with its dotted key."""
+    for root in roots:
+        yield from _nodes(_resolved(cfg, root), root)
+
+
 def declared_resources(cfg: DictConfig, roots: tuple[str, ...] = _COMPONENT_ROOTS) -> list[Resource]:
     """The hub models, hub datasets and local files that the components under ``roots`` name."""
     found: list[Resource] = []

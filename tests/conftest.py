@@ -34,9 +34,6 @@ REPO = Path(__file__).resolve().parent.parent
 CONF_DIR = PACKAGE_CONFIG_DIR
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-# Throughputs are recorded per machine in the user's cache: the tests' (tiny batches, loaded
-# cores) go to a folder of their own, and each test gets a fresh one (the autouse fixture below).
-os.environ["RR_THROUGHPUT_DIR"] = tempfile.mkdtemp(prefix="rr-test-throughput-")
 # What models are is recorded per user too (rr.model_identity: file digests, API models' reported ids):
 # the tests' records go to a folder of their own, so none reads the user's or leaves its own there.
 os.environ["RR_IDENTITY_CACHE"] = os.path.join(
@@ -141,10 +138,3 @@ def pytest_itemcollected(item: pytest.Item) -> None:
     for fixture in set(getattr(item, "fixturenames", ())) & FIXTURE_MARKERS.keys():
         item.add_marker(FIXTURE_MARKERS[fixture])
 
-
-@pytest.fixture(autouse=True)
-def own_throughput_records(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Each test's recorded throughputs (``RR_THROUGHPUT_DIR``), so none sees another test's."""
-    folder = tmp_path / "throughput"
-    monkeypatch.setenv("RR_THROUGHPUT_DIR", str(folder))
-    return folder

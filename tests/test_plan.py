@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from rr.cost import PLACEHOLDER, PlanningLLM, cost_job, total
 from rr.generation.base import Completion
@@ -33,9 +36,7 @@ def test_plan_matches_the_real_job_then_sees_its_cache(tmp_path: Path) -> None:
     estimated = total(cost_job(cfg).steps)  # the default: window fitting's estimates where it made them
     assert not list((tmp_path / "cache").glob("generations/*/*.jsonl"))  # nothing generated or cached
     t = total(before.steps)
-    real = run_job(cfg, tmp_path / "job").summary
-    # the job recorded what its batches took, for `rr plan --no-timing` and its next CPU check
-    assert list((tmp_path / "throughput").glob("*.json"))  # per machine (RR_THROUGHPUT_DIR), conftest
+    real = run_job(cfg, Path(cfg.paths.output_root) / "job").summary
     assert [s.step for s in before.steps] == [s["step"] for s in real["generation_steps"]]
     assert t.requests == real["requests"] == 1 * (1 + 2 * 2)
     assert t.unique == real["unique_requests"] and t.to_generate == real["model_calls"] and t.cached == 0
@@ -47,6 +48,12 @@ def test_plan_matches_the_real_job_then_sees_its_cache(tmp_path: Path) -> None:
     # for rag_qa.j2 and SmolLM2 the estimate equals the exact count
     assert (t.estimated_prompts, estimated.estimated_prompts) == (0, t.to_generate - 1)
     assert estimated.prompt_tokens == t.prompt_tokens
+
+    # issue 51: the plan's power table takes the rates this job measured, and says so
+    from rr.commands.plan import measured_rates
+
+    rate, which = measured_rates([before], [([], cfg)])[1]["accuracy"]
+    assert rate == real.accuracy and which == f"measured by job {real.job_id} (1 example)"
 
     after = total(cost_job(cfg, mean_new_tokens=2.5).steps)
     assert after.cached == after.unique and after.to_generate == 0 and after.prompt_tokens == 0
@@ -131,16 +138,21 @@ def test_plan_cli_writes_json(tmp_path: Path, capsys) -> None:
     assert power["accuracy"]["n_planned"] == 2 and abs(power["accuracy"]["halfwidth"] - 0.69296) < 1e-4
     assert power["ndr"]["n_needed"] == 2401  # (1.96 / 0.02)^2 * 0.25 = 2400.9
     assert "power at 2 examples" in stdout and "2,401" in stdout
+    assert power["ndr"]["rate_from"] == "assumed (0.5: the worst case)" and "rate from" in stdout
     # issue 30: the examples needed are more than the dataset holds (mini: 78 answerable questions)
     assert power["ndr"]["dataset_examples"] == 78
     assert "2,401 examples needed for ±0.02, more than the 78 that dataset mini holds" in stdout
-    # issue 30: the wall time on this machine, from a few real prompts of each step timed here
+    # issue 51: CPU time on this machine as a range, from one probe of a few prompts of the model
     (job,) = plan["jobs"]
-    assert all(s["seconds"] > 0 and "timed here" in s["timed_on"] for s in job["steps"])
-    assert plan["wall_seconds"][0] > sum(s["seconds"] for s in job["steps"])
-    assert "expected wall time on this machine ~" in stdout and "time here" in stdout
-    assert not list((tmp_path / "cache").glob("generations/*/*.jsonl"))  # timing caches nothing
-    assert list((tmp_path / "throughput").glob("*.json"))  # but records the throughput, per machine
+    assert all(0 < s["cpu_seconds"][0] <= s["cpu_seconds"][1] for s in job["steps"])
+    assert plan["cpu_seconds"][0] == [sum(s["cpu_seconds"][i] for s in job["steps"]) for i in (0, 1)]
+    (basis,) = {s["cpu_basis"] for s in job["steps"]}  # one probe, of the first step, for both steps
+    assert basis.startswith(f"measured on 2 prompts of {job['steps'][0]['step']} (")
+    assert re.search(
+        r"generation on this machine's CPU ~[\d.]+( s| min)?–[\d.]+ (s|min) \(measured on", stdout
+    )
+    assert re.search(r", at (load [\d.]+|an unknown load) on \d+ cores", stdout)
+    assert not list((tmp_path / "cache").glob("generations/*/*.jsonl"))  # probing caches nothing
 
 
 def test_plan_keeps_the_jobs_progress_bars_and_plans_other_models(tmp_path: Path, monkeypatch) -> None:
@@ -263,14 +275,67 @@ def test_plan_jobs_retrieval_one_row_per_distinct_corpus_and_retriever(tmp_path:
     ]
 
 
-def test_the_retrieval_a_plan_computes_is_not_predicted_for_the_job_that_reads_it(tmp_path: Path) -> None:
-    """The demo's plan encoded the corpus (25 s idle, 60 s loaded) and counted it in the job's wall
-    time, though the job then read the runs from the cache (its retrieve stage: 0.002 s): loaded,
-    the plan said 313 s for a 213 s job. What the plan computed is cached for the job, so left out."""
+def test_the_retrieval_a_plan_computes_is_cached_for_the_job(tmp_path: Path) -> None:
+    """The plan runs the real retrieval (the demo's dense encoding) and caches it where the job reads it."""
     cfg = compose_config([*SMALL, "dataset.n=1"], tmp_path)
-    first = cost_job(cfg)
-    assert first.retrieval_seconds > 0  # computed here, cached under the job's cache folder
-    again = cost_job(cfg)
-    assert again.retrieval_seconds == 0.0  # read from the cache, as the job will
+    cost_job(cfg)
     real = run_job(cfg, tmp_path / "job").summary
     assert real.retrieval_runs_computed == 0  # the job did read what the plan computed
+
+
+def test_a_models_size_comes_from_its_config_else_its_name(tmp_path: Path) -> None:
+    from rr.cost import model_parameters, parameters_from_config
+
+    # Llama-3.1-8B's published config: 8.03 B parameters (untied embeddings, 8 kv heads)
+    llama = {
+        "hidden_size": 4096,
+        "num_hidden_layers": 32,
+        "intermediate_size": 14336,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "vocab_size": 128256,
+        "tie_word_embeddings": False,
+    }
+    assert abs(parameters_from_config(llama) / 8.03e9 - 1) < 0.005
+    folder = tmp_path / "my-model"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(llama))
+    assert model_parameters(str(folder)) == (parameters_from_config(llama), "its config.json")
+    assert model_parameters("meta-llama/Llama-3.3-70B-Instruct") == (70_000_000_000, "the size in its name")
+    assert model_parameters("mistralai/Mixtral-8x7B-Instruct-v0.1")[0] == 56_000_000_000
+    assert model_parameters("packaged:smollm2-135m-instruct")[0] == 135_000_000
+    assert model_parameters("org/no-size-here") is None
+
+
+def test_plan_refuses_a_job_whose_weights_cannot_fit_its_gpus(tmp_path: Path, capsys) -> None:
+    # issue 50: a 70B model in bf16 (140 GB) on the slurm launcher's one 80 GB GPU
+    big = ["-m", "hydra/launcher=slurm", "generator.model=meta-llama/Llama-3.3-70B-Instruct", "seed=0,1"]
+    code, _, err = rr_main(["plan", *big, *SMALL, f"paths.output_root={tmp_path}"], capsys)
+    lines = [ln for ln in err.splitlines() if ln.strip() and not ln.startswith("[")]
+    assert code == 2 and len(lines) == 1, err[-3000:]
+    assert "its weights need ~140 GB" in lines[0] and "1 GPU(s) x 80 GB its launcher requests" in lines[0]
+    assert "hydra.launcher.gpus_per_node=2" in lines[0]
+    # two GPUs hold it: the plan goes on (and stops at the model not being in this machine's cache)
+    code, _, err = rr_main(
+        ["plan", *big, "hydra.launcher.gpus_per_node=2", *SMALL, f"paths.output_root={tmp_path}"], capsys
+    )
+    assert code == 2 and "its weights need" not in err and "not in the local cache" in err
+    # fp32 doubles the bytes: 280 GB on 2 x 80 GB is refused again
+    code, _, err = rr_main(
+        ["plan", *big, "hydra.launcher.gpus_per_node=2", "generator.dtype=float32", *SMALL], capsys
+    )
+    assert code == 2 and "its weights need ~280 GB" in err
+
+
+def test_plan_prints_gpu_hours_per_resource_shape(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "plan.json"
+    sweep = ["-m", "hydra/launcher=slurm", "hydra.launcher.gpus_per_node=2", "seed=0,1"]
+    code, stdout, err = rr_main(
+        ["plan", "--no-probe", "--json", str(out), *sweep, *SMALL, f"paths.output_root={tmp_path}"], capsys
+    )
+    assert code == 0, err[-3000:]
+    plan = json.loads(out.read_text())
+    assert [j["gpus"] for j in plan["jobs"]] == [2, 2]
+    shape = re.search(r"GPU-hours per resource shape: 2×GPU: ([\d.e+-]+) GPU-h \(2 jobs\)", stdout)
+    assert shape and float(shape.group(1)) == pytest.approx(plan["gpu_hours"], rel=1e-2)
+    assert all(s["cpu_seconds"] is None for j in plan["jobs"] for s in j["steps"])  # --no-probe

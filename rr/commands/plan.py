@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
+import math
 import sys
 import time
 from dataclasses import asdict
@@ -33,25 +33,30 @@ from rr.cost import (
     ENCODE_PPS,
     GENERATED_TPS,
     PROMPT_TPS,
+    CpuProbes,
     JobCost,
     RetrievalPlan,
-    StepTiming,
     compose_jobs,
     cost_job,
     dataset_size,
+    job_weights,
     plan_jobs_retrieval,
+    requested_gpus,
     total,
 )
-from rr.generation.throughput import ThroughputStore, format_seconds
+from rr.generation.throughput import format_range
+
+#: Memory of one GPU (GB) assumed for the GPUs a launcher requests: an 80 GB H100 or A100.
+GPU_MEMORY_GB = 80.0
 
 
 def plan_main(argv: list[str]) -> int:
-    """``rr plan [options] [-m] OVERRIDES...``: requests, tokens, GPU-hours and wall time here.
+    """``rr plan [options] [-m] OVERRIDES...``: requests, tokens, GPU-hours and CPU time here.
 
     The steps, each a function below: parse the options -> check the power options (before the
     possibly long costing) -> compose the jobs and check their resources -> cost retrieval ->
-    cost each job (timing a few real prompts per step on this machine) -> print the job tables and
-    totals -> power -> write the JSON.
+    cost each job (a few real prompts of each CPU model timed once on this machine) -> print the
+    job tables and totals -> power -> write the JSON.
     """
     a = parse_args(argv)
     try:  # bad power options fail before the (possibly long) planning
@@ -59,23 +64,25 @@ def plan_main(argv: list[str]) -> int:
     except (ValueError, FileNotFoundError) as e:
         print(f"rr plan: {e}", file=sys.stderr)
         return 2
-    startup = process_age()  # the interpreter and rr's imports: a job pays them too
     t0 = time.perf_counter()
     console = make_console()
-    jobs = compose_checked(a.overrides, a.multirun, a.retrieval_only)
+    gpus = requested_gpus(a.overrides, a.multirun)
+    jobs = compose_checked(a.overrides, a.multirun, a.retrieval_only, gpus, a.gpu_memory_gb)
     retrieval = plan_jobs_retrieval(jobs, a.encode_pps)  # one row per distinct (corpus, retriever)
     print_retrieval(console, retrieval, a.encode_pps)
     if a.retrieval_only:
         if a.json:
             a.json.write_text(json.dumps({"retrieval": [asdict(r) for r in retrieval]}, indent=1))
         return 0
-    timing = step_timing(jobs, a)
-    costs = cost_jobs(jobs, a.mean_new_tokens, a.exact_tokens, timing, startup)
+    probes = None if a.no_probe else CpuProbes()
+    costs = cost_jobs(jobs, a.mean_new_tokens, a.exact_tokens, probes)
+    for c in costs:
+        c.gpus = gpus
     wall = time.perf_counter() - t0
     for c in costs:
         print_job(console, c, a.prompt_tps, a.generated_tps)
     print_totals(console, costs, a, wall)
-    print_wall_time(console, costs, timing, startup)
+    print_cpu_time(console, costs)
     powers = power_tables(console, costs, a, rates, pilot, jobs)
     if a.json:
         a.json.write_text(json.dumps(plan_json(costs, a, wall, powers, retrieval), indent=1))
@@ -91,6 +98,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "'retriever=[bm25,dense]'",
     )
     ap.add_argument("-m", "--multirun", action="store_true", help="plan every job of the sweep")
+    ap.add_argument(
+        "--gpu-memory-gb",
+        type=float,
+        default=GPU_MEMORY_GB,
+        help="memory of each GPU a launcher requests (default %(default)g: an 80 GB H100 / A100); a job "
+        "whose weights exceed its GPUs' memory is refused",
+    )
     ap.add_argument("--prompt-tps", type=float, default=PROMPT_TPS, help="prefill tokens/s per GPU")
     ap.add_argument("--generated-tps", type=float, default=GENERATED_TPS, help="decode tokens/s per GPU")
     ap.add_argument(
@@ -107,19 +121,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     ap.add_argument("--json", type=Path, default=None, help="also write the plan to this JSON file")
     ap.add_argument(
-        "--timing-budget",
-        type=float,
-        default=60.0,
-        metavar="S",
-        help="seconds this plan may spend timing steps on this machine (default %(default)g): per step its "
-        "shortest and longest prompt and a batch for a few tokens, then one batch with the step's own "
-        "decoding parameters if that fits; nothing generated is cached",
-    )
-    ap.add_argument(
-        "--no-timing",
+        "--no-probe",
         action="store_true",
-        help="generate nothing: the wall time comes from the throughput recorded by earlier plans and "
-        "jobs on this machine, if any",
+        help="generate nothing: no CPU-time estimate (by default a model that runs on this machine's CPU "
+        "generates a few prompts once, uncached, and each step's CPU time is estimated from them)",
     )
     ap.add_argument(
         "--encode-pps",
@@ -184,55 +189,58 @@ def make_console() -> Any:
 
 
 def compose_checked(
-    overrides: list[str], multirun: bool, retrieval_only: bool
+    overrides: list[str],
+    multirun: bool,
+    retrieval_only: bool,
+    gpus: int | None = None,
+    gpu_memory_gb: float = GPU_MEMORY_GB,
 ) -> list[tuple[list[str], DictConfig]]:
-    """The jobs of ``rr [-m] overrides``; a model, dataset or file that is not here fails in one
-    line before any planning."""
+    """The jobs of ``rr [-m] overrides``; a job whose models' weights cannot fit the ``gpus`` its
+    launcher requests (:func:`check_fits`), or a model, dataset or file that is not here, fails in
+    one line before any planning."""
     from rr.preflight import check_resources
 
     jobs = compose_jobs(overrides, multirun)
-    for _, cfg in jobs:
+    for job, cfg in jobs:
+        if gpus and not retrieval_only:
+            check_fits(job, cfg, gpus, gpu_memory_gb)
         check_resources(cfg, roots=("retriever", "corpus") if retrieval_only else None)
     return jobs
 
 
-def process_age() -> float:
-    """Seconds since this process started (Linux ``/proc``; 0 elsewhere)."""
-    try:
-        ticks = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])
-        uptime = float(Path("/proc/uptime").read_text().split()[0])
-        return max(uptime - ticks / os.sysconf("SC_CLK_TCK"), 0.0)
-    except (OSError, ValueError, IndexError):
-        return 0.0
+def check_fits(job: list[str], cfg: DictConfig, gpus: int, gpu_memory_gb: float) -> None:
+    """Raise a one-line :class:`~rr.errors.UserError` when the weights of the models ``cfg`` loads
+    (:func:`~rr.cost.job_weights`, at their dtype) exceed ``gpus`` x ``gpu_memory_gb``."""
+    from rr.errors import UserError
 
-
-def step_timing(jobs: list[tuple[list[str], DictConfig]], a: argparse.Namespace) -> StepTiming:
-    """How the steps are timed (``--timing-budget`` / ``--no-timing``), recorded per machine
-    (:func:`~rr.generation.throughput.machine_dir`)."""
-    from rr.config.settings import job_settings
-    from rr.job_env import progress_enabled
-
-    store = ThroughputStore() if jobs else None  # this machine's, whatever the output folder
-    progress = progress_enabled() and bool(jobs and job_settings(jobs[0][1]).progress)
-    return StepTiming(None if a.no_timing else a.timing_budget, store, progress)
+    weights = job_weights(cfg)
+    need = sum(w.bytes for w in weights) / 1e9
+    have = gpus * gpu_memory_gb
+    if need <= have:
+        return
+    models = " + ".join(
+        f"{w.model}: {w.parameters / 1e9:.3g} B parameters ({w.source}) at {w.dtype}, {w.bytes / 1e9:.0f} GB"
+        for w in weights
+    )
+    least = math.ceil(need / gpu_memory_gb)
+    raise UserError(
+        f"job {' '.join(job) or '(defaults)'}: its weights need ~{need:.0f} GB ({models}), more than the "
+        f"{gpus} GPU(s) x {gpu_memory_gb:g} GB its launcher requests; request hydra.launcher.gpus_per_node="
+        f"{least} (vllm: with generator.tensor_parallel_size={least}), a smaller dtype or a quantization, or "
+        "pass --gpu-memory-gb for larger GPUs"
+    )
 
 
 def cost_jobs(
     jobs: list[tuple[list[str], DictConfig]],
     mean_new_tokens: float | None,
     exact_tokens: bool,
-    timing: StepTiming | None = None,
-    startup: float = 0.0,
+    probes: CpuProbes | None = None,
 ) -> list[JobCost]:
     """:func:`~rr.cost.cost_job` of each job, in order; the jobs of a sweep share the cache, so later
-    jobs hit earlier ones' requests. ``startup``: seconds a job's process takes to start, added
-    to each job's predicted wall time."""
+    jobs hit earlier ones' requests, and one probe per model."""
     planned: set[str] = set()
-    costs = [cost_job(cfg, mean_new_tokens, job, planned, exact_tokens, timing) for job, cfg in jobs]
-    for c in costs:
-        if c.wall_seconds is not None:
-            c.wall_seconds = round(c.wall_seconds + startup, 3)
-    return costs
+    return [cost_job(cfg, mean_new_tokens, job, planned, exact_tokens, probes) for job, cfg in jobs]
 
 
 def print_job(console: Any, c: JobCost, prompt_tps: float, generated_tps: float) -> None:
@@ -257,11 +265,11 @@ def print_job(console: Any, c: JobCost, prompt_tps: float, generated_tps: float)
         "new tokens",
         "over window",
         "GPU-h",
-        "time here",
+        "CPU time",
     ):
         table.add_column(col, justify="left" if col in ("step", "model") else "right")
     step_total = total(c.steps)
-    step_total.seconds = c.generation_seconds
+    step_total.cpu_seconds = c.cpu_range
     for s in [*c.steps, step_total]:
         table.add_row(
             escape(s.step + (" (estimate)" if s.estimate and s.step != "total" else "")),
@@ -280,7 +288,7 @@ def print_job(console: Any, c: JobCost, prompt_tps: float, generated_tps: float)
                 )
             ),
             f"{s.gpu_hours(prompt_tps, generated_tps):.3f}",
-            "-" if s.seconds is None else format_seconds(s.seconds),
+            "-" if s.cpu_seconds is None else format_range(*s.cpu_seconds),
         )
     console.print(table)
     if c.counters:
@@ -301,6 +309,17 @@ def print_totals(console: Any, costs: list[JobCost], a: argparse.Namespace, wall
         f"{grand.gpu_hours(a.prompt_tps, a.generated_tps):.3f} GPU-hours at {a.prompt_tps:g} prefill and "
         f"{a.generated_tps:g} decode tokens/s; planned in {wall:.1f}s"
     )
+    shapes: dict[int, list[JobCost]] = {}
+    for c in costs:
+        shapes.setdefault(c.gpus if c.gpus is not None else 1, []).append(c)
+    console.print(
+        "GPU-hours per resource shape: "
+        + "; ".join(
+            f"{n}×GPU: {total([s for c in cs for s in c.steps]).gpu_hours(a.prompt_tps, a.generated_tps):.3g} "
+            f"GPU-h ({len(cs)} job{'s' if len(cs) != 1 else ''})"
+            for n, cs in sorted(shapes.items())
+        )
+    )
     console.print(
         "prompt tokens: every prompt counted exactly (--exact-tokens)"
         if a.exact_tokens
@@ -320,43 +339,20 @@ def print_totals(console: Any, costs: list[JobCost], a: argparse.Namespace, wall
         )
 
 
-def print_wall_time(console: Any, costs: list[JobCost], timing: StepTiming, startup: float) -> None:
-    """Each job's predicted wall time on this machine and what it rests on (one line per job)."""
+def print_cpu_time(console: Any, costs: list[JobCost]) -> None:
+    """Each job's CPU time of generation on this machine, as a range, and what it was measured on."""
     from rich.markup import escape
 
-    bases = sorted({s.timed_on for c in costs for s in c.steps if s.timed_on})
     for c in costs:
-        head = f"job {c.job_id}: expected wall time on this machine "
-        if c.wall_seconds is None:
-            missing = sorted({s.step for s in c.steps if s.to_generate and s.seconds is None})
-            why = (
-                "nothing recorded for this backend on this machine (timing needs the hf backend; --no-timing "
-                "uses what earlier plans and jobs recorded)"
-                if missing
-                else "nothing to time"
-            )
-            if missing:
-                console.print(escape(head + f"unknown for {', '.join(missing)}: {why}"))
+        cpu = c.cpu_range
+        if cpu is None or not any(s.to_generate for s in c.steps):
             continue
-        generation = c.generation_seconds or 0.0
-        rest = c.wall_seconds - generation - c.model_load_seconds - startup
-        cached = (
-            f"; retrieval {format_seconds(c.retrieval_seconds)} was done by this plan and is cached for the job"
-            if c.retrieval_seconds >= 1
-            else ""
-        )
+        bases = "; ".join(sorted({s.cpu_basis for s in c.steps if s.cpu_basis}))
         console.print(
             escape(
-                head + f"~{format_seconds(c.wall_seconds)} (generation {format_seconds(generation)}, "
-                f"model load {format_seconds(c.model_load_seconds)}, start-up {format_seconds(startup)}, "
-                f"the rest of the pipeline {format_seconds(max(rest, 0.0))}{cached})"
-            )
-        )
-    if bases:
-        console.print(
-            escape(
-                f"timed on: {'; '.join(bases)} (this plan spent {format_seconds(timing.seconds)} timing; "
-                "nothing generated was cached)"
+                f"job {c.job_id}: generation on this machine's CPU {format_range(*cpu)} ({bases}; low end: "
+                "shared prefixes reused and answers as long as the probe's, high end: every answer to "
+                "max_new_tokens)"
             )
         )
 
@@ -373,20 +369,64 @@ def power_tables(
     needed exceed what the dataset holds; return its rows as dicts."""
     powers = []
     configs = {c.examples: cfg for c, (_, cfg) in zip(costs, jobs or [], strict=False)}
+    measured = measured_rates(costs, jobs or []) if pilot is None else {}
+    given: set[str] = set()  # the metrics --assumed-rate names (P alone: all of them)
+    for spec in a.assumed_rate:
+        name = spec.rpartition("=")[0]
+        given |= {name} if name else set(rates)
     for n in sorted({c.examples for c in costs}):
+        sources: dict[str, str] = {}
         if pilot is not None:
             rows, notes = power_from_pilot(
                 pilot, n, a.target_halfwidth, confidence=a.confidence, n_resamples=a.resamples
             )
         else:
-            rows, notes = power_from_rates(rates, n, a.target_halfwidth, a.confidence), []
+            used = dict(rates)
+            for m in rates:
+                if m in given:
+                    sources[m] = "--assumed-rate"
+                elif m in measured.get(n, {}):
+                    used[m], sources[m] = measured[n][m]
+                else:
+                    sources[m] = f"assumed ({rates[m]:g}: the worst case)"
+            rows, notes = power_from_rates(used, n, a.target_halfwidth, a.confidence), []
         held = None
         if n in configs and any(r.n_needed is not None and r.n_needed > n for r in rows):
             held, name = dataset_size(configs[n])
             notes = [*notes, *beyond_dataset(rows, held, name)]
-        print_power(console, rows, notes, a.confidence, a.pilot)
-        powers += [{**asdict(r), "dataset_examples": held} for r in rows]
+        print_power(console, rows, notes, a.confidence, a.pilot, sources)
+        powers += [{**asdict(r), "dataset_examples": held, "rate_from": sources.get(r.metric)} for r in rows]
     return powers
+
+
+def measured_rates(
+    costs: list[JobCost], jobs: list[tuple[list[str], DictConfig]]
+) -> dict[int, dict[str, tuple[float, str]]]:
+    """Planned examples -> metric -> (rate, which job measured it), from the finished runs of the planned
+    jobs found in their output roots: ``accuracy`` and, of the job's robustness rows, the NDR / RSR /
+    ROR nearest 0.5 (the widest interval)."""
+    from rr.jobfolder import read_summary
+    from rr.resume import job_folders
+
+    ids = {c.job_id: c.examples for c in costs}
+    roots = {str(cfg.paths.output_root) for _, cfg in jobs}
+    found: dict[int, dict[str, tuple[float, str]]] = {}
+    for root in sorted(r for r in roots if Path(r).is_dir()):
+        for folder in job_folders(root):
+            summary = read_summary(folder)
+            if summary is None or summary.job_id not in ids:
+                continue
+            plural = "" if summary.examples == 1 else "s"
+            which = f"measured by job {summary.job_id} ({summary.examples} example{plural})"
+            values = {"accuracy": [summary.accuracy]} | {
+                m: [getattr(row, m) for row in summary.metrics] for m in ("ndr", "rsr", "ror")
+            }
+            for metric, vs in values.items():
+                known = [float(v) for v in vs if v is not None and math.isfinite(v)]
+                if known:
+                    rate = min(known, key=lambda v: abs(v - 0.5))
+                    found.setdefault(ids[summary.job_id], {}).setdefault(metric, (rate, which))
+    return found
 
 
 def beyond_dataset(rows: list[PowerRow], held: int, name: str) -> list[str]:
@@ -422,7 +462,7 @@ def plan_json(
         "seconds": round(wall, 3),
         "power": powers,
         "retrieval": [asdict(r) for r in retrieval],
-        "wall_seconds": [c.wall_seconds for c in costs],
+        "cpu_seconds": [c.cpu_range for c in costs],
     }
 
 
@@ -478,7 +518,12 @@ def print_retrieval(console: Any, rows: list[RetrievalPlan], encode_pps: float) 
 
 
 def print_power(
-    console: Any, rows: list[PowerRow], notes: list[str], confidence: float, pilot: str | None
+    console: Any,
+    rows: list[PowerRow],
+    notes: list[str],
+    confidence: float,
+    pilot: str | None,
+    sources: dict[str, str] | None = None,
 ) -> None:
     """The power table of :func:`plan_main` (one row per metric, per system of a pilot)."""
     from rich.markup import escape
@@ -492,7 +537,7 @@ def print_power(
     basis = (
         f"pilot {pilot}: rr report's example-level bootstrap, half-width x sqrt(n_pilot / {n})"
         if pilot
-        else "assumed rates, Wald z*sqrt(p(1-p)/n) (an upper bound for NDR / RSR / ROR)"
+        else "Wald z*sqrt(p(1-p)/n) at each metric's rate (an upper bound for NDR / RSR / ROR)"
     )
     table = Table(title=escape(f"power at {n:,} examples: {confidence:.0%} interval half-widths ({basis})"))
     target = f"examples for ±{rows[0].target:g}"
@@ -507,7 +552,7 @@ def print_power(
             target,
         ]
     else:
-        columns = ["metric", "assumed rate", "half-width", target]
+        columns = ["metric", "rate", "rate from", "half-width", target]
     for col in columns:
         table.add_column(col, justify="left" if col in ("system", "metric") else "right")
     for r in rows:
@@ -518,7 +563,8 @@ def print_power(
                 escape(r.system), r.metric, f"{r.value:.3f}", *pilot_cells, f"±{r.halfwidth:.4f}", needed
             )
         else:
-            table.add_row(r.metric, f"{r.value:.3f}", f"±{r.halfwidth:.4f}", needed)
+            source = escape((sources or {}).get(r.metric, "assumed"))
+            table.add_row(r.metric, f"{r.value:.3f}", source, f"±{r.halfwidth:.4f}", needed)
     console.print(table)
     for note in notes:
         console.print(escape(note))

@@ -13,23 +13,18 @@ from tqdm.auto import tqdm
 from rr.generation.base import Generator
 from rr.generation.cache import GenerationCache
 from rr.generation.throughput import (
-    Throughput,
-    ThroughputStore,
+    Probe,
     TimesBatches,
-    contention_words,
-    expected_contention,
+    cpu_step_range,
+    format_range,
     format_seconds,
-    median_contention,
-    prefix_sharing,
-    step_seconds,
+    probe,
+    probe_prompts,
 )
 from rr.hashing import content_hash
 from rr.records import Generation, Request
 
 log = logging.getLogger(__name__)
-
-#: New tokens of the prompt a CPU step times before it starts when nothing is recorded (:meth:`LLM.foresee`).
-PROBE_TOKENS = 3
 
 
 class PromptTooLongError(ValueError):
@@ -108,7 +103,6 @@ class LLM:
         strict_window: Raise instead of skipping a prompt that does not fit the window.
         warn_after_s: On a CPU backend that times its batches, a step predicted to take longer
             than this says so in one line before it starts (:meth:`foresee`); ``None``: never.
-        throughput: Where measured throughputs are recorded and read (``None``: nowhere).
         plan_hint: The command that shows the job's cost, named in that line.
     """
 
@@ -129,7 +123,6 @@ class LLM:
         show_progress: bool = True,
         strict_window: bool = False,
         warn_after_s: float | None = None,
-        throughput: ThroughputStore | None = None,
         plan_hint: str = "rr plan ...",
     ) -> None:
         self.generator = generator
@@ -138,7 +131,6 @@ class LLM:
         self.show_progress = show_progress
         self.strict_window = strict_window
         self.warn_after_s = warn_after_s
-        self.throughput = throughput
         self.plan_hint = plan_hint
         self.identity = generator.identity()
         self.stats = LLMStats()
@@ -150,7 +142,7 @@ class LLM:
         self._started = time.perf_counter()
         self._foreseen_s = 0.0  # predicted seconds of the steps foreseen so far (the job's warning)
         self._job_warned = False
-        self._warmed = False  # the backend's first batch in this process (one-off costs) is behind it
+        self._probe: Probe | None = None  # the backend's probe, timed before its first long CPU step
 
     def sibling(self, generator: Generator, cache: GenerationCache) -> LLM:
         """An LLM of the same kind and settings for another model (judges, rewriters)."""
@@ -161,7 +153,6 @@ class LLM:
             show_progress=self.show_progress,
             strict_window=self.strict_window,
             warn_after_s=self.warn_after_s,
-            throughput=self.throughput,
             plan_hint=self.plan_hint,
         )
 
@@ -286,69 +277,43 @@ class LLM:
         raise RuntimeError(f"request {key} was generated but is not in the generation cache")
 
     def foresee(self, step: str, prepared: PreparedStep, misses: list[str]) -> None:
-        """Before a step of more than one batch on a CPU backend that times its batches: predict its
-        wall time and, above :attr:`warn_after_s`, say so in one line (expected time, :attr:`plan_hint`).
+        """Before a step of more than one batch on a CPU backend that times its batches: estimate its
+        wall time and, when the middle of the range is above :attr:`warn_after_s`, say so in one line
+        (the range, what it was measured on, :attr:`plan_hint`).
 
-        The throughput is the one recorded for this backend on this machine (by ``rr plan`` or an
-        earlier step or job); without one, the step's median-length prompt is run alone for
-        :data:`PROBE_TOKENS` new tokens and timed (its output is dropped: nothing the step
-        generates changes), and decode is taken to run to ``max_new_tokens`` (an upper bound).
+        The estimate comes from one probe per backend (:func:`~rr.generation.throughput.probe`: a
+        batch of the step's median-length prompts for a few new tokens, outputs dropped), timed
+        before the first step that needs it (:meth:`~rr.generation.throughput.Probe.step_range`).
+        Steps each under the threshold that are over it together say so once.
         """
         gen = self.generator
         if self.warn_after_s is None or not isinstance(gen, TimesBatches) or len(misses) <= gen.batch_size:
             return
         if not gen.runs_on_cpu():
             return
-        tp = self.throughput.get(gen.throughput_key()) if self.throughput is not None else None
-        share = None
-        if tp is None:
-            probe = sorted(misses, key=lambda k: len(prepared.prompt(k)))[len(misses) // 2]
-            params = prepared.request(probe).params
-            params = replace(params, max_new_tokens=min(params.max_new_tokens, PROBE_TOKENS))
-            before = len(gen.batch_timings)
-            gen.generate([prepared.prompt(probe)], params)
-            probed = gen.batch_timings[before:]
-            tp, share = Throughput.from_timings(probed), 1.0
-            tp = tp.at(median_contention(probed)) if tp is not None else None
-            del gen.batch_timings[before:]  # not the step's own work
-            self._warmed = True
-            if tp is None:
-                return
-        else:
-            # At the contention this process's last 3 batches met, else the machine's now: a record
-            # fitted while other processes shared the cores is the machine's alone.
-            if tp.alone:
-                threads = int(gen.throughput_key().get("threads") or 1)
-                tp = tp.at(expected_contention(gen.batch_timings[-3:], threads))
         prompts = [prepared.prompt(k) for k in sorted(misses, key=prepared.prompt)]  # as sent
         lengths = self.count_tokens_cached(prompts)
+        if self._probe is None:
+            params = prepared.request(misses[0]).params
+            self._probe = probe(gen, step, probe_prompts(prompts, lengths, gen.batch_size), params)
+            if self._probe is None:
+                return
         max_new = max(prepared.request(k).params.max_new_tokens for k in misses)
-        shared, batched = prefix_sharing(gen, prompts, lengths)
-        seconds = step_seconds(
-            lengths,
-            tp,
-            gen.batch_size,
-            self.flush_every,
-            max_new,
-            share,
-            shared=shared,
-            batched_prefixes=batched,
-        )
-        basis = "recorded on this machine" if tp.source == "recorded" else "timed on 1 prompt"
-        if tp.contention >= 1.05:
-            basis += f", at {contention_words(tp.contention)}"
+        low, high = cpu_step_range(gen, self._probe, prompts, lengths, max_new, self.flush_every)
+        seconds = (low + high) / 2
+        basis = f"{self._probe.words()}; high end: every answer to max_new_tokens"
         so_far = max(self._foreseen_s, time.perf_counter() - self._started)
         self._foreseen_s = so_far + seconds
         if seconds <= self.warn_after_s < so_far + seconds and not self._job_warned:
             # steps under the threshold each, over it together: said once per job
             self._job_warned = True
             log.warning(
-                "%s: the job is expected to take ~%s of generation on the CPU with this step's ~%s "
-                "(%d prompts, %s), over the %s a step may take before a warning; `%s` shows the cost of "
+                "%s: the job is expected to take ~%s of generation on the CPU with this step's %s "
+                "(%d prompts; %s), over the %s a step may take before a warning; `%s` shows the cost of "
                 "every step before running it",
                 step,
                 format_seconds(so_far + seconds),
-                format_seconds(seconds),
+                format_range(low, high),
                 len(misses),
                 basis,
                 format_seconds(self.warn_after_s),
@@ -357,33 +322,14 @@ class LLM:
         if seconds > self.warn_after_s:
             self._job_warned = True
             log.warning(
-                "%s: %d prompts to generate on the CPU, expected ~%s (%s); `%s` shows the cost of "
+                "%s: %d prompts to generate on the CPU, expected %s (%s); `%s` shows the cost of "
                 "every step before running it",
                 step,
                 len(misses),
-                format_seconds(seconds),
+                format_range(low, high),
                 basis,
                 self.plan_hint,
             )
-
-    def record_throughput(self, step: str, since: int) -> None:
-        """Record the throughput of the batches generated since index ``since`` of the backend's
-        timings, for later jobs and plans on this machine (:class:`ThroughputStore`)."""
-        gen = self.generator
-        if self.throughput is None or not isinstance(gen, TimesBatches):
-            return
-        timings = list(gen.batch_timings[since:])
-        if not self._warmed and len(timings) > 1:
-            timings = timings[1:]  # the process's first batch paid one-off costs no later batch pays
-        self._warmed = self._warmed or bool(timings)
-        if sum(t.rows for t in timings) >= 2:
-            # Pooled with what was recorded before (rr plan's timed batches, earlier steps and jobs)
-            # and fitted as rr plan fits: the next check uses the same model as the plan.
-            key = gen.throughput_key()
-            pool = [*self.throughput.timings(key), *timings]
-            tp = Throughput.from_timings(pool)
-            if tp is not None:
-                self.throughput.put(key, tp, f"job step {step}", pool)
 
     def generate(self, requests: list[Request], step: str = "generate") -> list[Generation]:
         """One :class:`Generation` per request, same order; identical requests are sent once."""
@@ -404,7 +350,6 @@ class LLM:
             unit="prompt",
             disable=not self.show_progress or not misses,
         )
-        timed = len(self.generator.batch_timings) if isinstance(self.generator, TimesBatches) else 0
         self.foresee(step, prepared, misses)
         for group in by_params.values():
             params = prepared.request(group[0]).params
@@ -415,7 +360,6 @@ class LLM:
                 )
                 self.cache.put_many(zip(chunk, completions, strict=True))
         bar.close()
-        self.record_throughput(step, timed)
         out = self.generations(prepared, hits)
         dt = time.perf_counter() - t0
         s = self.stats

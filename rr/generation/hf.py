@@ -14,7 +14,7 @@ from rr.generation.base import Completion, ConfiguredDecoding, check_local_model
 from rr.generation.cpu_attention import use_cpu_gqa_attention
 from rr.generation.hf_prefix import PrefixPrefill, generate_batch, prefix_order
 from rr.generation.parallel import FabricPool
-from rr.generation.throughput import BatchTiming, ContentionSampler
+from rr.generation.throughput import BatchTiming
 from rr.job_env import torch_device
 from rr.model_identity import local_identity
 from rr.records import GenerationParams, Request
@@ -246,17 +246,6 @@ class HFGenerator(ConfiguredDecoding):
         ``data_parallel`` > 1 the batches run in worker processes and are not timed)."""
         return self._resolve_device() == "cpu" and self.data_parallel == 1
 
-    def throughput_key(self) -> dict:
-        """What this backend's speed depends on (:class:`~rr.generation.throughput.ThroughputStore`)."""
-        import torch
-
-        return {
-            "model": self.identity(),
-            "device": self._resolve_device(),
-            "threads": torch.get_num_threads(),
-            "data_parallel": self.data_parallel,
-        }
-
     def load(self) -> Any:
         """Load the model (once). Called by :meth:`generate`; public for benchmarks."""
         if self._model is None:
@@ -434,9 +423,8 @@ class HFGenerator(ConfiguredDecoding):
         if not params.greedy and params.seed is not None:
             torch.manual_seed(params.seed)
         model, tok = self.load(), self.tokenizer
-        # contention: only a CPU model competes with other processes' threads for its cores
         finished = {tok.pad_token_id, *_eos_ids(model, tok)}
-        return BatchWatch(progress, rows, finished, self.runs_on_cpu(), torch.get_num_threads())
+        return BatchWatch(progress, rows, finished)
 
     def _completions(
         self, new_tokens: Any, idx: list[int], prompt_tokens: Sequence[int], out: list[Completion | None]
@@ -542,9 +530,7 @@ class BatchWatch:
     every row (``finished`` ids: EOS or padding, which a row gets once it ended), then :meth:`end`.
     """
 
-    def __init__(
-        self, progress: Any, rows: int, finished: set[Any], on_cpu: bool = True, threads: int = 1
-    ) -> None:
+    def __init__(self, progress: Any, rows: int, finished: set[Any]) -> None:
         self.progress = progress
         self.rows = rows
         self.finished = {i for i in finished if i is not None}
@@ -557,11 +543,6 @@ class BatchWatch:
         self._shown = 0.0
         self.n_layers = 0
         self._layers = 0
-        #: How many threads compete for the cores while the batch runs (sampled at each step).
-        self.contention = ContentionSampler(threads)
-        self._on_cpu = on_cpu
-        if on_cpu:
-            self.contention.sample()
 
     def layer_done(self, *_: Any) -> None:
         """A decoder layer finished a forward pass: during the prefill, show how far it is."""
@@ -587,8 +568,6 @@ class BatchWatch:
 
     def put(self, value: Any) -> None:
         now = time.perf_counter()
-        if self._on_cpu:
-            self.contention.sample()
         if not self._prompt_seen:  # the prompt ids
             self._prompt_seen, self.t_start = True, now
             return
@@ -628,5 +607,4 @@ class BatchWatch:
             steps=self.steps,
             decode_s=self.t_end - self.t_first,
             max_new_tokens=max_new_tokens,
-            contention=self.contention.contention(),
         )
