@@ -510,9 +510,9 @@ def fixed_overrides(overrides: list[str]) -> list[str]:
     return [str(o.input_line) for o in parsed if not o.is_sweep_override()]
 
 
-def requested_gpus(overrides: list[str], multirun: bool, config_dir: str | None = None) -> int | None:
-    """GPUs per job that the launcher of ``rr -m overrides`` requests (``hydra.launcher.gpus_per_node``:
-    one value for every job of the sweep); ``None`` outside a multirun or for a launcher that names none."""
+def launcher_gpus(overrides: list[str], multirun: bool, config_dir: str | None = None) -> int | None:
+    """GPUs per job that the launcher of ``rr -m overrides`` requests (``hydra.launcher.gpus_per_node``,
+    before a job's ``resources.gpus``); ``None`` outside a multirun or for a launcher that requests none."""
     from hydra import compose
 
     from rr.config.composition import hydra_context
@@ -522,7 +522,7 @@ def requested_gpus(overrides: list[str], multirun: bool, config_dir: str | None 
     with hydra_context(config_dir):
         hcfg = compose("config", overrides=fixed_overrides(overrides), return_hydra_config=True)
     gpus = OmegaConf.select(hcfg, "hydra.launcher.gpus_per_node", default=None)
-    return None if gpus is None else int(gpus)
+    return int(gpus) if gpus else None
 
 
 #: Bytes per weight at a generator's ``dtype`` (``auto``: 16 bits, what a GPU loads) and, for vLLM, its

@@ -37,13 +37,13 @@ def test_plan_matches_the_real_job_then_sees_its_cache(tmp_path: Path) -> None:
     assert not list((tmp_path / "cache").glob("generations/*/*.jsonl"))  # nothing generated or cached
     t = total(before.steps)
     real = run_job(cfg, Path(cfg.paths.output_root) / "job").summary
-    assert [s.step for s in before.steps] == [s["step"] for s in real["generation_steps"]]
-    assert t.requests == real["requests"] == 1 * (1 + 2 * 2)
-    assert t.unique == real["unique_requests"] and t.to_generate == real["model_calls"] and t.cached == 0
-    assert t.prompt_tokens == real["prompt_tokens_generated_for"]  # the real tokenizer, exactly
+    assert [s.step for s in before.steps] == [s.step for s in real.generation_steps]
+    assert t.requests == real.requests == 1 * (1 + 2 * 2)
+    assert t.unique == real.unique_requests and t.to_generate == real.model_calls and t.cached == 0
+    assert t.prompt_tokens == real.prompt_tokens_generated_for  # the real tokenizer, exactly
     assert t.new_tokens == 4 * t.to_generate  # max_new_tokens: the upper bound
-    assert real["completion_tokens"] <= t.new_tokens
-    assert before.rows == real["rows"] and not t.estimate
+    assert real.completion_tokens <= t.new_tokens
+    assert before.rows == real.rows and not t.estimate
     # estimates for every RAG prompt (all far below the window), exact for the closed-book one;
     # for rag_qa.j2 and SmolLM2 the estimate equals the exact count
     assert (t.estimated_prompts, estimated.estimated_prompts) == (0, t.to_generate - 1)
@@ -52,7 +52,7 @@ def test_plan_matches_the_real_job_then_sees_its_cache(tmp_path: Path) -> None:
     # issue 51: the plan's power table takes the rates this job measured, and says so
     from rr.commands.plan import measured_rates
 
-    rate, which = measured_rates([before], [([], cfg)])[1]["accuracy"]
+    rate, which = measured_rates([before], [([], cfg)], ["accuracy"])[1]["accuracy"]
     assert rate == real.accuracy and which == f"measured by job {real.job_id} (1 example)"
 
     after = total(cost_job(cfg, mean_new_tokens=2.5).steps)
@@ -313,23 +313,24 @@ def test_plan_refuses_a_job_whose_weights_cannot_fit_its_gpus(tmp_path: Path, ca
     code, _, err = rr_main(["plan", *big, *SMALL, f"paths.output_root={tmp_path}"], capsys)
     lines = [ln for ln in err.splitlines() if ln.strip() and not ln.startswith("[")]
     assert code == 2 and len(lines) == 1, err[-3000:]
-    assert "its weights need ~140 GB" in lines[0] and "1 GPU(s) x 80 GB its launcher requests" in lines[0]
-    assert "hydra.launcher.gpus_per_node=2" in lines[0]
-    # two GPUs hold it: the plan goes on (and stops at the model not being in this machine's cache)
-    code, _, err = rr_main(
-        ["plan", *big, "hydra.launcher.gpus_per_node=2", *SMALL, f"paths.output_root={tmp_path}"], capsys
-    )
-    assert code == 2 and "its weights need" not in err and "not in the local cache" in err
+    assert "its weights need ~140 GB" in lines[0] and "1 GPU(s) x 80 GB it requests" in lines[0]
+    assert "resources.gpus=2" in lines[0]
+    # two GPUs hold it (the job's resources.gpus, or the launcher's): the plan goes on (and stops at
+    # the model not being in this machine's cache)
+    for two in ("resources.gpus=2", "hydra.launcher.gpus_per_node=2"):
+        code, _, err = rr_main(["plan", *big, two, *SMALL, f"paths.output_root={tmp_path}"], capsys)
+        assert code == 2 and "its weights need" not in err and "not in the local cache" in err
     # fp32 doubles the bytes: 280 GB on 2 x 80 GB is refused again
-    code, _, err = rr_main(
-        ["plan", *big, "hydra.launcher.gpus_per_node=2", "generator.dtype=float32", *SMALL], capsys
-    )
+    code, _, err = rr_main(["plan", *big, "resources.gpus=2", "generator.dtype=float32", *SMALL], capsys)
     assert code == 2 and "its weights need ~280 GB" in err
+    # a launcher that requests no GPU refuses nothing (slurm_cpu: 0)
+    code, _, err = rr_main(["plan", "-m", "hydra/launcher=slurm_cpu", *big[2:], *SMALL], capsys)
+    assert "its weights need" not in err
 
 
 def test_plan_prints_gpu_hours_per_resource_shape(tmp_path: Path, capsys) -> None:
     out = tmp_path / "plan.json"
-    sweep = ["-m", "hydra/launcher=slurm", "hydra.launcher.gpus_per_node=2", "seed=0,1"]
+    sweep = ["-m", "hydra/launcher=slurm", "resources.gpus=2", "seed=0,1"]
     code, stdout, err = rr_main(
         ["plan", "--no-probe", "--json", str(out), *sweep, *SMALL, f"paths.output_root={tmp_path}"], capsys
     )

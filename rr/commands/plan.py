@@ -40,8 +40,8 @@ from rr.cost import (
     cost_job,
     dataset_size,
     job_weights,
+    launcher_gpus,
     plan_jobs_retrieval,
-    requested_gpus,
     total,
 )
 from rr.generation.throughput import format_range
@@ -66,8 +66,8 @@ def plan_main(argv: list[str]) -> int:
         return 2
     t0 = time.perf_counter()
     console = make_console()
-    gpus = requested_gpus(a.overrides, a.multirun)
-    jobs = compose_checked(a.overrides, a.multirun, a.retrieval_only, gpus, a.gpu_memory_gb)
+    launcher = launcher_gpus(a.overrides, a.multirun)
+    jobs = compose_checked(a.overrides, a.multirun, a.retrieval_only, launcher, a.gpu_memory_gb)
     retrieval = plan_jobs_retrieval(jobs, a.encode_pps)  # one row per distinct (corpus, retriever)
     print_retrieval(console, retrieval, a.encode_pps)
     if a.retrieval_only:
@@ -76,8 +76,8 @@ def plan_main(argv: list[str]) -> int:
         return 0
     probes = None if a.no_probe else CpuProbes()
     costs = cost_jobs(jobs, a.mean_new_tokens, a.exact_tokens, probes)
-    for c in costs:
-        c.gpus = gpus
+    for c, (_, cfg) in zip(costs, jobs, strict=True):
+        c.gpus = job_gpus(cfg, launcher)
     wall = time.perf_counter() - t0
     for c in costs:
         print_job(console, c, a.prompt_tps, a.generated_tps)
@@ -192,20 +192,34 @@ def compose_checked(
     overrides: list[str],
     multirun: bool,
     retrieval_only: bool,
-    gpus: int | None = None,
+    launcher: int | None = None,
     gpu_memory_gb: float = GPU_MEMORY_GB,
 ) -> list[tuple[list[str], DictConfig]]:
-    """The jobs of ``rr [-m] overrides``; a job whose models' weights cannot fit the ``gpus`` its
-    launcher requests (:func:`check_fits`), or a model, dataset or file that is not here, fails in
-    one line before any planning."""
+    """The jobs of ``rr [-m] overrides``; on a ``launcher`` that requests GPUs (its ``gpus_per_node``),
+    a job whose models' weights cannot fit the GPUs it requests (:func:`check_fits`), or a model,
+    dataset or file that is not here, fails in one line before any planning."""
     from rr.preflight import check_resources
 
     jobs = compose_jobs(overrides, multirun)
     for job, cfg in jobs:
-        if gpus and not retrieval_only:
-            check_fits(job, cfg, gpus, gpu_memory_gb)
+        if launcher and not retrieval_only:
+            check_fits(job, cfg, job_gpus(cfg, launcher), gpu_memory_gb)
         check_resources(cfg, roots=("retriever", "corpus") if retrieval_only else None)
     return jobs
+
+
+def job_gpus(cfg: DictConfig, launcher: int | None) -> int:
+    """The GPUs ``cfg``'s job requests: on a ``launcher`` that requests GPUs, its ``resources.gpus``
+    if set, else the launcher's ``gpus_per_node`` (:func:`rr.commands.slurm.shaped_params`); elsewhere
+    ``resources.gpus`` (what it would request), else 1."""
+    from omegaconf import OmegaConf
+
+    from rr.commands.slurm import shaped_params
+
+    own = OmegaConf.select(cfg, "resources.gpus", default=None)
+    if launcher:
+        return int(shaped_params({"gpus_per_node": launcher}, own)["gpus_per_node"])
+    return int(own) if own else 1
 
 
 def check_fits(job: list[str], cfg: DictConfig, gpus: int, gpu_memory_gb: float) -> None:
@@ -225,9 +239,9 @@ def check_fits(job: list[str], cfg: DictConfig, gpus: int, gpu_memory_gb: float)
     least = math.ceil(need / gpu_memory_gb)
     raise UserError(
         f"job {' '.join(job) or '(defaults)'}: its weights need ~{need:.0f} GB ({models}), more than the "
-        f"{gpus} GPU(s) x {gpu_memory_gb:g} GB its launcher requests; request hydra.launcher.gpus_per_node="
-        f"{least} (vllm: with generator.tensor_parallel_size={least}), a smaller dtype or a quantization, or "
-        "pass --gpu-memory-gb for larger GPUs"
+        f"{gpus} GPU(s) x {gpu_memory_gb:g} GB it requests; request resources.gpus={least} (vllm: with "
+        f"generator.tensor_parallel_size={least}), a smaller dtype or a quantization, or pass "
+        "--gpu-memory-gb for larger GPUs"
     )
 
 
@@ -311,7 +325,7 @@ def print_totals(console: Any, costs: list[JobCost], a: argparse.Namespace, wall
     )
     shapes: dict[int, list[JobCost]] = {}
     for c in costs:
-        shapes.setdefault(c.gpus if c.gpus is not None else 1, []).append(c)
+        shapes.setdefault(c.gpus or 1, []).append(c)
     console.print(
         "GPU-hours per resource shape: "
         + "; ".join(
@@ -369,7 +383,7 @@ def power_tables(
     needed exceed what the dataset holds; return its rows as dicts."""
     powers = []
     configs = {c.examples: cfg for c, (_, cfg) in zip(costs, jobs or [], strict=False)}
-    measured = measured_rates(costs, jobs or []) if pilot is None else {}
+    measured = measured_rates(costs, jobs or [], list(rates)) if pilot is None else {}
     given: set[str] = set()  # the metrics --assumed-rate names (P alone: all of them)
     for spec in a.assumed_rate:
         name = spec.rpartition("=")[0]
@@ -400,11 +414,11 @@ def power_tables(
 
 
 def measured_rates(
-    costs: list[JobCost], jobs: list[tuple[list[str], DictConfig]]
+    costs: list[JobCost], jobs: list[tuple[list[str], DictConfig]], metrics: list[str]
 ) -> dict[int, dict[str, tuple[float, str]]]:
     """Planned examples -> metric -> (rate, which job measured it), from the finished runs of the planned
-    jobs found in their output roots: ``accuracy`` and, of the job's robustness rows, the NDR / RSR /
-    ROR nearest 0.5 (the widest interval)."""
+    jobs found in their output roots: of the values of each of ``metrics`` in the job's summary and its
+    robustness rows, the one nearest 0.5 (the widest interval)."""
     from rr.jobfolder import read_summary
     from rr.resume import job_folders
 
@@ -418,11 +432,12 @@ def measured_rates(
                 continue
             plural = "" if summary.examples == 1 else "s"
             which = f"measured by job {summary.job_id} ({summary.examples} example{plural})"
-            values = {"accuracy": [summary.accuracy]} | {
-                m: [getattr(row, m) for row in summary.metrics] for m in ("ndr", "rsr", "ror")
-            }
-            for metric, vs in values.items():
-                known = [float(v) for v in vs if v is not None and math.isfinite(v)]
+            for metric in metrics:
+                vs = [
+                    getattr(summary, metric, None),
+                    *(getattr(row, metric, None) for row in summary.metrics),
+                ]
+                known = [float(v) for v in vs if isinstance(v, int | float) and math.isfinite(v)]
                 if known:
                     rate = min(known, key=lambda v: abs(v - 0.5))
                     found.setdefault(ids[summary.job_id], {}).setdefault(metric, (rate, which))
