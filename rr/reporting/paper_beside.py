@@ -37,6 +37,7 @@ from rr.reporting.paper_match import (
     setting_keys,
 )
 from rr.reporting.registry import Item, ReportTable, SectionSkipped, section
+from rr.reporting.run_identity import NOT_VERIFIED
 
 # ----------------------------------------------------------------------------- the section
 
@@ -115,7 +116,12 @@ def paper_beside(df: pd.DataFrame, ctx: ReportContext) -> Iterator[Item]:
             f"small-sample interval; verdict: {INSIDE!r} / {OUTSIDE!r} (relation > or <: the paper states a "
             f"bound, and the verdict says whether the interval reaches its side) / {NO_MATCH!r} (differs: the "
             f"nearest job and the keys it differs in, as this run vs the paper) / {OUT_OF_REACH!r} (differs says "
-            "why). Here: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) + "."
+            f"why) / {NOT_VERIFIED!r} (a local folder whose config.json names the paper's model while its weights' "
+            "parameter count does not bear it out, or cannot be counted: no verdict); identity: where the matched "
+            "(or nearest) job's model identity came from (the hub id and commit, the model the server reported, a "
+            "local folder's claim and its check). Here: "
+            + ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
+            + "."
         ),
     )
     yield ReportTable(
@@ -153,7 +159,7 @@ def console_lines(outcomes: list) -> list[str]:  # list[SectionOutcome]
             lines.append(f"  {paper}: " + ", ".join(f"{n} {v}" for v, n in counts.items()))
         for v in values[values["verdict"].isin([INSIDE, OUTSIDE])].itertuples(index=False):
             lines.append(
-                f"    {v.paper} {v.location} {v.model} (run: {v.run_model}) {v.metric} [{v.setting}]: paper "
+                f"    {v.paper} {v.location} {v.model} (run: {v.identity}) {v.metric} [{v.setting}]: paper "
                 f"{v.paper_value}, rr {v.rr:.3f} [{v.rr_ci_low:.3f}, {v.rr_ci_high:.3f}]: {v.verdict}"
             )
     nearest = items["paper_nearest"].df  # type: ignore[union-attr]

@@ -15,6 +15,7 @@ small-sample intervals ``rr report`` prints everywhere) and a verdict: *inside t
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from omegaconf import OmegaConf
 
 from rr.analysis.intervals import CI_HIGH, CI_LOW
 from rr.metrics import SPECS, Estimate
@@ -32,6 +34,9 @@ from rr.papers import APPROX_TOLERANCE, paper_values, parse_setting
 from rr.papers.settings import JOB_KEYS
 from rr.perturbations.base import PerturbationTag
 from rr.reporting.loading import ReportContext
+from rr.reporting.run_identity import NOT_VERIFIED, RunIdentity, run_identity
+
+log = logging.getLogger(__name__)
 
 INSIDE, OUTSIDE, NO_MATCH = "inside the interval", "outside", "no matching setting in this run"
 NOT_MEASURED = "not measured in this run"
@@ -415,17 +420,41 @@ def setting_keys(values: pd.DataFrame) -> set[str]:
     return keys
 
 
+def job_identities(ctx: ReportContext) -> dict[str, RunIdentity]:
+    """job id -> what its model verifiably is (:func:`rr.reporting.run_identity.run_identity` of its
+    ``summary.json`` ``model`` and ``public_model`` and its config's ``generator.model_name``), computed once
+    per report; a label contradicting the recorded model is warned about (the log, ``ctx.notes``)."""
+
+    def compute() -> dict[str, RunIdentity]:
+        out = {}
+        for job in ctx.jobs:
+            try:
+                cfg = job.config()
+            except Exception:  # noqa: BLE001 (a torn config: no label read)
+                cfg = None
+            label = OmegaConf.select(cfg, "generator.model_name", default=None) if cfg is not None else None
+            loaded = str(job.summary.model_id or "")
+            ident = run_identity(job.summary.model, str(job.summary.public_model or loaded), label)
+            if ident.warning:
+                log.warning("job %s: %s", job.job_id, ident.warning)
+                ctx.notes.append(f"job {job.job_id}: {ident.warning}")
+            out[job.job_id] = ident
+        return out
+
+    return ctx.shared("paper_match.identities", compute)  # type: ignore[no-any-return]
+
+
 def job_model_ids(ctx: ReportContext) -> dict[str, tuple[str, str]]:
-    """job id -> (the public model it recorded, the model id it loaded): ``summary.json``'s
-    ``public_model`` (:func:`rr.generation.base.public_model`) and ``model.model_id``; a job that
-    recorded no public model (written before it was) is its loaded id; jobs with neither are left out."""
-    out = {}
-    for job in ctx.jobs:
-        loaded = str(job.summary.model_id or "")
-        public = str(job.summary.public_model or loaded)
-        if public or loaded:
-            out[job.job_id] = (public, loaded)
-    return out
+    """job id -> (the model it verifiably is, the same again as the id it loaded):
+    :func:`job_identities`' ``model`` (a server-reported snapshot, a hub id, a local folder's claim;
+    "" for a contradicted label, which matches nothing); jobs that recorded no model are left out. The id
+    a job asked for (an API alias, ``gpt-4o``; a folder's path) is not matched: only what it was."""
+    identities = job_identities(ctx)
+    return {
+        job.job_id: (identities[job.job_id].model,) * 2
+        for job in ctx.jobs
+        if job.summary.model_id or job.summary.public_model
+    }
 
 
 def job_settings(ctx: ReportContext) -> dict[str, dict[str, str | None] | None]:
@@ -459,6 +488,11 @@ def compare_values(
     value no part of the run matches, the nearest job and the keys it differs in (``differs``)."""
     values = paper_values() if values is None else values
     index = index or RunIndex(scores, job_model_ids(ctx), setting_keys(values), job_settings(ctx))
+    identities = job_identities(ctx)
+
+    def identity(jobs: list[str]) -> str:
+        return "; ".join(dict.fromkeys(identities[j].source for j in jobs if j in identities))
+
     out = []
     for v in values.itertuples(index=False):
         rec: dict[str, object] = {
@@ -479,10 +513,12 @@ def compare_values(
             "jobs": "",
             "verdict": NO_MATCH,
             "differs": "",
+            "identity": "",
         }
         cells = index.match(v)
         if cells.empty:
             job, diffs = index.nearest(v)
+            rec["identity"] = identity([job])
             if v.out_of_reach:
                 rec["verdict"] = OUT_OF_REACH
             if diffs:
@@ -500,6 +536,11 @@ def compare_values(
         jobs = sorted(set(cells["job_id"].astype(str)))
         rec["jobs"] = ",".join(jobs)
         rec["run_model"] = ",".join(sorted({index.models[j][0] for j in jobs}))
+        rec["identity"] = identity(jobs)
+        if any(j in identities and not identities[j].verified for j in jobs):
+            rec["verdict"] = NOT_VERIFIED  # a folder that only claims to be the paper's model: no verdict
+            out.append(rec)
+            continue
         conditions, params = split_setting(parse_setting(v.setting))
         params = {k: p for k, p in params.items()}
         rows = index.rows_of(cells)
