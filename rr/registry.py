@@ -35,9 +35,10 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import inspect
+import pkgutil
 import types
 import typing
-from collections.abc import Callable, Iterable, Iterator, MutableMapping, Sequence
+from collections.abc import Callable, Iterator, MutableMapping, Sequence
 from contextlib import contextmanager
 from typing import Any, Generic, Optional, TypeVar
 
@@ -170,54 +171,31 @@ class Registry(MutableMapping[str, T]):
         return f"Registry({self.kind!r}, {sorted(self._entries)})"
 
 
-def import_builtins(modules: Iterable[str]) -> None:
-    """Import a registry's declared built-in modules, in order: their decorators (``@component``,
-    ``@register_metric``, ``@section``) register their names. Every registry filled by decorators
-    declares its tuple: :data:`COMPONENT_MODULES`, :data:`rr.metrics.registry.METRIC_MODULES`,
-    :data:`rr.reporting.registry.SECTION_MODULES`."""
-    for module in modules:
-        importlib.import_module(module)
+def import_builtins(*packages: str) -> None:
+    """Import every module of rr's ``packages`` (a package and all its submodules, walked with
+    :func:`pkgutil.walk_packages` in name order; a plain module: itself), so that the decorators in them
+    (``@component``, ``@register_metric``, ``@section``) register rr's built-in names. No list names the
+    modules: a built-in is one decorated class or function in any module of its package. Every registry
+    filled by decorators walks its packages: :data:`COMPONENT_PACKAGES` (:func:`rr.config.import_components`),
+    ``rr.metrics`` (its import) and ``rr.reporting`` (:func:`rr.reporting.registry.sections`)."""
+    for name in packages:
+        package = importlib.import_module(name)
+        for found in pkgutil.walk_packages(getattr(package, "__path__", []), prefix=f"{name}."):
+            importlib.import_module(found.name)
 
 
 #: group -> option name -> class (one :class:`Registry` per config group)
 COMPONENTS: dict[str, Registry[type]] = {}
 
-#: Modules whose import registers every built-in component (kept light: heavy libraries are
-#: imported inside the components' methods).
-COMPONENT_MODULES = (
-    "rr.data.mini",
-    "rr.data.jsonl",
-    "rr.data.hf",
-    "rr.data.corpus",
-    "rr.data.rgb",
-    "rr.data.wiki_dump",
-    "rr.data.synthetic",
-    "rr.retrieval.bm25",
-    "rr.retrieval.dense",
-    "rr.retrieval.pyserini_bm25",
-    "rr.retrieval.pyserini_faiss",
-    "rr.retrieval.oracle",
-    "rr.generation.hf",
-    "rr.generation.vllm",
-    "rr.generation.openai",
-    "rr.generation.llamacpp",
-    "rr.generation.simulated",
-    "rr.strategies.simple",
-    "rr.strategies.rgb",
-    "rr.judges.refusal",
-    "rr.judges.rgb",
-    "rr.judges.rare",
-    "rr.strategies.ownknow",
-    "rr.strategies.s2a",
-    "rr.judges.match",
-    "rr.judges.llm",
-    "rr.perturbations.none",
-    "rr.perturbations.composition",
-    "rr.perturbations.rare",
-    "rr.perturbations.typo",
-    "rr.perturbations.query_file",
-    "rr.perturbations.llm_rewrite",
-    "rr.perturbations.sure",
+#: The packages (and the module) of rr's components, one per kind; :func:`import_builtins` walks them. Their
+#: modules stay light to import: heavy libraries are imported inside the components' methods.
+COMPONENT_PACKAGES = (
+    "rr.data",
+    "rr.retrieval",
+    "rr.generation",
+    "rr.strategies",
+    "rr.judges",
+    "rr.perturbations",
     "rr.tracking",
 )
 

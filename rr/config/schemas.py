@@ -10,14 +10,13 @@ fails at compose time. A setting's default is declared here and nowhere else
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, field
 from typing import Any
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
 
-from rr.registry import COMPONENT_MODULES, COMPONENTS, schema_for
+from rr.registry import COMPONENT_PACKAGES, COMPONENTS, import_builtins, schema_for
 
 
 @dataclass
@@ -98,12 +97,12 @@ class EncodeSchema(RootSchema):
 
 
 def import_components() -> None:
-    """Import every built-in component module, then every plugin's (entry-point group
-    ``rr.components``, :mod:`rr.plugins`), so that their ``@component`` decorators run."""
+    """Import every module of rr's component packages (:data:`rr.registry.COMPONENT_PACKAGES`), then every
+    plugin's (entry-point group ``rr.components``, :mod:`rr.plugins`), so that their ``@component``
+    decorators run."""
     from rr.plugins import import_plugin_components
 
-    for mod in COMPONENT_MODULES:
-        importlib.import_module(mod)
+    import_builtins(*COMPONENT_PACKAGES)
     import_plugin_components()
 
 

@@ -16,9 +16,7 @@ more than the score table (``sure_*``, ``ql_*``): the one vocabulary of the repo
 
 from __future__ import annotations
 
-from rr.metrics import query_level, rare, rgb, spurious
 from rr.metrics.registry import (
-    METRIC_MODULES,
     METRICS,
     SPECS,
     Estimate,
@@ -33,11 +31,10 @@ from rr.metrics.registry import (
 from rr.metrics.robustness import ndr, robustness_table, ror, rsr
 from rr.registry import import_builtins
 
-import_builtins(METRIC_MODULES)  # the modules above, as every registry is filled (rr.registry)
+import_builtins("rr.metrics")  # every module of the package registers its metrics (rr.registry)
 
 __all__ = [
     "METRICS",
-    "METRIC_MODULES",
     "SPECS",
     "EstimationContext",
     "Estimate",
@@ -47,12 +44,8 @@ __all__ = [
     "get_metric",
     "get_spec",
     "ndr",
-    "query_level",
-    "rare",
     "register_metric",
-    "rgb",
     "robustness_table",
     "ror",
     "rsr",
-    "spurious",
 ]

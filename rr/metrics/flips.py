@@ -14,7 +14,7 @@ decompositions, so a flip is exactly what lowers the metric:
   are perturbed, ``C != 0`` (:func:`~rr.metrics.spurious.instance_pairs`: LR and WR instances);
 * ``query``: a perturbed query's row whose correctness differs from its original query's row
   in the same cell (k = 0 included), the per-sample change the query-level analysis correlates
-  (:func:`rr.analysis.query_level.module_deltas`), thresholded as SURE does;
+  (:func:`rr.metrics.query_level.module_deltas`), thresholded as SURE does;
 * McNemar: the cells where one system is right and another wrong on the same example
   (:func:`discordant_cells`; the off-diagonal counts of :func:`rr.stats.mcnemar_exact`).
 

@@ -8,10 +8,11 @@ interval). Report sections and the paper-beside table
 column names a spec (a test checks every row).
 
 The metric modules (:mod:`rr.metrics.robustness`, :mod:`rr.metrics.rgb`, :mod:`rr.metrics.rare`,
-:mod:`rr.metrics.spurious`) register themselves with :func:`register_metric` (a function over the
+:mod:`rr.metrics.spurious`, ...) register themselves with :func:`register_metric` (a function over the
 score table) or :func:`describe_metric` (a metric computed from more than the score table, such as the
-query-level Recall@5 from the job's runs); :mod:`rr.metrics` imports them so that :data:`METRICS`
-(name -> function) and :data:`SPECS` (name -> spec) are full once ``rr.metrics`` is imported.
+query-level Recall@5 from the job's runs); :mod:`rr.metrics` imports every module of its package
+(:func:`rr.registry.import_builtins`) so that :data:`METRICS` (name -> function) and :data:`SPECS`
+(name -> spec) are full once ``rr.metrics`` is imported.
 """
 
 from __future__ import annotations
@@ -139,16 +140,6 @@ class MetricSpec:
 def _qualname(fn: Metric) -> str:
     return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
 
-
-#: Modules whose import registers the built-in metrics and specs (:func:`rr.registry.import_builtins`,
-#: run by ``rr.metrics``'s import), in the order their names register.
-METRIC_MODULES = (
-    "rr.metrics.query_level",
-    "rr.metrics.rare",
-    "rr.metrics.rgb",
-    "rr.metrics.spurious",
-    "rr.metrics.robustness",
-)
 
 #: name -> metric function
 METRICS: Registry[Metric] = Registry("metric", Callable, key=_qualname)

@@ -20,7 +20,6 @@ if TYPE_CHECKING:
     from rr.analysis.intervals import system_by
     from rr.reporting.loading import ReportContext, load_jobs
     from rr.reporting.registry import (
-        SECTION_MODULES,
         SECTIONS,
         ReportFigure,
         ReportTable,
@@ -34,7 +33,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "SECTIONS",
-    "SECTION_MODULES",
     "Report",
     "ReportContext",
     "ReportFigure",
@@ -55,7 +53,7 @@ _HOMES = {
     **dict.fromkeys(["ReportContext", "load_jobs"], "rr.reporting.loading"),
     **dict.fromkeys(["Report", "build_report"], "rr.reporting.report"),
     **dict.fromkeys(
-        ["SECTIONS", "SECTION_MODULES", "ReportFigure", "ReportTable", "Section", "SectionSkipped"],
+        ["SECTIONS", "ReportFigure", "ReportTable", "Section", "SectionSkipped"],
         "rr.reporting.registry",
     ),
     **dict.fromkeys(["run_sections", "section", "sections"], "rr.reporting.registry"),

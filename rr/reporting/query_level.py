@@ -255,7 +255,7 @@ def correlations_section(df: pd.DataFrame, ctx: ReportContext) -> Iterator[Item]
         f"Pearson r of module changes with RAG changes (k = {k})",
         table,
         caption=(
-            "rr.analysis.query_level.module_deltas + correlations: per perturbed sample, its change from "
+            "rr.metrics.query_level.module_deltas + correlations: per perturbed sample, its change from "
             f"the original in Recall@{k} (RET), closed-book Match (CB), oracle Match (OR) and RAG Match; "
             "r and two-sided p of each with the RAG change per kind (scipy.stats.pearsonr); NaN where "
             "undefined (a constant change). Stars: * p < 0.05, ** p < 0.01, *** p < 0.001."

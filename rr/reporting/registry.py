@@ -4,8 +4,8 @@ A report's content is a list of *sections*: functions registered with :func:`sec
 ``(scores, context)`` and yield :class:`ReportTable` and :class:`ReportFigure` items. A section
 declares the columns it needs (``requires``) and, optionally, a predicate saying whether it applies
 to this table (``applies``); sections that do not apply are listed in the index as skipped, with the
-reason. Adding a section is one decorated function in any module listed in
-:data:`SECTION_MODULES` (see docs/reporting.md).
+reason. Adding a section is one decorated function in any module of :mod:`rr.reporting` (see
+docs/reporting.md): :func:`sections` imports them all.
 """
 
 from __future__ import annotations
@@ -22,17 +22,6 @@ from rr.registry import Registry, import_builtins, origin_of
 from rr.reporting.loading import ReportContext
 
 log = logging.getLogger(__name__)
-
-#: Modules whose import registers report sections (append yours; imported by :func:`sections`).
-SECTION_MODULES: list[str] = [
-    "rr.reporting.robustness",
-    "rr.reporting.perturbations",
-    "rr.reporting.comparisons",
-    "rr.reporting.query_level",
-    "rr.reporting.rgb_rare",
-    "rr.reporting.oracles_sure",
-    "rr.reporting.paper_beside",
-]
 
 
 class SectionSkipped(Exception):  # noqa: N818 (a signal, not an error)
@@ -141,8 +130,8 @@ def section(
 
 
 def sections() -> list[Section]:
-    """Every registered section (importing :data:`SECTION_MODULES` first), in report order."""
-    import_builtins(SECTION_MODULES)
+    """Every registered section (importing every module of :mod:`rr.reporting` first), in report order."""
+    import_builtins("rr.reporting")
     return sorted(SECTIONS.values(), key=lambda s: s.order)
 
 
