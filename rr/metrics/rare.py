@@ -45,7 +45,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from rr.metrics.registry import Estimate, EstimationContext, MetricSpec, mean_of, register_metric
+from rr.metrics.registry import Estimate, EstimationContext, MetricSpec, mean_of, register_metric, shown_in
 from rr.metrics.robustness import MetricUndefinedError
 from rr.perturbations.base import PerturbationTag
 
@@ -241,16 +241,12 @@ def rare_table(
     rows = []
     for key, part in df.groupby(by, sort=True) if by else [((), df)]:
         row = dict(zip(by, key if isinstance(key, tuple) else (key,), strict=True))
-        for name, fn in (
-            ("overall", overall_robustness),
-            ("query", query_robustness),
-            ("document", document_robustness),
-            ("retrieval", retrieval_robustness),
-        ):
+        for spec in shown_in("rare_robustness"):  # overall, query, document, retrieval
+            assert spec.column is not None and spec.fn is not None
             try:
-                row[name] = fn(part, doc_types)
+                row[spec.column] = spec.fn(part, doc_types)
             except MetricUndefinedError:
-                row[name] = float("nan")
+                row[spec.column] = float("nan")
         row["n_examples"] = int(part.loc[part["k"] > 0, "example_id"].nunique())
         rows.append(row)
     return pd.DataFrame(rows)
