@@ -41,6 +41,7 @@ class _SlowCPU(_Tokenizer):
         self.calls: list[tuple[int, int]] = []
         self.cpu = cpu
         self.answer_tokens = answer_tokens
+        self.prefix_counts = {"prompt_tokens": 0, "computed": 0}
 
     def runs_on_cpu(self) -> bool:
         return self.cpu
@@ -52,6 +53,7 @@ class _SlowCPU(_Tokenizer):
         self, prompts: list[str], params: GenerationParams, progress: Any = None
     ) -> list[Completion]:
         self.calls.append((len(prompts), params.max_new_tokens))
+        self.prefix_counts["prompt_tokens"] += sum(len(p.split()) for p in prompts)
         new = min(params.max_new_tokens, self.answer_tokens or params.max_new_tokens)
         for b in range(0, len(prompts), self.batch_size):
             batch = prompts[b : b + self.batch_size]
@@ -81,8 +83,10 @@ def test_the_range_of_a_step_holds_what_it_then_takes() -> None:
     assert isinstance(gen, TimesBatches)
     params = GenerationParams(max_new_tokens=40)
     found = probe(gen, "answer", _prompts("p", 2), params)
-    # warm-up (1 prompt, 2 tokens), then one batch for at most PROBE_TOKENS; both dropped
+    # warm-up (1 prompt, 2 tokens), then one batch for at most PROBE_TOKENS; both dropped, and the
+    # prefix-reuse counts the job's summary reports are left as they were
     assert gen.calls == [(1, 2), (2, PROBE_TOKENS)] and not gen.batch_timings
+    assert gen.prefix_counts == {"prompt_tokens": 0, "computed": 0}
     assert found is not None and (found.prompts, found.rows, found.steps) == (2, 2, 5)  # answers ended
     assert found.prefill_s / found.prompt_tokens == PREFILL_S and found.decode_s == 2 * STEP_S
     # the step: 5 prompts (2 full batches and 1 of one row); its true time inside the range

@@ -164,11 +164,13 @@ def probe(gen: Any, step: str, prompts: list[str], params: Any) -> Probe | None:
     """Load ``gen`` (a :class:`TimesBatches`; a no-op once loaded) and warm it up on one prompt (timed
     together: the probe's ``load_s``), then generate ``prompts`` (one batch: at
     most :data:`PROBE_PROMPTS`, for at most :data:`PROBE_TOKENS` new tokens) and time them; every
-    output and timing is dropped. ``None`` when the backend timed nothing."""
+    output, timing and prefix-reuse count (``prefix_counts``, in the job's summary) is dropped.
+    ``None`` when the backend timed nothing."""
     import time
 
     params = replace(params, max_new_tokens=min(params.max_new_tokens, PROBE_TOKENS))
     before = len(gen.batch_timings)
+    counts = dict(getattr(gen, "prefix_counts", None) or {})  # the job's prefix-reuse statistics
     t0 = time.perf_counter()
     gen.load()
     gen.generate(prompts[:1], replace(params, max_new_tokens=2))  # the first call's one-off costs
@@ -178,6 +180,8 @@ def probe(gen: Any, step: str, prompts: list[str], params: Any) -> Probe | None:
     gen.generate(prompts[:PROBE_PROMPTS], params)
     timed = list(gen.batch_timings[before:])
     del gen.batch_timings[before:]  # not the step's own work
+    if counts:
+        gen.prefix_counts.update(counts)
     steps = sum(t.steps for t in timed)
     if not timed or sum(t.prefill_s for t in timed) <= 0:
         return None
