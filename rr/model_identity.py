@@ -13,7 +13,8 @@
 * an API model (``generator=openai``): the model id its server reports answering with (a dated
   snapshot such as ``gpt-4o-2024-08-06`` behind the alias ``gpt-4o``): asked of the server once
   per process (:func:`api_reported_model`: one 1-token request), recorded per user, and the
-  recorded answer used while the server cannot be reached.
+  recorded answer used while the server cannot be reached, and by the commands that read jobs
+  (:func:`recorded_identities`: ``rr status``, ``rr report``, ``rr plan`` send no request).
 
 The job id (:func:`rr.config.identity.job_id`) adds :func:`model_identity` beside each component's ``model``,
 and :func:`content_identities` beside the tokenizers, query encoders and local indexes a component reads
@@ -27,6 +28,8 @@ import json
 import logging
 import os
 import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -73,6 +76,9 @@ _api_memo: dict[tuple[str, str, str], str | None] = {}
 API_MODELS_FILE = "api_models.json"
 #: Seconds the identity request may take (connect: 3 s), so an unreachable server costs little.
 API_TIMEOUT_S = 10.0
+#: While not empty, :func:`api_reported_model` asks no server: it answers from these (model -> the
+#: id recorded for it, innermost first), then from the per-user record (:func:`recorded_identities`).
+_recorded_only: list[Mapping[str, str]] = []
 
 
 def cache_file() -> Path:
@@ -271,6 +277,20 @@ def _ask_api_model(
     return reported if isinstance(reported, str) and reported else None
 
 
+@contextmanager
+def recorded_identities(known: Mapping[str, str] | None = None) -> Iterator[None]:
+    """Within it (or a function it decorates), :func:`api_reported_model` sends no request: an API
+    model's identity is the one ``known`` gives (model -> reported id, e.g. a job folder's
+    ``summary.json``), else the one recorded per user when a job last asked, else unknown. For the
+    commands that read jobs and never run one (``rr status``, ``rr report``, ``rr plan``): a
+    reporting command makes no call billed to the user's key (issue 52)."""
+    _recorded_only.append(dict(known or {}))
+    try:
+        yield
+    finally:
+        _recorded_only.pop()
+
+
 def api_reported_model(
     base_url: str,
     model: str,
@@ -286,10 +306,15 @@ def api_reported_model(
     prompt), with the API key read from ``api_key_env`` as the backend sends it, at most
     :data:`API_TIMEOUT_S` seconds. Each answer is recorded per user (:func:`api_models_file`);
     when the server cannot be reached or refuses (no network, 401, ...) the recorded answer is
-    returned, else ``None``. Never raises.
+    returned, else ``None``. Inside :func:`recorded_identities` nothing is asked. Never raises.
     """
     base_url = base_url.rstrip("/")
     key = (base_url, model, endpoint)
+    if _recorded_only:  # a command that reads jobs (rr status, report, plan): no request, no memo
+        for known in reversed(_recorded_only):
+            if model in known:
+                return known[model]
+        return _api_memo.get(key) or _load_cache(api_models_file()).get(f"{base_url}|{endpoint}|{model}")
     with _api_lock:  # its own lock: a slow server must not hold up file hashing in other threads
         if key not in _api_memo:
             reported = _ask_api_model(base_url, model, endpoint, api_key_env, max_tokens_field, extra_body)

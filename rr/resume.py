@@ -37,6 +37,7 @@ from rr.jobfolder import (
     read_config,
     read_summary,
 )
+from rr.model_identity import recorded_identities
 from rr.sweepfolder import (
     FAILED,
     StopMark,
@@ -90,6 +91,19 @@ def finished(output_dir: str | Path, jid: str) -> JobSummary | None:
     return summary
 
 
+def reported_models(summary: JobSummary | None) -> dict[str, str]:
+    """API model -> the id its server reported, as a job's summary recorded them (its model under
+    test and its other models): what its job id was computed with."""
+    if summary is None:
+        return {}
+    idents = [summary.model, *(m.get("model") for m in summary.other_models if isinstance(m, dict))]
+    return {
+        str(i["model_id"]): str(i["reported_model"])
+        for i in idents
+        if isinstance(i, dict) and i.get("model_id") and i.get("reported_model")
+    }
+
+
 def folder_state(folder: Path) -> JobState:
     """The state of one job folder (one that holds a ``config.yaml`` written by ``run_job``, or a
     :data:`FAILED` marker of a job that failed before it wrote one)."""
@@ -97,7 +111,8 @@ def folder_state(folder: Path) -> JobState:
     if not (folder / CONFIG_FILE).exists() and mark is not None:
         return _stopped_state(str(mark.job_id or folder.name), folder, mark)
     try:
-        jid = job_id(read_config(folder))
+        with recorded_identities(reported_models(read_summary(folder))):  # no request to any server
+            jid = job_id(read_config(folder))
     except Exception as e:  # unreadable config: report, never hide
         return JobState(folder.name, "partial", folder, f"config.yaml unreadable: {e}")
     summary = finished(folder, jid)

@@ -213,3 +213,44 @@ def test_an_unreachable_server_is_identified_by_its_recorded_answer(
     unknown = compose_config(args)
     assert "model_identity" not in semantic_config(unknown)["generator"]
     assert job_id(unknown) != answered_id
+
+
+def test_status_report_and_plan_send_no_request_to_the_server(
+    server: tuple[str, str],
+    own_api_records: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The commands that read jobs read the identity the job recorded: the proxy counts no request
+    (issue 52: `rr report` sent the identity probe, a chat completion billed to the user's key). On a
+    machine without the per-user record the job folder's own summary still gives its id."""
+    url, path = server
+    with FaultProxy(url.removesuffix("/v1"), [], alias=(ALIAS, path), answer_as="m-2024-01") as proxy:
+        args = api_job(ALIAS, proxy.base_url, tmp_path)
+        code, _, err = rr_main(args, monkeypatch, capsys)
+        assert code == 0, err[-3000:]
+        (folder,) = [p.parent for p in (tmp_path / "out").rglob("summary.json")]
+        posts = proxy.posts
+        for record in (True, False):  # this machine; another one (nothing recorded per user)
+            if not record:
+                own_api_records.unlink()
+            model_identity._api_memo.clear()  # a new process
+            code, out, err = rr_main(["status", str(tmp_path / "out")], monkeypatch, capsys)
+            assert code == 0 and "1 done" in out, out + err
+            report = [
+                "report",
+                str(tmp_path / "out"),
+                "--out",
+                str(tmp_path / f"report-{record}"),
+                "--no-site",
+            ]
+            code, out, err = rr_main(report, monkeypatch, capsys)
+            assert code == 0, err[-3000:]
+            code, out, err = rr_main(
+                ["plan", *args[:-1], f"paths.output_root={tmp_path / 'plan'}"], monkeypatch, capsys
+            )
+            assert code == 0, err[-3000:]
+            assert proxy.posts == posts, f"a reading command sent {proxy.posts - posts} request(s)"
+            if record:  # the plan names the job by the recorded identity's id (unknown elsewhere)
+                assert folder.name in out, out

@@ -45,11 +45,13 @@ from rr.cost import (
     total,
 )
 from rr.generation.throughput import format_range
+from rr.model_identity import recorded_identities
 
 #: Memory of one GPU (GB) assumed for the GPUs a launcher requests: an 80 GB H100 or A100.
 GPU_MEMORY_GB = 80.0
 
 
+@recorded_identities()  # reads jobs: asks no API server who its model is (issue 52)
 def plan_main(argv: list[str]) -> int:
     """``rr plan [options] [-m] OVERRIDES...``: requests, tokens, GPU-hours and CPU time here.
 

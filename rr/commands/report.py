@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from rr.errors import UserError
+from rr.model_identity import recorded_identities
 
 
 def default_out(paths: list[str]) -> Path:
@@ -36,6 +37,7 @@ def _report_folder_errors(out: Path) -> Iterator[None]:
         ) from e
 
 
+@recorded_identities()  # reads jobs: asks no API server who its model is (issue 52)
 def main(argv: list[str]) -> int:
     """Parse ``rr report`` arguments, build the report, print where it is; return the exit code."""
     import matplotlib

@@ -23,6 +23,7 @@ from typing import Any, TextIO
 from rr.commands.errors import user_message
 from rr.errors import UserError
 from rr.jobfolder import JobSummary
+from rr.model_identity import recorded_identities
 from rr.resume import CONFIG_FAILURE, differing_overrides, status_report
 
 OUTCOMES = ("done", "skipped", "resumed", "failed")
@@ -197,6 +198,7 @@ class SweepFailed(UserError):
         self.rows = failed
 
 
+@recorded_identities()  # reads jobs: asks no API server who its model is (issue 52)
 def status_main(argv: list[str]) -> int:
     """``rr status [DIR]``: list done / partial / failed / missing jobs below DIR (default ``outputs``).
 

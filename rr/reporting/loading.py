@@ -155,7 +155,10 @@ def load_jobs(paths: str | Path | Sequence[str | Path]) -> tuple[pd.DataFrame, R
         summary = read_summary(job_dir) or JobSummary.from_dict({})
         retrieval = None
         if (job_dir / RETRIEVAL_FILE).exists():
-            retrieval = pd.read_csv(job_dir / RETRIEVAL_FILE)
+            try:
+                retrieval = pd.read_csv(job_dir / RETRIEVAL_FILE)
+            except pd.errors.EmptyDataError:  # a closed-book-only job's: no retriever, no column
+                retrieval = pd.DataFrame(columns=["retriever", "query_perturbation", "k", "answer_recall"])
             if "query_perturbation" not in retrieval.columns:
                 retrieval["query_perturbation"] = "none"
             datasets = sorted(df["dataset"].astype(str).unique())
