@@ -315,6 +315,23 @@ def test_plan_refuses_a_job_whose_weights_cannot_fit_its_gpus(tmp_path: Path, ca
     assert code == 2 and len(lines) == 1, err[-3000:]
     assert "its weights need ~140 GB" in lines[0] and "1 GPU(s) x 80 GB it requests" in lines[0]
     assert "resources.gpus=2" in lines[0]
+    assert (
+        "generator.model=meta-llama/Llama-3.3-70B-Instruct: 70 B parameters (the size in its name)"
+        in lines[0]
+    )
+    # every model the job holds counts: an 8B model under test beside a 70B LLM judge
+    judged = [
+        "-m",
+        "hydra/launcher=slurm",
+        "seed=0,1",
+        "generator.model=meta-llama/Llama-3.1-8B-Instruct",
+    ]
+    code, _, err = rr_main(
+        ["plan", *judged, "judge=llm", "judge.generator.model=meta-llama/Llama-3.3-70B-Instruct", *SMALL],
+        capsys,
+    )
+    assert code == 2 and "its weights need ~156 GB" in err
+    assert "judge.generator.model=meta-llama/Llama-3.3-70B-Instruct" in err
     # two GPUs hold it (the job's resources.gpus, or the launcher's): the plan goes on (and stops at
     # the model not being in this machine's cache)
     for two in ("resources.gpus=2", "hydra.launcher.gpus_per_node=2"):

@@ -235,7 +235,8 @@ def check_fits(job: list[str], cfg: DictConfig, gpus: int, gpu_memory_gb: float)
     if need <= have:
         return
     models = " + ".join(
-        f"{w.model}: {w.parameters / 1e9:.3g} B parameters ({w.source}) at {w.dtype}, {w.bytes / 1e9:.0f} GB"
+        f"{w.key}.model={w.model}: {w.parameters / 1e9:.3g} B parameters ({w.source}) at {w.dtype}, "
+        f"{w.bytes / 1e9:.0f} GB"
         for w in weights
     )
     least = math.ceil(need / gpu_memory_gb)
