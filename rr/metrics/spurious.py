@@ -37,7 +37,9 @@ PAIR_KEYS = ("dataset", "generator", "strategy", *CELL_KEYS, "query_perturbation
 #: Columns identifying a closed-book answer (the Known / Unknown label).
 KNOWN_KEYS = ("dataset", "generator", "strategy", "query_perturbation", "seed", "example_id")
 SUBSETS = ("K-G", "K-N", "U-G", "U-N")
-RATES = ("LR", "RR", "WR")
+#: SURE's rates (their specs' columns) -> the change of correctness C = Y(original) - Y(perturbed) each is
+#: the share of.
+RATES = {"LR": 1, "RR": 0, "WR": -1}
 
 
 def _keys(df: pd.DataFrame, candidates: Sequence[str]) -> list[str]:
@@ -135,9 +137,7 @@ def _label_subsets(pairs: pd.DataFrame, df: pd.DataFrame) -> pd.DataFrame:
 def rates(c: pd.Series) -> dict[str, float]:
     """LR, RR, WR (shares of ``C == 1``, ``0``, ``-1``) and ``n`` of a series of ``C`` values."""
     n = len(c)
-    if n == 0:
-        return {"LR": float("nan"), "RR": float("nan"), "WR": float("nan"), "n": 0}
-    return {"LR": float((c == 1).mean()), "RR": float((c == 0).mean()), "WR": float((c == -1).mean()), "n": n}
+    return {**{r: float((c == v).mean()) if n else float("nan") for r, v in RATES.items()}, "n": n}
 
 
 def robustness_rates(
@@ -198,7 +198,8 @@ def rate_estimate(
     """The estimator of SURE's LR / RR / WR of one perturbation (``perturbation``, a tag such as
     ``style:simple``) in one subset (``K-G`` ... ``Total``): :func:`instance_pairs` of the unperturbed
     and the perturbed rows, the share of instances whose correctness C is 1 / 0 / -1."""
-    want = {"sure_lr": 1, "sure_rr": 0, "sure_wr": -1}[spec.name]
+    assert spec.column is not None
+    want = RATES[spec.column]
     part = rows[rows["doc_perturbation"].astype(str).isin(["none", perturbation])]
     if not (part["doc_perturbation"] == perturbation).any():
         return None
@@ -214,18 +215,18 @@ def rate_estimate(
 
 
 for _rate, _what, _better in (
-    ("lr", "LR: the share of instances whose correctness rises with the perturbation (C = 1)", None),
-    ("rr", "RR: the share of instances whose correctness the perturbation leaves unchanged (C = 0)", True),
-    ("wr", "WR: the share of instances whose correctness falls with the perturbation (C = -1)", False),
+    ("LR", "LR: the share of instances whose correctness rises with the perturbation (C = 1)", None),
+    ("RR", "RR: the share of instances whose correctness the perturbation leaves unchanged (C = 0)", True),
+    ("WR", "WR: the share of instances whose correctness falls with the perturbation (C = -1)", False),
 ):
     describe_metric(
         MetricSpec(
-            name=f"sure_{_rate}",
+            name=f"sure_{_rate.lower()}",
             measures=_what + " (instance_pairs of the unperturbed and the perturbed rows)",
             higher_is_better=_better,
-            printed_as=(f"sure2025: {_rate.upper()} (Tables 2, 6)",),
+            printed_as=(f"sure2025: {_rate} (Tables 2, 6)",),
             section="sure_robustness_rates",
-            column=_rate.upper(),
+            column=_rate,
             estimator=rate_estimate,
         )
     )
