@@ -205,7 +205,8 @@ def pyserini_indexes() -> Path:
     return Path(os.environ.get("PYSERINI_CACHE") or Path("~/.cache/pyserini").expanduser()) / "indexes"
 
 
-def _in_cache(res: Resource) -> bool:
+def in_cache(res: Resource) -> bool:
+    """Whether ``res`` (a hub model or dataset, a pyserini index) is in its local cache already."""
     from huggingface_hub import constants, try_to_load_from_cache
 
     if res.kind == "index":  # pyserini unpacks <url file name>.<md5>/, and the file name holds the index name
@@ -265,7 +266,7 @@ def missing_resources(resources: list[Resource]) -> list[tuple[Resource, str]]:
         elif res.kind == "file":
             if not _file_exists(res.name):
                 missing.append((res, "no such file"))
-        elif not _in_cache(res):
+        elif not in_cache(res):
             if (
                 res.kind == "index"
             ):  # pyserini downloads it from its own servers: only rr's offline mode stops it

@@ -173,3 +173,37 @@ def test_detach_without_a_slurm_sweep_is_one_line(monkeypatch, capsys) -> None:
         "rr: --detach submits a sweep to SLURM and returns: use it with `rr -m ... hydra/launcher=slurm` "
         "(or slurm_cpu); `rr status DIR` follows the jobs"
     )
+
+
+@pytest.mark.parametrize("storage", ["/project/rr-cache", ""])
+def test_the_slurm_setup_puts_every_cache_on_rr_storage_and_goes_offline(storage: str) -> None:
+    """The sbatch script's setup lines (hydra.launcher.setup), run by bash as the job would: with
+    RR_STORAGE exported by the submitting shell, the hub's, vLLM's, pyserini's, rr's and uv's caches
+    lie below it and the hub is off; without it the job's environment is left as it was."""
+    import subprocess
+
+    pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
+    setup = compose(["hydra/launcher=slurm"], return_hydra_config=True).hydra.launcher.setup
+    variables = (
+        "HF_HOME",
+        "VLLM_CACHE_ROOT",
+        "PYSERINI_CACHE",
+        "RR_MODEL_CACHE",
+        "UV_CACHE_DIR",
+        "HF_HUB_OFFLINE",
+    )
+    script = "\n".join([*setup, *(f'echo "{v}=${{{v}:-unset}}"' for v in variables)])
+    env = {"PATH": "/usr/bin:/bin", "RR_STORAGE": storage}
+    out = subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True, check=True).stdout
+    got = dict(line.split("=", 1) for line in out.split())
+    if storage:
+        assert got == {
+            "HF_HOME": f"{storage}/huggingface",
+            "VLLM_CACHE_ROOT": f"{storage}/vllm",
+            "PYSERINI_CACHE": f"{storage}/pyserini",
+            "RR_MODEL_CACHE": f"{storage}/rr-models",
+            "UV_CACHE_DIR": f"{storage}/uv",
+            "HF_HUB_OFFLINE": "1",
+        }
+    else:
+        assert set(got.values()) == {"unset"}

@@ -37,6 +37,7 @@ SUBCOMMANDS: Registry[Callable[[list[str]], int | None]] = Registry("subcommand"
 for _name, _ref in {
     "status": "rr.commands.status:status_main",
     "plan": "rr.commands.plan:plan_main",
+    "prefetch": "rr.commands.prefetch:prefetch_main",
     "encode": "rr.commands.encode:encode_main",
     "chunk-wiki": "rr.commands.chunk_wiki:main",
     "report": "rr.commands.report:main",
