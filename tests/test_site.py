@@ -254,6 +254,32 @@ def test_other_flip_filters_match_their_definitions(page: Any, sweep: dict[str, 
     assert list_rows(page) == want
 
 
+def flip_rows(site: Path, kind: str) -> set[tuple[str, str]]:
+    """(system label, example id) of every examples-list row with a cell of flip ``kind``, read from
+    the site's ``rows-*.js`` (each cell's flip-mask character, ``Index.flip_bits``) as the list's
+    flip filter reads them, without a browser."""
+    from rr.reporting.site.flips import FLIP_CHARS
+
+    index = site_data(site, "index")
+    bit = index["flip_bits"][kind]
+    out = set()
+    for f in sorted((site / "data").glob("rows-*.js")):
+        chunk = site_payload(f)
+        for ex, system, masks in zip(chunk["ex"], chunk["sys"], chunk["fl"], strict=True):
+            if any(FLIP_CHARS.index(ch) & bit for ch in masks):
+                out.add((index["systems"][system]["label"], chunk["id"][ex - chunk["ex0"]]))
+    return out
+
+
+@pytest.mark.parametrize("kind", ["ndr", "ror", "query"])
+def test_the_rows_flip_masks_are_the_flips_computed_from_the_score_table(
+    sweep: dict[str, Any], kind: str
+) -> None:
+    """The data behind the flip filters (the browser tests above): in the fast tier (make check)."""
+    want = expected_flips(sweep["scores"], kind)
+    assert want and flip_rows(sweep["site"], kind) == want
+
+
 @pytest.fixture(scope="module")
 def three_orders(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """A small site of synthetic rows: two retrievers, k in {5, 10, 25}, three orders."""
