@@ -36,6 +36,10 @@ one H100; calibrate them with ``benchmarks/``).
 
 Prompts longer than the context window even without documents are
 not sent by the job (``over_window`` rows): the plan reports them and counts none of their tokens.
+
+What a job's models weigh on its GPUs: :func:`job_weights` (parameters from each model's cached
+``config.json``, else the size its name states, at its dtype); the GPUs a sweep's launcher requests:
+:func:`launcher_gpus`.
 """
 
 from __future__ import annotations

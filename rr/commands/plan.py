@@ -1,10 +1,12 @@
-"""``rr plan``: what a job (or sweep) would cost, printed for a person; no model is called.
+"""``rr plan``: what a job (or sweep) would cost, printed for a person; no model is called but for one
+short probe of each model that generates on this machine's CPU (its outputs are not cached).
 
 The costing itself is :mod:`rr.cost` (:func:`~rr.cost.cost_job` runs the real pipeline with a
-model stand-in); this module parses the command line and prints the tables. Power
-(:mod:`rr.analysis.power`): the expected interval half-width of accuracy, NDR, RSR and ROR at the
-plan's number of examples, from assumed rates or a pilot's score table, and the examples needed
-for ``--target-halfwidth``.
+model stand-in); this module parses the command line, refuses a job its GPUs cannot hold
+(:func:`check_fits`) and prints the tables. Power (:mod:`rr.analysis.power`): the expected interval
+half-width of accuracy, NDR, RSR and ROR at the plan's number of examples, from assumed rates, the
+rates a finished run of the job measured, or a pilot's score table, and the examples needed for
+``--target-halfwidth``.
 """
 
 from __future__ import annotations
