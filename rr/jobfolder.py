@@ -53,7 +53,14 @@ HISTORY_DIR = "history"
 SUMMARY_VERSION = 3
 
 #: Fields written only when the job has them (absent otherwise, as before versions).
-_OPTIONAL = ("approximate_indexes", "planted", "examples_available", "data_scope", "cells_cut_to_window")
+_OPTIONAL = (
+    "approximate_indexes",
+    "planted",
+    "examples_available",
+    "data_scope",
+    "cells_cut_to_window",
+    "rgb_rates",
+)
 
 
 # ----------------------------------------------------------------------------- the nested records
@@ -213,6 +220,54 @@ class MetricRow(_SystemRow):
     closed_book_accuracy: float | None = None
     n_examples: int | None = None
     n_orders: int | None = None
+
+
+#: The rates of an :class:`RGBRates` row that RGB's tables have only where the job's judge writes
+#: their columns (the LLM checks, ``evalue.py``'s ``rgb_corrected``).
+_RGB_OPTIONAL = (
+    "rejection_rate_llm",
+    "error_detection_rate_llm",
+    "error_correction_rate_llm",
+    "error_correction_rate_evalue",
+)
+
+
+@dataclass(frozen=True)
+class RGBRates(_SystemRow):
+    """RGB's rates of one system and document perturbation (``summary.json`` ``rgb_rates``;
+    :func:`rr.metrics.rgb.job_rates`, whose columns these are).
+
+    Attributes:
+        system: The columns that name the row: ``generator``, ``strategy``, ``doc_perturbation``.
+        noise_ratio: The ``noise_ratio`` tag's ratio (``None`` for another perturbation).
+        n_rows, n_skipped: ``k > 0`` rows scored, and rows RGB's code would skip (left out).
+        accuracy, mean_score: RGB's accuracy; the mean score (partial credit, not RGB's).
+        closed_book_accuracy: Table 7's Acc: RGB-correct ``k = 0`` rows of the system.
+        rejection_all_rate, rejection_rate, rejection_rate_llm: Rej, refusals only, Rej* (at noise ratio 1).
+        error_detection_rate, error_detection_rate_llm: ED, ED* (counterfactual documents).
+        error_correction_rate, error_correction_rate_evalue, error_correction_rate_llm: rr's CR,
+            ``evalue.py``'s, Table 7's (``fact_evalue.py``).
+
+    ``None``: not a number (undefined, or a rate RGB's scripts do not compute there).
+    """
+
+    _OPTIONAL: ClassVar[tuple[str, ...]] = _RGB_OPTIONAL
+
+    system: dict[str, Any] = field(default_factory=dict)
+    noise_ratio: float | None = None
+    n_rows: int | None = None
+    n_skipped: int | None = None
+    accuracy: float | None = None
+    mean_score: float | None = None
+    closed_book_accuracy: float | None = None
+    rejection_all_rate: float | None = None
+    rejection_rate: float | None = None
+    rejection_rate_llm: float | None = None
+    error_detection_rate: float | None = None
+    error_detection_rate_llm: float | None = None
+    error_correction_rate: float | None = None
+    error_correction_rate_evalue: float | None = None
+    error_correction_rate_llm: float | None = None
 
 
 @dataclass(frozen=True)
@@ -471,6 +526,10 @@ class JobSummary:
         approximate_indexes, planted, examples_available, data_scope: Written only when the job has
             them: its approximate dense indexes by retriever (:class:`ApproximateIndex`), a simulated
             reader's planted values (:class:`Planted`), its data scope.
+        rgb_rates: RGB's rates (accuracy, Acc, Rej, Rej*, ED, ED*, CR), one :class:`RGBRates` per
+            system and document perturbation (:func:`rr.metrics.rgb.job_rates`); written only
+            for a job with RGB's prompt (``strategy=rgb``) scored by RGB's phrase rules (``judge=rgb``,
+            ``judge=refusal_match``).
         extra: Keys this version does not know (a newer or a plugin's summary), kept as read.
         absent: Fields the file did not hold (not written back either).
     """
@@ -517,6 +576,7 @@ class JobSummary:
     planted: Planted | None = None
     examples_available: int | None = None
     data_scope: list[str] | None = None
+    rgb_rates: list[RGBRates] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     absent: frozenset[str] = frozenset(_OPTIONAL)
 
@@ -588,6 +648,7 @@ _NESTED: dict[str, Callable[[Any], Any]] = {
     "other_models": lambda models: [OtherModel.from_dict(m) for m in models],
     "approximate_indexes": lambda per: {name: ApproximateIndex.from_dict(i) for name, i in per.items()},
     "planted": Planted.from_dict,
+    "rgb_rates": lambda rows: [RGBRates.from_dict(r) for r in rows],
 }
 
 #: The fields written to ``summary.json`` (not the bookkeeping ``extra`` and ``absent``).

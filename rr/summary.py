@@ -29,8 +29,10 @@ from rr.jobfolder import (
     Planted,
     PlantedCell,
     PrefixCacheStats,
+    RGBRates,
     ShortCell,
 )
+from rr.metrics.rgb import job_rates
 from rr.results import CELL_KEYS, varying
 from rr.retrieval.base import ApproximateSearch, RebuildsIndexes, Retriever
 from rr.retrieval.runs import RunCache
@@ -290,4 +292,6 @@ def build_summary(
     if scope is not None:
         optional["examples_available"] = scope.available  # beside "examples": 12 of 78
         optional["data_scope"] = scope.lines
+    if not (rates := job_rates(scores)).empty:  # an RGB judge scored the job: RGB's own rates
+        optional["rgb_rates"] = [RGBRates.from_dict(_clean(r)) for r in rates.to_dict(orient="records")]
     return summary.with_fields(**optional)

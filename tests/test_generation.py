@@ -37,6 +37,31 @@ def test_chat_template_applied(smol: HFGenerator) -> None:
     assert "<|im_start|>user\nWhat is 2+2?<|im_end|>" in prompt
 
 
+# The end of Qwen3's chat template (Qwen/Qwen3-8B tokenizer_config.json): enable_thinking=false opens the
+# assistant turn with an empty think block, which is how Qwen3's thinking mode is closed.
+QWEN3_TAIL = (
+    "{%- for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{%- endfor %}"
+    "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}"
+    "{%- if enable_thinking is defined and enable_thinking is false %}{{- '<think>\\n\\n</think>\\n\\n' }}"
+    "{%- endif %}{%- endif %}"
+)
+
+
+def test_chat_template_kwargs_close_qwen3s_thinking(smol: HFGenerator) -> None:
+    """RARE closes Qwen3's thinking mode (§6.1): ``generator.chat_template_kwargs={enable_thinking: false}``
+    reaches the chat template; unset, the template's default (thinking on) renders."""
+    closed = HFGenerator(chat_template_kwargs={"enable_thinking": False})
+    closed._tokenizer = smol.tokenizer
+    template = smol.tokenizer.chat_template
+    try:
+        smol.tokenizer.chat_template = QWEN3_TAIL
+        shut, open_ = closed.render(Request.user("Q?")), smol.render(Request.user("Q?"))
+    finally:
+        smol.tokenizer.chat_template = template
+    assert shut.endswith("<|im_start|>assistant\n<think>\n\n</think>\n\n")
+    assert open_.endswith("<|im_start|>assistant\n")
+
+
 def test_batched_greedy_equals_one_by_one(smol: HFGenerator) -> None:
     prompts = [
         smol.render(Request.user(q))

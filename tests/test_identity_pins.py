@@ -104,8 +104,8 @@ EXPECTED: dict[str, dict[str, str]] = {
     # was judge=refusal_match), so its job id and judge name changed on purpose (8d59a104b8d9 ->
     # 27faa30d2c26).
     "rare2025": {
-        "job_id": "27faa30d2c26",
-        "generator": "724d4c3a6dbe",
+        "job_id": "2624d79020e5",  # was 27faa30d2c26 before RARE's 1024 new tokens (issue 49)
+        "generator": "5dcd604d13b9",  # was 724d4c3a6dbe (its decoding: 1024 new tokens)
         "retrievers": "0ee792cc1f18",
         "dataset": "5d649f06ea71",
         "names": "430db485af13",
@@ -144,3 +144,10 @@ EXPECTED: dict[str, dict[str, str]] = {
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_job_ids_and_cache_keys_are_pinned(case: str) -> None:
     assert signature(CASES[case]) == EXPECTED[case]
+
+
+def test_chat_template_kwargs_are_in_the_id_only_when_set() -> None:
+    """Unset (null), the key keeps every job's id; set, the prompts change, and so does the id."""
+    base = job_id(compose_config([]))
+    assert job_id(compose_config(["generator.chat_template_kwargs=null"])) == base
+    assert job_id(compose_config(["generator.chat_template_kwargs={enable_thinking: false}"])) != base

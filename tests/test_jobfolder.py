@@ -206,6 +206,24 @@ NESTED = {
             }
         ],
     },
+    "rgb_rates": [
+        {
+            "generator": "g",
+            "strategy": "rgb",
+            "doc_perturbation": "counterfactual",
+            "noise_ratio": None,
+            "n_rows": 3,
+            "n_skipped": 0,
+            "accuracy": 0.5,
+            "mean_score": 0.5,
+            "closed_book_accuracy": 1.0,
+            "rejection_all_rate": None,
+            "rejection_rate": None,
+            "error_detection_rate": 0.25,
+            "error_correction_rate": None,
+            "error_correction_rate_evalue": 1.0,
+        }
+    ],
 }
 
 
@@ -231,6 +249,12 @@ def test_every_nested_part_reads_as_its_record_and_writes_back_as_read() -> None
     assert (row.value("strategy"), row.ror, row.value("nope")) == ("vanilla", 0.8, None)
     (cell,) = s.planted.cells
     assert (cell.value("generator"), cell.k, cell.planted_accuracy, cell.refusal_rate) == ("g", 1, 0.5, None)
+    (rates,) = s.rgb_rates
+    assert (rates.value("doc_perturbation"), rates.error_detection_rate, rates.rejection_rate_llm) == (
+        "counterfactual",
+        0.25,
+        None,
+    )
     assert s.to_dict() == {**stored(SUMMARY_VERSION), **NESTED}
 
 

@@ -208,6 +208,11 @@ def test_match_judge_name_and_registration() -> None:
         ("", ("", False)),
         ("  \n\t\n", ("", False)),
         ("Reanswer: no marker here", ("Reanswer: no marker here", False)),
+        # RARE's format: the "answer:" part, never the "cot_answer:" reasoning (a truncated one: no answer)
+        ("cot_answer: The context says $94.8 billion.\nanswer: $94.8 billion", ("$94.8 billion", True)),
+        ("cot_answer: The question asks about Apple's revenue. According to", ("", False)),
+        ("**cot_answer:** The question asks about\nmore reasoning", ("more reasoning", False)),
+        ("Final_answer: Paris", ("Paris", True)),
     ],
 )
 def test_extract_answer(raw: str, expected: tuple[str, bool]) -> None:

@@ -207,3 +207,38 @@ def test_judge_generator_config_composes_and_overrides(tmp_path: Path) -> None:
     assert llm.identity["model_id"] == "HuggingFaceTB/SmolLM2-135M-Instruct" and llm.generator.batch_size == 2
     with pytest.raises(Exception, match="max_retry"):
         compose_config(["judge=llm", "judge.max_retry=3"], tmp_path)
+
+
+def test_rare_two_stage_judge_asks_its_second_stage_only_what_the_lexical_stage_left(tmp_path: Path) -> None:
+    """RARE §6.1: a lexical match settles an item; a refusal scores 0 unasked; the rest go to the
+    second-stage model with RARE's Appendix F prompt, whose 'true' scores 1."""
+    from rr.judges.rare import RARETwoStageJudge, parse_true_false
+    from rr.prompts import template_source
+
+    from .scripted import ScriptedGenerator, scripted_runtime
+
+    items = [
+        JudgeItem("Revenue?", "$50 million", ["$50 million"]),  # lexical
+        JudgeItem("Revenue?", "no such info", ["$50 million"]),  # refusal
+        JudgeItem("Population?", "around 1 million", ["1,000,000"]),  # second stage: true
+        JudgeItem("Maker?", "Ford", ["General Motors"]),  # second stage: false
+        JudgeItem("Rate?", "high", ["25%"]),  # second stage: unreadable
+    ]
+    gen = ScriptedGenerator(
+        rules=[
+            ('"around 1 million", Ground Truth: "1,000,000", Output:', "true"),
+            ('"Ford", Ground Truth: "General Motors", Output:', "False."),
+        ],
+        default="maybe",
+    )
+    rt = scripted_runtime(gen, tmp_path)
+    out = RARETwoStageJudge().judge(items, rt)
+    assert [j.score for j in out] == [1.0, 0.0, 1.0, 0.0, 0.0]
+    assert [j.extra["judge_stage"] for j in out] == ["lexical", "lexical", "llm", "llm", "llm"]
+    assert out[1].refused and len(gen.sent) == 3 and rt.counters["judge:rare_two_stage:unreadable"] == 1
+    assert template_source("rare_judge.j2").startswith("You are a fair and strict judger, given prediction")
+    assert any(
+        p.endswith('\n\nPrediction: "around 1 million", Ground Truth: "1,000,000", Output:') for p in gen.sent
+    )
+    assert '6. Prediction: "Tesla", Ground Truth: "General Motors", Output: false\n' in gen.sent[0]
+    assert [parse_true_false(t) for t in ("true", "'False'", "TRUE.", "no")] == [True, False, True, None]

@@ -123,7 +123,7 @@ def test_flat_answer_list_means_every_element_required() -> None:
         (lambda r: r.update(positive="text"), r"en\.json:2: 'positive' must be a list of strings"),
         (lambda r: r.update(negative=[1, 2]), r"en\.json:2: 'negative' must be a list of strings"),
         (lambda r: r.update(id=None), r"en\.json:2: id must be a string or an integer"),
-        (lambda r: r.update(id=0), r"en\.json:2: duplicate id '0' \(first on line 1\)"),
+        (lambda r: r.update(id=0), r"en\.json:2: duplicate id '0' \(first at line 1\)"),
     ],
 )
 def test_malformed_rows_name_file_and_line(tmp_path: Path, mutate, message: str) -> None:

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from rr.metrics.registry import CI_HIGH, CI_LOW, shown_in
-from rr.metrics.robustness import NO_RETRIEVER, TIE_TOLERANCE, robustness_table
+from rr.metrics.robustness import NO_RETRIEVER, TIE_TOLERANCE, closed_book_joined, robustness_table
 from rr.results import CELL_KEYS, varying
 from rr.stats import BootstrapMethod, StatResult, bootstrap_cluster_means, cluster_bootstrap
 
@@ -161,6 +161,7 @@ def robustness_ci(
         ``m_ci_high``, then any ``derived`` columns with theirs.
     """
     by_cols = list(system_by(df) if by is None else by)
+    df = closed_book_joined(df, by_cols)  # a counterfactual job's k = 0 rows are its NDR's baseline
     derived = {"robustness": _gmean3, **dict(derived or {})}
     point = robustness_table(df, by=by_cols, retriever_col=retriever_col)
     extra = [d for d in derived if d != "robustness"]

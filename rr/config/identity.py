@@ -73,12 +73,24 @@ def resolved_config(cfg: DictConfig) -> dict[str, Any]:
     return {str(k): v for k, v in container.items()}
 
 
+#: Keys left out of the job id wherever they occur with the value that renders what every job rendered
+#: before the key existed, so those jobs keep their ids (a set value is in the id).
+UNSET_LEAVES: dict[str, tuple[Any, ...]] = {
+    # hf / vllm: extra chat-template arguments ({enable_thinking: false}); none = the template's defaults
+    "chat_template_kwargs": (None, {}),
+}
+
+
 def semantic_config(cfg: DictConfig) -> dict[str, Any]:
     """The resolved config minus everything that does not change results (see module constants)."""
 
     def strip(node: Any) -> Any:
         if isinstance(node, dict):
-            return {k: strip(v) for k, v in node.items() if k not in NON_SEMANTIC_LEAVES}
+            return {
+                k: strip(v)
+                for k, v in node.items()
+                if k not in NON_SEMANTIC_LEAVES and not (k in UNSET_LEAVES and v in UNSET_LEAVES[k])
+            }
         if isinstance(node, list):
             return [strip(v) for v in node]
         return node

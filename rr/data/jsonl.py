@@ -16,7 +16,7 @@ import gzip
 import hashlib
 import json
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -153,6 +153,26 @@ def _lone_surrogate(value: Any) -> str | None:
     return next((s for s in map(_lone_surrogate, items) if s is not None), None)
 
 
+def read_examples(path: str | Path, parse: Callable[[dict[str, Any], str, int], Example]) -> list[Example]:
+    """Every line of a JSON-lines file as an :class:`Example`, in file order: ``parse(row, where,
+    line_number)`` makes each (``where`` is ``path:line``, the start of its errors).
+
+    Raises:
+        DataError: ``path:line`` for the first malformed line or repeated id.
+        FileNotFoundError: If ``path`` does not exist.
+    """
+    examples: list[Example] = []
+    first_line: dict[str, int] = {}
+    for lineno, row in iter_jsonl(path):
+        where = f"{path}:{lineno}"
+        ex = parse(row, where, lineno)
+        if ex.id in first_line:
+            raise DataError(f"{where}: duplicate id {ex.id!r} (first at line {first_line[ex.id]})")
+        first_line[ex.id] = lineno
+        examples.append(ex)
+    return examples
+
+
 def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield ``(line_number, object)`` for each non-blank line (1-based line numbers).
 
@@ -267,15 +287,7 @@ class JsonlDataset:
             DataError: ``path:line`` for the first malformed line or repeated id.
             FileNotFoundError: If ``path`` does not exist.
         """
-        examples: list[Example] = []
-        first_line: dict[str, int] = {}
-        for lineno, row in iter_jsonl(self.path):
-            where = f"{self.path}:{lineno}"
-            ex = self._example(row, where)
-            if ex.id in first_line:
-                raise DataError(f"{where}: duplicate id {ex.id!r} (first at line {first_line[ex.id]})")
-            first_line[ex.id] = lineno
-            examples.append(ex)
+        examples = read_examples(self.path, lambda row, where, _: self._example(row, where))
         if not examples:
             raise DataError(f"{self.path}: no examples")
         self.available = len(examples)

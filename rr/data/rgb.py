@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from rr.data.base import Corpus, DataError, sample_examples
-from rr.data.jsonl import iter_jsonl, parse_id, parse_question
+from rr.data.jsonl import parse_id, parse_question, read_examples
 from rr.errors import require_positive
 from rr.records import Example, MetaKey, Passage
 from rr.registry import component
@@ -184,17 +184,9 @@ def read_rgb(path: str | Path, testbed: str = "auto", language: str = "auto") ->
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"RGB data file not found: {path} (RGB's data/en.json, en_int.json, ...)")
-    out: list[Example] = []
-    seen: dict[str, int] = {}
     language = file_language(path, language)
-    for lineno, row in iter_jsonl(path):
-        where = f"{path}:{lineno}"
-        ex = parse_rgb_row(row, where, testbed, source=f"rgb:{path.name}", language=language)
-        if ex.id in seen:
-            raise DataError(f"{where}: duplicate id {ex.id!r} (first on line {seen[ex.id]})")
-        seen[ex.id] = lineno
-        out.append(ex)
-    return out
+    source = f"rgb:{path.name}"
+    return read_examples(path, lambda row, where, _: parse_rgb_row(row, where, testbed, source, language))
 
 
 @component("dataset", "rgb")

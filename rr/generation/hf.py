@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rr.errors import UserError, require_positive
@@ -26,13 +26,18 @@ DTYPES = ("auto", "float32", "bfloat16", "float16")
 
 
 def render_chat(
-    tokenizer: Any, request: Request, system_prompt: str | None = None, use_chat_template: bool = True
+    tokenizer: Any,
+    request: Request,
+    system_prompt: str | None = None,
+    use_chat_template: bool = True,
+    chat_template_kwargs: Mapping[str, Any] | None = None,
 ) -> str:
     """The prompt string of ``request``'s messages, as every local backend renders it.
 
     ``system_prompt`` (when set) becomes a system message before the request's messages; the
     messages are rendered with ``tokenizer``'s chat template (generation prompt added, not
-    tokenized) when ``use_chat_template`` is set and the tokenizer has one, else joined by blank
+    tokenized; ``chat_template_kwargs`` passed to it: ``{enable_thinking: false}`` closes Qwen3's
+    thinking) when ``use_chat_template`` is set and the tokenizer has one, else joined by blank
     lines. ``request.raw_prompt`` is not looked at: callers return it as is before calling this
     (so a raw prompt never loads a tokenizer).
     """
@@ -40,7 +45,9 @@ def render_chat(
     if system_prompt:
         messages = [{"role": "system", "content": system_prompt}, *messages]
     if use_chat_template and tokenizer.chat_template:
-        return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        return tokenizer.apply_chat_template(
+            messages, tokenize=False, add_generation_prompt=True, **dict(chat_template_kwargs or {})
+        )
     return "\n\n".join(m["content"] for m in messages)
 
 
@@ -59,6 +66,9 @@ class HFGenerator(ConfiguredDecoding):
         context_window: Prompt + output token budget; ``None`` = the model's
             ``max_position_embeddings``.
         use_chat_template: Apply the tokenizer's chat template (instruction-tuned models).
+        chat_template_kwargs: Extra arguments of the chat template (``apply_chat_template``):
+            ``{enable_thinking: false}`` closes Qwen3's thinking mode, as RARE runs it (§6.1).
+            Part of the job id when set (the prompts change); ``None`` / ``{}``: none.
         system_prompt: Optional system message put before every request's messages.
         model_cache_dir: Where packaged models are converted to safetensors (set by the job
             from ``paths.model_cache_dir``).
@@ -95,6 +105,7 @@ class HFGenerator(ConfiguredDecoding):
         data_parallel: int = 1,
         dp_timeout_s: float = 1800.0,
         prefix_cache: bool | str = "auto",
+        chat_template_kwargs: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
         # Every argument, to build the same generator in each data-parallel worker.
@@ -110,6 +121,7 @@ class HFGenerator(ConfiguredDecoding):
         self.device = device
         self.dtype = dtype
         self.use_chat_template = use_chat_template
+        self.chat_template_kwargs = dict(chat_template_kwargs or {})
         self.system_prompt = system_prompt
         self.model_cache_dir = model_cache_dir or os.path.expanduser(
             os.environ.get("RR_MODEL_CACHE", "~/.cache/rr/models")
@@ -213,7 +225,9 @@ class HFGenerator(ConfiguredDecoding):
     def render(self, request: Request) -> str:
         if request.raw_prompt is not None:
             return request.raw_prompt
-        return render_chat(self.tokenizer, request, self.system_prompt, self.use_chat_template)
+        return render_chat(
+            self.tokenizer, request, self.system_prompt, self.use_chat_template, self.chat_template_kwargs
+        )
 
     def count_tokens(self, prompts: list[str]) -> list[int]:
         """Tokens of each prompt (no special tokens added; those in the text are recognised).

@@ -187,6 +187,7 @@ class VLLMGenerator(HFGenerator):
         seed: Sampling seed (only used and keyed when sampling); also vLLM's engine seed.
         context_window: Prompt + output budget; ``None`` = ``max_model_len`` or the model's.
         use_chat_template: Apply the tokenizer's chat template.
+        chat_template_kwargs: Extra arguments of the chat template (``{enable_thinking: false}``: Qwen3 without thinking).
         system_prompt: Optional system message before every request's messages.
         enforce_eager: Disable CUDA graphs / torch.compile (faster start, slower decoding).
         model_cache_dir: Where packaged models are converted (from ``paths.model_cache_dir``).

@@ -396,3 +396,52 @@ def counterfactual_table(
         row["n_skipped"] = n_skipped(part) + int(skipped_rows(part[part["k"] == 0]).sum())
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+#: The rates of :func:`job_rates` as RGB's tables name them, in the order the console shows them.
+RATE_NAMES = {
+    "accuracy": "accuracy",
+    "closed_book_accuracy": "Acc (k=0)",
+    "rejection_all_rate": "Rej",
+    "rejection_rate_llm": "Rej*",
+    "error_detection_rate": "ED",
+    "error_detection_rate_llm": "ED*",
+    "error_correction_rate_llm": "CR",
+    "error_correction_rate_evalue": "CR (evalue.py)",
+}
+#: The column RGB's prompt writes on its rows (``strategy=rgb``: ``rr.strategies.rgb.INSTRUCTION``) and
+#: the one every judge with RGB's phrase rules writes (``judge=rgb``, ``judge=refusal_match``): rows with
+#: both have RGB's rates.
+RGB_ROWS = ("instruction", "rgb_rejected")
+
+
+def job_rates(df: pd.DataFrame, by: Sequence[str] | str = ("generator", "strategy")) -> pd.DataFrame:
+    """RGB's rates of a job, as its scripts print them (``summary.json`` ``rgb_rates``, the console):
+    :func:`rgb_table`'s rows (one per system and ``doc_perturbation``) with each system's closed-book
+    accuracy (``closed_book_accuracy``, Table 7's Acc: RGB-correct ``k = 0`` rows). A rate is NaN where
+    RGB's scripts do not compute it: Rej (``rejection_all_rate``, ``rejection_rate_llm``) only at noise
+    ratio 1 (``evalue.py``'s ``all_rate`` counts refusals only there), ED and CR only on counterfactual
+    documents (``fact_check_rate`` / ``correct_rate``: ``_fact`` files only). Over the rows of RGB's
+    prompt scored by RGB's phrase rules (:data:`RGB_ROWS`); empty without them or without ``k > 0`` rows."""
+    by = [by] if isinstance(by, str) else list(by)
+    if any(c not in df.columns for c in RGB_ROWS):
+        return pd.DataFrame()
+    df = df[df[RGB_ROWS[0]].notna()]
+    if not (df["k"] > 0).any():
+        return pd.DataFrame()
+    table = rgb_table(df, by)
+    closed = df[(df["k"] == 0) & ~skipped_rows(df)]
+    acc = {
+        key if isinstance(key, tuple) else (key,): float(correct(part["score"]).mean())
+        for key, part in closed.groupby(by, sort=True, dropna=False)
+    }
+    table["closed_book_accuracy"] = [acc.get(tuple(r), np.nan) for r in table[by].itertuples(index=False)]
+    counterfactual = table["doc_perturbation"].map(
+        lambda t: getattr(PerturbationTag.read(str(t)), "name", None)
+    )
+    for col in ("rejection_all_rate", "rejection_rate_llm"):
+        if col in table:
+            table.loc[table["noise_ratio"] != 1, col] = np.nan
+    for col in [c for c in table.columns if c.startswith("error_")]:
+        table.loc[counterfactual != "counterfactual", col] = np.nan
+    return table

@@ -413,6 +413,44 @@ def _check_by_separates_cells(
     )
 
 
+#: Score-table columns that describe the documents given. A closed-book (k = 0) row is given none, so
+#: its value (``none``) does not set it apart from the k > 0 rows whose baseline it is.
+DOCUMENT_COLUMNS = ("doc_perturbation", "doc_perturbation_params")
+JOB = "job_id"
+
+
+def closed_book_joined(df: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
+    """``df`` with its closed-book rows in the document setting of the k > 0 rows they are the baseline of.
+
+    Grouped by ``by``, a counterfactual job's k > 0 rows (``doc_perturbation`` ``counterfactual``) and
+    its k = 0 rows (``none``: no documents, so no perturbation of them) fall apart, and NDR finds no
+    closed-book rows. Here each k = 0 row whose document columns in ``by`` (:data:`DOCUMENT_COLUMNS`)
+    are ``none`` takes the values the k > 0 rows of its example have in the same job (``job_id``, where
+    the table has it) and the same other ``by`` columns: one copy per distinct value (a job has one
+    document perturbation). The other k = 0 rows (an example the perturbation dropped from the k > 0
+    cells, a closed-book-only job, a k = 0 row that already names a setting) are kept as they are.
+    Unchanged when ``by`` holds no document column.
+    """
+    doc = [c for c in by if c in DOCUMENT_COLUMNS]
+    if not doc or any(
+        c not in df.columns for c in [K, EXAMPLE, *by]
+    ):  # the caller's check says what is missing
+        return df
+    keys = [*dict.fromkeys([c for c in by if c not in doc] + [c for c in (JOB, EXAMPLE) if c in df.columns])]
+    k = pd.to_numeric(df[K], errors="coerce")
+    unset = (df[doc].astype(str) == "none").all(axis=1)
+    closed, rag = df[(k == 0) & unset].reset_index(drop=True), df[k > 0]
+    settings = rag[[*keys, *doc]].drop_duplicates()
+    if closed.empty or settings.empty or (settings[doc].astype(str) == "none").all(axis=None):
+        return df
+    joined = closed.drop(columns=doc).merge(settings, on=keys, how="inner")
+    has = closed[keys].apply(tuple, axis=1).isin(set(settings[keys].apply(tuple, axis=1)))
+    kept = df[
+        ~(k > 0) & ~((k == 0) & unset)
+    ]  # k = 0 rows that name a setting; an unreadable k (the caller says so)
+    return pd.concat([rag, joined[df.columns], closed[~has.to_numpy()], kept], ignore_index=True)
+
+
 def _or_nan(metric: Callable[[pd.DataFrame], float], df: pd.DataFrame, where: str) -> float:
     try:
         return metric(df)
@@ -556,7 +594,9 @@ def robustness_table(
             its k = 0 row); the message names the group and retriever.
     """
     by_cols = [by] if isinstance(by, str) else list(by)
-    df = df.reset_index(drop=True)  # tables concatenated by rr.results.load may repeat index labels
+    # tables concatenated by rr.results.load may repeat index labels; a counterfactual job's k = 0 rows
+    # are the baseline of its k > 0 rows (closed_book_joined)
+    df = closed_book_joined(df.reset_index(drop=True), by_cols)
     t = _coerce(df, keep=[*by_cols, retriever_col])
     t[retriever_col] = t[retriever_col].astype(str)
     groups = [((), t)] if not by_cols else t.groupby(by_cols, sort=True, dropna=False)

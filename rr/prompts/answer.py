@@ -11,8 +11,13 @@ from __future__ import annotations
 
 import re
 
-# "Answer:", "answer :", "**Answer:**", "**Answer**:", "__Answer:__"; not "...Answer:" inside a word.
-_MARKER = re.compile(r"(?<![A-Za-z])answer[ \t]*(?:\*\*|__)?[ \t]*:[ \t]*(?:\*\*|__)?", re.IGNORECASE)
+# "Answer:", "answer :", "**Answer:**", "**Answer**:", "__Answer:__"; not "...Answer:" inside a word,
+# nor RARE's "cot_answer:" (its prompt's chain-of-thought part, before the "answer:" part).
+_MARKER = re.compile(
+    r"(?<![A-Za-z])(?<!cot_)answer[ \t]*(?:\*\*|__)?[ \t]*:[ \t]*(?:\*\*|__)?", re.IGNORECASE
+)
+# A line that is a chain-of-thought part (RARE's "cot_answer: ..."): never an answer, even as the fallback.
+_COT = re.compile(r"\A[\s*_`]*cot_answer[ \t]*(?:\*\*|__)?[ \t]*:", re.IGNORECASE)
 # Stripped from both ends of the answer: whitespace (any, as str.isspace: NBSP, U+001F, ...),
 # markdown emphasis, straight and curly quotes.
 _WRAPPERS = re.compile("\\A[\\s*_`\"'\u201c\u201d\u2018\u2019]+|[\\s*_`\"'\u201c\u201d\u2018\u2019]+\\Z")
@@ -35,6 +40,9 @@ def extract_answer(raw: str) -> tuple[str, bool]:
           end of that line. If the rest of the marker's line is empty, the next non-empty line
           is used ("Answer:\\nParis").
         * Without a marker, the first non-empty line of the output is used.
+        * ``cot_answer:`` (RARE's prompt's reasoning part) is not a marker, and a line it opens is
+          not an answer: an output cut off inside its chain of thought has no answer (``""``),
+          never its reasoning scored.
         * Either way the result is stripped of whitespace, surrounding quotes (straight or curly),
           asterisks/underscores/backticks, and one trailing period.
 
@@ -53,6 +61,8 @@ def extract_answer(raw: str) -> tuple[str, bool]:
             answer = next((c for c in (_clean(line) for line in lines[1:]) if c), "")
         return answer, True
     for line in raw.splitlines():
+        if _COT.match(line):
+            continue
         answer = _clean(line)
         if answer:
             return answer, False

@@ -8,8 +8,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from rr.jobfolder import ApproximateIndex, CutCell, JobSummary, MetricRow, Planted
+from rr.jobfolder import ApproximateIndex, CutCell, JobSummary, MetricRow, Planted, RGBRates
 from rr.metrics.registry import shown_in
+from rr.metrics.rgb import RATE_NAMES
 from rr.metrics.robustness import metric_notes
 
 #: Robustness-table column -> header shown in the console: the system, then the metrics the robustness
@@ -79,6 +80,8 @@ def print_summary(
             f"{_fmt(s.closed_book_accuracy)}; {s.rows} rows "
             "(robustness metrics need k=0 and two k > 0)"
         )
+    if s.rgb_rates:
+        print_rgb_rates(s.rgb_rates, console)
     if s.planted:
         print_planted(s.planted, s.metrics, console)
     if s.answer_recall:
@@ -135,6 +138,26 @@ def cut_cell_lines(cells: list[CutCell]) -> list[str]:
             "generator.context_window or lower grid.k (strict_window=true refuses such a job)"
         )
     return lines
+
+
+def print_rgb_rates(rates: list[RGBRates], console: Console) -> None:
+    """RGB's rates per system and document perturbation (``summary.json`` ``rgb_rates``): the columns
+    some row has, each named as RGB's tables name it (:data:`rr.metrics.rgb.RATE_NAMES`)."""
+    shown = [c for c in RATE_NAMES if any(isinstance(r.value(c), float) for r in rates)]
+    t = Table(title="RGB's rates (Chen et al. 2024; RGB's evalue.py / fact_evalue.py rules)")
+    for c in ("strategy", "doc_perturbation"):
+        t.add_column(c, no_wrap=True)
+    t.add_column("n", justify="right")
+    for c in shown:
+        t.add_column(RATE_NAMES[c], justify="right")
+    for r in rates:
+        t.add_row(
+            escape(str(r.value("strategy") or "")),
+            escape(str(r.value("doc_perturbation") or "")),
+            str(r.n_rows if r.n_rows is not None else ""),
+            *[_fmt(r.value(c)) for c in shown],
+        )
+    console.print(t)
 
 
 def judge_fallback_lines(counters: dict[str, int]) -> list[str]:
