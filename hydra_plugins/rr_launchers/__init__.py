@@ -17,6 +17,7 @@ Hydra instantiates sweepers and launchers only from the ``hydra_plugins`` packag
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 from collections.abc import Sequence
@@ -79,6 +80,53 @@ except ImportError:  # the submitit extra is not installed: hydra/launcher=slurm
     SlurmLauncher = None
 
 
+def done_return(job_cfg: Any, overrides: Sequence[str]) -> Any:
+    """A ``skipped`` Hydra ``JobReturn`` for a job whose folder holds its finished run (what the job
+    itself would return: not submitted, so it takes no allocation), or ``None`` to submit it
+    (not done, or ``force=true``)."""
+    from hydra.core.utils import JobStatus
+
+    from rr.commands.status import job_record
+    from rr.config.identity import job_id
+    from rr.resume import finished
+
+    if OmegaConf.select(job_cfg, "force"):
+        return None
+    jid = job_id(job_cfg)
+    folder = Path(str(job_cfg.hydra.sweep.dir)) / str(job_cfg.hydra.sweep.subdir)
+    done = finished(folder, jid)
+    if done is None:
+        return None
+    ret = JobReturn(overrides=list(overrides), status=JobStatus.COMPLETED, working_dir=str(folder))
+    ret._return_value = job_record("skipped", jid, str(folder), dataclasses.replace(done, model_calls=0), 0.0)
+    return ret
+
+
+def record_submitted(
+    jobs: Sequence[Any], job_cfgs: Sequence[Any], job_overrides: Sequence[Sequence[str]], sweep_dir: Path
+) -> list[Any]:
+    """Record each submitted job's SLURM id in the sweep folder (:func:`rr.sweepfolder.record_scheduler_jobs`);
+    return a ``submitted`` Hydra ``JobReturn`` for each (what ``rr -m --detach`` reports)."""
+    from hydra.core.utils import JobStatus
+
+    from rr.commands.status import job_record
+    from rr.config.identity import job_id
+    from rr.sweepfolder import record_scheduler_jobs
+
+    ids = [job_id(cfg) for cfg in job_cfgs]
+    record_scheduler_jobs(sweep_dir, {jid: str(job.job_id) for jid, job in zip(ids, jobs, strict=True)})
+    returns = []
+    for jid, job, cfg, overrides in zip(ids, jobs, job_cfgs, job_overrides, strict=True):
+        folder = Path(str(cfg.hydra.sweep.dir)) / str(cfg.hydra.sweep.subdir)
+        ret = JobReturn(overrides=list(overrides), status=JobStatus.COMPLETED, working_dir=str(folder))
+        ret._return_value = {
+            **job_record("submitted", jid, str(folder), None, 0.0),
+            "scheduler_job": str(job.job_id),
+        }
+        returns.append(ret)
+    return returns
+
+
 #: rr's own launcher settings, taken out before the rest go to submitit.
 RR_KEYS = ("poll_s", "requeue", "detach")
 
@@ -120,14 +168,7 @@ if SlurmLauncher is not None:
             from hydra_plugins.hydra_submitit_launcher.config import BaseQueueConf
             from submitit.core.utils import FailedJobError
 
-            from rr.commands.slurm import (
-                SlurmRejected,
-                done_return,
-                record_submitted,
-                rejection_message,
-                shaped_params,
-                wait_for_jobs,
-            )
+            from rr.commands.slurm import SlurmRejected, rejection_message, shaped_params, wait_for_jobs
 
             assert self.config is not None and self.hydra_context is not None
             own = {k: self.params.get(k) for k in RR_KEYS}

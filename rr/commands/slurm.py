@@ -13,9 +13,8 @@
   A requeued job (preempted, timed out, ``scontrol requeue``) stays in the queue, so it is
   waited for.
 * **Name the setting behind an sbatch rejection** (:func:`rejection_message`).
-* **Submit only what is not done** (:func:`done_return`: a re-run of a finished sweep submits
-  nothing), record which SLURM job runs which rr job (:func:`record_submitted`), and tell
-  ``rr status`` what the scheduler says of a job without a result (:func:`scheduler_states`).
+* **Tell ``rr status`` what the scheduler says** of a job without a result (:func:`scheduler_states`;
+  the launcher submits only what is not done and records which SLURM job runs which rr job).
 
 It asks ``squeue --me`` (this user's jobs only), every ``hydra.launcher.poll_s`` seconds (30).
 """
@@ -26,7 +25,6 @@ import dataclasses
 import subprocess
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from rr.errors import UserError
@@ -139,54 +137,6 @@ def final_state(job_id: str) -> str:
     if out and "JobState=" in out:
         return out.split("JobState=")[1].split()[0]
     return "UNKNOWN (no record in sacct or scontrol: cancelled before it started?)"
-
-
-def done_return(job_cfg: Any, overrides: Sequence[str]) -> Any:
-    """A ``skipped`` Hydra ``JobReturn`` for a job whose folder holds its finished run (what the job
-    itself would return: not submitted, so it takes no allocation), or ``None`` to submit it
-    (not done, or ``force=true``)."""
-    from hydra.core.utils import JobReturn, JobStatus
-    from omegaconf import OmegaConf
-
-    from rr.commands.status import job_record
-    from rr.config.identity import job_id
-    from rr.resume import finished
-
-    if OmegaConf.select(job_cfg, "force"):
-        return None
-    jid = job_id(job_cfg)
-    folder = Path(str(job_cfg.hydra.sweep.dir)) / str(job_cfg.hydra.sweep.subdir)
-    done = finished(folder, jid)
-    if done is None:
-        return None
-    ret = JobReturn(overrides=list(overrides), status=JobStatus.COMPLETED, working_dir=str(folder))
-    ret._return_value = job_record("skipped", jid, str(folder), dataclasses.replace(done, model_calls=0), 0.0)
-    return ret
-
-
-def record_submitted(
-    jobs: Sequence[Any], job_cfgs: Sequence[Any], job_overrides: Sequence[Sequence[str]], sweep_dir: Path
-) -> list[Any]:
-    """Record each submitted job's SLURM id in the sweep folder (:func:`rr.sweepfolder.record_scheduler_jobs`);
-    return a ``submitted`` Hydra ``JobReturn`` for each (what ``rr -m --detach`` reports)."""
-    from hydra.core.utils import JobReturn, JobStatus
-
-    from rr.commands.status import job_record
-    from rr.config.identity import job_id
-    from rr.sweepfolder import record_scheduler_jobs
-
-    ids = [job_id(cfg) for cfg in job_cfgs]
-    record_scheduler_jobs(sweep_dir, {jid: str(job.job_id) for jid, job in zip(ids, jobs, strict=True)})
-    returns = []
-    for jid, job, cfg, overrides in zip(ids, jobs, job_cfgs, job_overrides, strict=True):
-        folder = Path(str(cfg.hydra.sweep.dir)) / str(cfg.hydra.sweep.subdir)
-        ret = JobReturn(overrides=list(overrides), status=JobStatus.COMPLETED, working_dir=str(folder))
-        ret._return_value = {
-            **job_record("submitted", jid, str(folder), None, 0.0),
-            "scheduler_job": str(job.job_id),
-        }
-        returns.append(ret)
-    return returns
 
 
 def scheduler_states(states: list[Any]) -> list[Any]:
