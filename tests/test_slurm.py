@@ -435,12 +435,14 @@ class CancelledSweep:
         log = self.log.read_text()
         assert self.proc.returncode == 2, log[-3000:]
         assert "1 done, 0 skipped, 0 resumed, 1 failed" in log and "Traceback" not in log
-        last = log.strip().splitlines()[-1]
+        # "rr: 1 of 2 jobs failed:", then one line per failed job (with its re-run command)
+        lines = log.strip().splitlines()
+        assert "rr: 1 of 2 jobs failed:" in lines, log[-3000:]
+        last = lines[lines.index("rr: 1 of 2 jobs failed:") + 1].strip()
         task = self.tasks[1]
-        assert last.startswith(f"rr: 1 of 2 jobs failed: seed=1: SLURM job {task} ended "), last
-        assert last.endswith(
-            f"without a result; its log: {self.sweep_dir / '.submitit' / task / task}_0_log.err"
-        )
+        assert last.startswith(f"seed=1: SLURM job {task} ended "), last
+        log_file = f"without a result; its log: {self.sweep_dir / '.submitit' / task / task}_0_log.err"
+        assert log_file in last, last
         return last, noticed
 
 

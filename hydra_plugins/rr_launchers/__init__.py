@@ -116,13 +116,10 @@ def record_submitted(
     ids = [job_id(cfg) for cfg in job_cfgs]
     record_scheduler_jobs(sweep_dir, {jid: str(job.job_id) for jid, job in zip(ids, jobs, strict=True)})
     returns = []
-    for jid, job, cfg, overrides in zip(ids, jobs, job_cfgs, job_overrides, strict=True):
+    for jid, cfg, overrides in zip(ids, job_cfgs, job_overrides, strict=True):
         folder = Path(str(cfg.hydra.sweep.dir)) / str(cfg.hydra.sweep.subdir)
         ret = JobReturn(overrides=list(overrides), status=JobStatus.COMPLETED, working_dir=str(folder))
-        ret._return_value = {
-            **job_record("submitted", jid, str(folder), None, 0.0),
-            "scheduler_job": str(job.job_id),
-        }
+        ret._return_value = job_record("submitted", jid, str(folder), None, 0.0)
         returns.append(ret)
     return returns
 
