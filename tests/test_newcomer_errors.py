@@ -84,7 +84,7 @@ def run_main(args, tmp_path, monkeypatch, capsys):
             ["model 'rr-no-such-org/no-such-model' (generator.model)", "hf download"],
         ),
         (  # the paper's corpus (issue 49): never the bundled stand-in in its place
-            ["experiment=cao2025", "dataset=mini", "judge=match", "retriever=[bm25]", *SMALL],
+            ["experiment=cao2025", "judge=match", "retriever=[bm25]", "dataset.data_files=nq.jsonl", *SMALL],
             [
                 "file 'enwiki-20240601-pages-articles.xml.bz2' (corpus.path): no such file",
                 "`wget https://dumps.wikimedia.org/enwiki/20240601/enwiki-20240601-pages-articles.xml.bz2`",

@@ -305,7 +305,7 @@ def test_another_model_or_setting_is_no_matching_setting(rgb_run):
     )
     # the job ran experiment=rgb2024 on the synthetic task (60 questions): RGB's documents, its judge
     assert far.loc[key].endswith(
-        "model (rr-simulated-reader vs gpt-3.5-turbo), dataset (synthetic vs rgb_en), "
+        "model (rr-simulated-reader vs gpt-3.5-turbo-0301 or gpt-3.5-turbo-0613), dataset (synthetic vs rgb_en), "
         "setting differs: instances 60 (paper: all)"
     )
 
@@ -459,8 +459,16 @@ def test_a_cross_model_claim_pairs_the_two_recorded_models(qwen_better):
                 None,
                 rare,
             ),
-            JobInfo(
-                "jg", Path("jg"), 32, JobSummary(name="rare2025", model=ModelRecord("gpt-4.1")), None, rare
+            JobInfo(  # what an API run records: the alias asked for and the snapshot that answered
+                "jg",
+                Path("jg"),
+                32,
+                JobSummary(
+                    name="rare2025",
+                    model=ModelRecord("gpt-4.1", "unversioned", {"reported_model": "gpt-4.1-2025-04-14"}),
+                ),
+                None,
+                rare,
             ),
         ],
         n_resamples=200,

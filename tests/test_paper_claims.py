@@ -13,7 +13,16 @@ import pytest
 from rr.jobfolder import JobSummary, ModelRecord
 from rr.metrics import Estimate
 from rr.metrics.robustness import NOTE_NDR_TRIVIAL, NOTE_ROR_ONE_ORDER
-from rr.papers import ELLIPSIS, Claim, paper_claims, paper_excerpts, paper_values, quote_in
+from rr.papers import (
+    ELLIPSIS,
+    Claim,
+    is_api_name,
+    model_identities,
+    paper_claims,
+    paper_excerpts,
+    paper_values,
+    quote_in,
+)
 from rr.reporting.loading import JobInfo, ReportContext
 from rr.reporting.paper_claims import (
     DEGENERATE,
@@ -137,10 +146,17 @@ def _cao_rows(
     return df.assign(job_id=job, strategy=strategy, dataset="nq_open", generator=job, doc_perturbation="none")
 
 
+def _record(model: str) -> ModelRecord:
+    """What a run of ``model`` records: an API alias (``o3-mini``) with the paper's snapshot it was answered by."""
+    snapshots = model_identities(model) - {model}
+    if is_api_name(model) and snapshots:
+        return ModelRecord(model, "unversioned", {"reported_model": min(snapshots)})
+    return ModelRecord(model)
+
+
 def _ctx(models: dict[str, str]) -> ReportContext:
     jobs = [
-        JobInfo(j, Path(j), 1, JobSummary(name="cao2025", model=ModelRecord(m)), None)
-        for j, m in models.items()
+        JobInfo(j, Path(j), 1, JobSummary(name="cao2025", model=_record(m)), None) for j, m in models.items()
     ]
     return ReportContext(jobs=jobs, n_resamples=200)
 

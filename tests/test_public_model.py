@@ -78,7 +78,7 @@ def test_paper_values_match_the_public_model_and_its_aliases() -> None:
     # another model: no match, and the row says which key differs
     got = compare_values(rows, _ctx("Qwen/Qwen2.5-7B-Instruct", "Qwen/Qwen2.5-7B-Instruct"), gpt4o)
     assert got["verdict"].item() == NO_MATCH
-    assert "model (Qwen/Qwen2.5-7B-Instruct vs gpt-4o)" in got["differs"].item()
+    assert "model (Qwen/Qwen2.5-7B-Instruct vs gpt-4o-2024-08-06)" in got["differs"].item()
 
 
 def test_a_pooled_value_on_one_dataset_says_the_paper_pools() -> None:

@@ -9,11 +9,10 @@ column         meaning
 paper          the paper's key (``rgb2024``, ``cao2025``, ...; the ``conf/experiment`` name)
 location       table / figure / section, e.g. ``Table 1``
 model          the model as the paper names it
-model_ids      ``;``-separated public model ids that are this model: its hub id or API name first,
-               then aliases (an older hub name, ``meta-llama/Meta-Llama-3.1-8B-Instruct``; a dated
-               API version, ``gpt-4o-2024-08-06``); a job matches when the public model it recorded
-               (``summary.json`` ``public_model``, else ``model.model_id``) is one of them; ``*``:
-               any model (a value that does not depend on the generator, a retriever's recall)
+model_ids      the model's hub id or API name (what a run asks for); the ids a run's recorded model
+               may have and still be it are :func:`model_identities` (``aliases.yaml``: the one
+               alias list, shared with the claims); ``*``: any model (a value that does not depend
+               on the generator, a retriever's recall)
 dataset        the dataset as the paper names it
 rr_datasets    the ``dataset`` value(s) of rr's score table that are this dataset, as the paper's
                experiment config writes them (``rgb_zh``: ``dataset=rgb_zh``; ``nq``:
@@ -42,6 +41,10 @@ out_of_reach   empty, or why no run of rr reaches the value (e.g. no loader for 
                the report prints it
 =============  ===============================================================================
 
+``aliases.yaml``: the one list of the other ids a paper's model may be recorded as (a hub repository's
+older names; an API model's dated snapshots that the paper's dates support, each with its reason; never
+the API alias itself): :func:`model_identities`, :func:`canonical_model`.
+
 ``claims/<paper>.yaml``: the paper's headline claims, each quoted with its location and written as a
 comparison rr can test on a run, with the scope the paper states it in (see :class:`Claim`).
 
@@ -66,6 +69,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent
 VALUES_DIR = ROOT / "values"
+ALIASES_FILE = ROOT / "aliases.yaml"
 CLAIMS_DIR = ROOT / "claims"
 #: The columns of every ``values/*.csv`` file, in order.
 VALUE_COLUMNS = (
@@ -123,6 +127,41 @@ def _values() -> pd.DataFrame:
 def paper_values() -> pd.DataFrame:
     """Every shipped paper value (a copy; columns :data:`VALUE_COLUMNS`, ``value`` a float)."""
     return _values().copy()
+
+
+@cache
+def model_aliases() -> dict[str, dict[str, str]]:
+    """``aliases.yaml``: model id (a hub id or API name, as the values and claims write it) -> {another id
+    it may be recorded as: why}."""
+    doc = yaml.safe_load(ALIASES_FILE.read_text()) or {}
+    return {str(m): {str(a): str(why) for a, why in (ids or {}).items()} for m, ids in doc.items()}
+
+
+def is_api_name(model_id: str) -> bool:
+    """Whether ``model_id`` is an API model's name (``gpt-4o``: no ``/``), not a hub id."""
+    return "/" not in model_id and model_id != "*"
+
+
+@cache
+def model_identities(model_id: str) -> frozenset[str]:
+    """The ids a run's recorded model may have and be ``model_id``: a hub id and its listed renames; an
+    API alias's listed snapshots only (the alias itself serves whatever its provider points it at); any
+    other id (a dated API id, ``rr-simulated-reader``) is itself."""
+    listed = frozenset(model_aliases().get(model_id, {}))
+    return listed if is_api_name(model_id) and listed else listed | {model_id}
+
+
+@cache
+def canonical_model(recorded: str) -> str:
+    """The model id the values and claims write for a run's recorded model (``gpt-4.1-2025-04-14`` ->
+    ``gpt-4.1``; a renamed hub id -> its current one); an id no model lists is itself, and a bare API
+    alias (no snapshot reported) is marked so that it is no paper's model."""
+    for model_id in model_aliases():
+        if recorded in model_identities(model_id):
+            return model_id
+    if recorded in model_aliases() and is_api_name(recorded):
+        return f"{recorded} (an alias: no snapshot reported)"
+    return recorded
 
 
 def model_overrides(model_id: str) -> list[str]:

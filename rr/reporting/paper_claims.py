@@ -31,7 +31,7 @@ import pandas as pd
 from rr.analysis.intervals import CI_HIGH, CI_LOW
 from rr.metrics import SPECS, Estimate
 from rr.metrics.robustness import metric_notes, robustness_table
-from rr.papers import Claim, paper_claims
+from rr.papers import Claim, canonical_model, paper_claims
 from rr.reporting.loading import ReportContext
 from rr.reporting.paper_match import (
     ALPHA,
@@ -58,7 +58,8 @@ def _groups(
     group per dataset (model "")."""
     jobs = index.cells["job_id"].astype(str)
     cells = index.cells[jobs.isin(list(models))]
-    cells = cells.assign(model_id=[models[j] for j in cells["job_id"].astype(str)])
+    # the values' and claims' name of each recorded model (rr/papers/aliases.yaml, the one alias list)
+    cells = cells.assign(model_id=[canonical_model(models[j]) for j in cells["job_id"].astype(str)])
     if across_models:
         return [("", str(d), part) for d, part in cells.groupby(cells["dataset"].astype(str), sort=True)]
     return [

@@ -30,7 +30,7 @@ from rr.analysis.intervals import CI_HIGH, CI_LOW
 from rr.metrics import SPECS, Estimate
 from rr.metrics.query_level import perturbation_kind
 from rr.metrics.rgb import noise_ratio_of
-from rr.papers import APPROX_TOLERANCE, paper_values, parse_setting
+from rr.papers import APPROX_TOLERANCE, is_api_name, model_identities, paper_values, parse_setting
 from rr.papers.settings import JOB_KEYS
 from rr.perturbations.base import PerturbationTag
 from rr.reporting.loading import ReportContext
@@ -197,7 +197,16 @@ def _verdict(value: float, relation: str, est: Estimate) -> str:
 
 @cache
 def _ids(model_ids: str) -> frozenset[str]:
-    return frozenset(i.strip() for i in str(model_ids).split(";") if i.strip())
+    """The ids a run's recorded model may have and be the value's model (:func:`rr.papers.model_identities`:
+    the one alias list; ``*``: any model)."""
+    named = [i.strip() for i in str(model_ids).split(";") if i.strip()]
+    return frozenset({"*"}) if named == ["*"] else frozenset().union(*map(model_identities, named))
+
+
+def _wanted_model(model_ids: str) -> str:
+    """The value's model as a run would have to record it (an API model: its snapshots)."""
+    first = str(model_ids).split(";")[0]
+    return " or ".join(sorted(model_identities(first))) if is_api_name(first) else first
 
 
 #: :func:`rr.papers.parse_setting`, once per distinct setting (every job is compared with every value).
@@ -240,7 +249,7 @@ class JobProfile:
         out: list[tuple[str, str, str]] = []
         ids = _ids(v.model_ids)
         if ids != {"*"} and not ({self.model, self.loaded} & ids):
-            out.append(("model", self.model or "?", str(v.model_ids).split(";")[0]))
+            out.append(("model", self.model or "?", _wanted_model(v.model_ids)))
         datasets = str(v.rr_datasets).split("+")
         if not (self.datasets & set(datasets)):
             out.append(("dataset", "+".join(sorted(self.datasets)), str(v.rr_datasets)))

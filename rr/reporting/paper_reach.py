@@ -18,7 +18,14 @@ from typing import Any
 
 import pandas as pd
 
-from rr.papers import dataset_overrides, model_overrides, paper_values, parse_setting
+from rr.papers import (
+    dataset_overrides,
+    is_api_name,
+    model_identities,
+    model_overrides,
+    paper_values,
+    parse_setting,
+)
 from rr.reporting.paper_match import (
     RunIndex,
     describe_differences,
@@ -91,6 +98,10 @@ def _public_models(models: list[str]) -> dict[str, str]:
     real = [m for m in models if m != "*"]
     composed = compose_many_jobs([model_overrides(m) for m in real], multirun=False)
     out = {m: public_model(instantiate(jobs[0][1].generator)) for m, jobs in zip(real, composed, strict=True)}
+    # An API model is matched on the snapshot its server reports answering with, never on the alias a run
+    # asks for: a run of the paper's config is taken to be answered by a snapshot the paper's dates support
+    # (the first rr/papers/aliases.yaml keeps; whether the provider still serves it is the provider's).
+    out |= {m: min(model_identities(m)) for m in real if is_api_name(m) and model_identities(m)}
     return {**out, **({"*": "*"} if "*" in models else {})}
 
 
