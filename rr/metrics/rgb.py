@@ -42,7 +42,7 @@ from functools import partial
 import numpy as np
 import pandas as pd
 
-from rr.metrics.registry import Estimate, EstimationContext, MetricSpec, mean_of, register_metric
+from rr.metrics.registry import SPECS, Estimate, EstimationContext, MetricSpec, mean_of, register_metric
 from rr.metrics.robustness import MetricUndefinedError
 from rr.perturbations.base import VALUE, PerturbationTag
 
@@ -162,6 +162,7 @@ rgb_metric = partial(register_metric, estimator=rate_estimate)
 
 @rgb_metric(
     "rgb_accuracy",
+    label="accuracy",
     printed_as=("rgb2024: Accuracy (Tables 1, 5)", "rgb2024: Acc_doc (Table 7)"),
     section="accuracy_vs_noise_ratio",
     column="accuracy",
@@ -180,6 +181,7 @@ def mean_score(df: pd.DataFrame, skipped: str = "drop") -> float:
 
 @rgb_metric(
     "rgb_closed_book_accuracy",
+    label="Acc (k=0)",
     printed_as=("rgb2024: Acc (Table 7)",),
     section="rgb_counterfactual",
     column="acc",
@@ -197,6 +199,7 @@ def closed_book_accuracy(df: pd.DataFrame) -> float:
 
 @rgb_metric(
     "rgb_rejection_all_rate",
+    label="Rej",
     printed_as=("rgb2024: Rej (Table 3)",),
     section="rgb_rejection",
     column="rej",
@@ -223,6 +226,7 @@ def rejection_rate(df: pd.DataFrame, skipped: str = "drop") -> float:
 
 @rgb_metric(
     "rgb_rejection_rate_llm",
+    label="Rej*",
     printed_as=("rgb2024: Rej* (Table 3)",),
     section="rgb_rejection",
     column="rej_llm",
@@ -235,6 +239,7 @@ def rejection_rate_llm(df: pd.DataFrame, skipped: str = "drop") -> float:
 
 @rgb_metric(
     "rgb_error_detection_rate",
+    label="ED",
     printed_as=("rgb2024: ED (Table 7)",),
     section="rgb_counterfactual",
     column="ed",
@@ -247,6 +252,7 @@ def error_detection_rate(df: pd.DataFrame, skipped: str = "drop") -> float:
 
 @rgb_metric(
     "rgb_error_detection_rate_llm",
+    label="ED*",
     printed_as=("rgb2024: ED* (Table 7)",),
     section="rgb_counterfactual",
     column="ed_llm",
@@ -280,6 +286,7 @@ def error_correction_rate(df: pd.DataFrame, detected: str = "error_detected", sk
 
 @rgb_metric(
     "rgb_error_correction_rate_llm",
+    label="CR",
     printed_as=("rgb2024: CR (Table 7)",),
     section="rgb_counterfactual",
     column="cr_llm",
@@ -291,7 +298,7 @@ def error_correction_rate_llm(df: pd.DataFrame, skipped: str = "drop") -> float:
     return _correction(df, "error_detected_llm", None, "rgb_error_correction_rate_llm", skipped)
 
 
-@rgb_metric("rgb_error_correction_rate_evalue", per_row=_flag_rows("rgb_corrected"))
+@rgb_metric("rgb_error_correction_rate_evalue", label="CR (evalue.py)", per_row=_flag_rows("rgb_corrected"))
 def error_correction_rate_evalue(df: pd.DataFrame, skipped: str = "drop") -> float:
     """``evalue.py``'s ``correct_rate``: among rows with the fact-error phrase (``error_detected``), the
     share with ``0 not in label`` (``rgb_corrected`` of ``judge=rgb``: correct, or a refusal).
@@ -398,16 +405,12 @@ def counterfactual_table(
     return pd.DataFrame(rows)
 
 
-#: The rates of :func:`job_rates` as RGB's tables name them, in the order the console shows them.
+#: The rates of :func:`job_rates` as RGB's tables name them, in the order the console shows them: the
+#: RGB specs with a label (those RGB's scripts print; rr's own rates go by their names).
 RATE_NAMES = {
-    "accuracy": "accuracy",
-    "closed_book_accuracy": "Acc (k=0)",
-    "rejection_all_rate": "Rej",
-    "rejection_rate_llm": "Rej*",
-    "error_detection_rate": "ED",
-    "error_detection_rate_llm": "ED*",
-    "error_correction_rate_llm": "CR",
-    "error_correction_rate_evalue": "CR (evalue.py)",
+    s.name.removeprefix("rgb_"): s.label
+    for s in SPECS.values()
+    if s.name.startswith("rgb_") and s.label != s.name
 }
 #: The column RGB's prompt writes on its rows (``strategy=rgb``: ``rr.strategies.rgb.INSTRUCTION``) and
 #: the one every judge with RGB's phrase rules writes (``judge=rgb``, ``judge=refusal_match``): rows with
