@@ -210,6 +210,33 @@ def test_overview_shows_the_report_tables_and_robustness_values_equal_the_csv(
 # ----------------------------------------------------------------------------- the examples list
 
 
+def test_overview_folds_the_paper_section_to_its_verdicts_and_skipped_sections_to_one_line(
+    page: Any, sweep: dict[str, Any]
+) -> None:
+    site = sweep["site"]
+    sections = site_data(site, "overview")["sections"]
+    skipped = [s for s in sections if "skipped" in s]
+    assert skipped and len(skipped) < len(sections)
+    goto(page, site, "index.html")
+    toc = page.locator("nav.toc li").all_inner_texts()
+    assert len(toc) == 3 + len(sections) - len(skipped) and not any("skipped" in t for t in toc)
+    line = page.inner_text("#skipped summary")
+    assert "\n" not in line and all(s["title"] in line for s in skipped)
+    assert not page.is_visible(f"#sec-{skipped[0]['name']}")  # its reason, one click away
+    page.click("#skipped summary")
+    for s in skipped:
+        assert s["skipped"] in page.inner_text(f"#sec-{s['name']}")
+    # the paper section: one line of verdict counts per table, every verdict of its CSV counted
+    paper = page.locator("#sec-paper_beside")
+    for name in ("paper_values", "paper_claims"):
+        counts = pd.read_csv(site / "tables" / f"{name}.csv")["verdict"].value_counts()
+        text = paper.locator(f"p.verdicts[data-table='{name}']").inner_text()
+        assert all(f"{n} {v}" in text for v, n in counts.items()), text
+        assert not paper.locator(f"table[data-table='{name}']").is_visible()
+    paper.locator("details.fold summary").click()
+    assert paper.locator("table[data-table='paper_values']").is_visible()
+
+
 def expected_flips(scores: pd.DataFrame, kind: str) -> set[tuple[str, str]]:
     """(system label, example id) of the flips of ``kind``, computed here from the table."""
     out = set()
@@ -473,6 +500,135 @@ def test_keyboard_reaches_every_filter(page: Any, sweep: dict[str, Any]) -> None
     assert filters <= reached, filters - reached
 
 
+def originals(scores: pd.DataFrame) -> dict[str, str]:
+    """Each example's original question (its unperturbed rows')."""
+    plain = scores[scores["query_perturbation"] == "none"]
+    return plain.groupby("example_id")["question"].first().to_dict()
+
+
+def test_rag_helped_filter_lists_the_rows_wrong_closed_book_and_right_at_some_k(
+    page: Any, sweep: dict[str, Any]
+) -> None:
+    scores = sweep["scores"]
+
+    def helped(ks: set[int] | None = None) -> set[tuple[str, str]]:
+        out = set()
+        for (g, s, q, e), grp in scores.groupby(
+            ["generator", "strategy", "query_perturbation", "example_id"]
+        ):
+            cb = grp.loc[grp["k"] == 0, "score"]
+            rag = grp[(grp["k"] > 0) & (grp["k"].isin(ks) if ks else True)]
+            if len(cb) and cb.mean() <= 0 and (rag["score"] >= 1).any():
+                out.add((f"{g} / {s} / {q}", e))
+        return out
+
+    want = helped()
+    assert want, "the sweep has no row RAG helped"
+    index = site_data(sweep["site"], "index")
+    assert index["helped"]["rows"] == len(want)
+    goto(page, sweep["site"], "examples.html")
+    assert f", {len(want)}" in page.inner_text("label[for='f-helped']")
+    page.check("#f-helped")
+    assert "flip=helped" in page.url
+    assert list_rows(page) == want
+    assert (
+        page.locator("#rows tr[data-ex] .badge.helped").count() == page.locator("#rows tr[data-ex]").count()
+    )
+    page.select_option("#f-k", "5")  # right at k = 5 itself
+    assert list_rows(page) == helped({5}) != want
+
+
+def test_search_finds_a_prediction_and_the_list_shows_predictions_under_the_question(
+    page: Any, sweep: dict[str, Any]
+) -> None:
+    """The search box looks in the predictions as well as the question; each row is labelled by
+    its question (its id in the link's tooltip) and shows its predictions."""
+    scores = sweep["scores"]
+    question = originals(scores)
+    key = ["generator", "strategy", "query_perturbation", "example_id"]
+    preds = scores.groupby(key)["prediction"].agg(lambda p: "\n".join(map(str, p)))
+    words = None
+    for (*_, e), text in preds.items():  # a prediction word that is not in its question
+        for w in text.split():
+            if len(w) > 3 and w.lower() not in question[e].lower():
+                words = w
+                break
+        if words:
+            break
+    assert words, "no prediction says something its question does not"
+    want = {
+        (f"{g} / {s} / {q}", e)
+        for (g, s, q, e), text in preds.items()
+        if words.lower() in (question[e] + "\n" + text).lower()
+    }
+    goto(page, sweep["site"], "examples.html")
+    page.fill("#f-search", words)
+    assert list_rows(page) == want
+    assert any(words.lower() not in question[e].lower() for _, e in want)
+    page.fill("#f-search", "")
+    row = scores[(scores["strategy"] == "vanilla") & (scores["query_perturbation"] == "none")].iloc[0]
+    tr = page.locator(f"#rows tr[data-ex='{row['example_id']}']:has(td:text-is('{label(row)}'))")
+    link = tr.locator("td").first.locator("a")
+    assert link.inner_text() == question[row["example_id"]]
+    assert row["example_id"] in link.get_attribute("title")
+    shown = tr.locator("td.preds .pred").all_inner_texts()
+    mine = scores[(scores[key[:3]] == row[key[:3]]).all(axis=1) & (scores["example_id"] == row["example_id"])]
+    distinct = list(dict.fromkeys(mine.sort_values(["k", "retriever", "order"])["prediction"].astype(str)))
+    assert shown == [p or "(empty)" for p in distinct[:3]]
+
+
+def column(pg: Any, n: int) -> list[str]:
+    """The n-th column's texts of the examples list, across its pages (from the first)."""
+    out: list[str] = []
+    while True:
+        out += pg.eval_on_selector_all(
+            "#rows tr[data-ex]", f"trs => trs.map(t => t.children[{n}].textContent)"
+        )
+        if pg.is_disabled("#pg-next"):
+            return out
+        pg.click("#pg-next")
+
+
+def test_every_column_sorts_both_ways_by_click_or_keyboard(page: Any, sweep: dict[str, Any]) -> None:
+    goto(page, sweep["site"], "examples.html")
+    heads = page.locator("#examples-head th")
+    names = heads.all_inner_texts()
+    assert names == ["question", "system", "gold answers", "predictions", "closed-book", "accuracy", "flips"]
+    unsorted = column(page, 5)
+    page.click("#examples-head button[data-sort='acc']")
+    assert heads.nth(5).get_attribute("aria-sort") == "ascending" and "sort=acc" in page.url
+    numbers = [float(v) for v in column(page, 5) if v != "–"]
+    assert numbers == sorted(numbers) and sorted(numbers) == sorted(float(v) for v in unsorted if v != "–")
+    assert numbers != sorted(numbers, reverse=True)
+    page.focus("#examples-head button[data-sort='acc']")
+    page.keyboard.press("Enter")  # the same header again: descending
+    assert heads.nth(5).get_attribute("aria-sort") == "descending" and "sort=-acc" in page.url
+    assert [float(v) for v in column(page, 5) if v != "–"] == sorted(numbers, reverse=True)
+    for n, key in enumerate(["q", "sys", "a", "pred", "cb", "acc", "flips"]):
+        page.focus(f"#examples-head button[data-sort='{key}']")
+        page.keyboard.press(" ")
+        assert heads.nth(n).get_attribute("aria-sort") in ("ascending", "descending"), key
+    # a sorted list survives a reload from its address
+    page.click("#examples-head button[data-sort='sys']")
+    order = column(page, 1)
+    url = page.url
+    page.goto("about:blank")
+    goto(page, sweep["site"], "examples.html#" + url.split("#", 1)[1])
+    assert column(page, 1) == order
+    # the overview's tables: a header sorts its rows by value, numbers as numbers
+    goto(page, sweep["site"], "index.html")
+    table = page.locator("table.report[data-table]").first
+    col = table.locator("tbody tr").first.locator("td.num").first.get_attribute("data-col")
+    idx = table.locator("thead th").all_inner_texts().index(col)
+    values = f"trs => trs.map(t => t.children[{idx}].getAttribute('data-v'))"
+    table.locator("thead th").nth(idx).locator("button").click()
+    got = [float(v) for v in table.locator("tbody tr").evaluate_all(values) if v is not None]
+    assert got == sorted(got)
+    table.locator("thead th").nth(idx).locator("button").click()
+    got = [float(v) for v in table.locator("tbody tr").evaluate_all(values) if v is not None]
+    assert got == sorted(got, reverse=True)
+
+
 # ----------------------------------------------------------------------------- one example
 
 
@@ -513,6 +669,33 @@ def test_example_page_shows_documents_in_prompt_order_with_the_answer_highlighte
     section.locator("button.cell[aria-label^='bm25, k = 5, original:']").click()
     page.wait_for_selector("#panels.two #panel-b h3:has-text('k = 5, original')")
     screenshot(page, "example", tmp_path)
+
+
+def test_an_example_opens_on_closed_book_beside_its_best_and_worst_rag_cell(
+    page: Any, sweep: dict[str, Any]
+) -> None:
+    scores = sweep["scores"]
+    vanilla = scores[(scores["strategy"] == "vanilla") & (scores["query_perturbation"] == "none")]
+    mixed = vanilla[vanilla["k"] > 0].groupby("example_id")["score"].nunique() > 1
+    example = mixed[mixed].index[0]
+    rows = vanilla[vanilla["example_id"] == example]
+    rag = rows[rows["k"] > 0].sort_values(["k", "retriever", "order"], kind="stable")
+    best, worst = rag.loc[rag["score"].idxmax()], rag.loc[rag["score"].idxmin()]
+    open_example(page, sweep["site"], example, label(rows.iloc[0]))
+    page.wait_for_selector("#panels.three #panel-c h3")
+    titles = [page.inner_text(f"#panel-{w} h3") for w in "abc"]
+    name = label(rows.iloc[0])
+    assert titles == [
+        f"{name} · closed-book (k = 0)",
+        f"{name} · {best['retriever']}, k = {best['k']}, {best['order']}",
+        f"{name} · {worst['retriever']}, k = {worst['k']}, {worst['order']}",
+    ]
+    assert best["score"] > worst["score"]
+    assert all(page.is_visible(f"#panel-{w}") for w in "abc")
+    assert page.inner_text("h1") == rows["question"].iloc[0]  # labelled by its question
+    page.click("#clear-c")  # two panels again
+    page.wait_for_selector("#panels:not(.three)")
+    assert not page.is_visible("#panel-c") and page.is_visible("#panel-b")
 
 
 def test_example_page_shows_the_prompt_exactly_as_the_model_received_it(
@@ -696,6 +879,39 @@ def test_every_rows_documents_and_output_decode_from_the_shards(
         got = rows[(r.example_id, "m / vanilla", r.k, r.retriever, r.order)]
         assert got["doc_ids"] == list(r.doc_ids), (r.example_id, r.retriever, r.k, r.order)
         assert (got["score"], got["prediction"], got["raw_output"]) == (r.score, r.prediction, r.raw_output)
+
+
+def test_rows_chunks_hold_each_cells_prediction_and_the_rag_helped_rows(tmp_path: Path) -> None:
+    """The examples list's data: each row's predictions in its score characters' cell order, and
+    the RAG-helped count (wrong closed-book, right at some k > 0 cell) as the table says."""
+    from rr.reporting.site.flips import compute_flips, helped_rows
+    from rr.reporting.site.index import index_scores
+    from rr.reporting.site.pairs import Pairs
+    from rr.reporting.site.passages import PassageFiles
+    from rr.reporting.site.rows import index_data, write_rows
+
+    table = pd.concat(
+        [job_rows("m", s, 9, base=0.4, gain=0.4) for s in ("vanilla", "ownknow")], ignore_index=True
+    )
+    table["prediction"] = [f"p{i}" for i in range(len(table))]  # each row's own
+    idx = index_scores(table)
+    flips = compute_flips(idx)
+    write_rows(idx, flips, tmp_path)
+    chunk = site_payload(tmp_path / "rows-000.js")
+    cells = [tuple(c) for c in idx.cells]
+    by_cell = table.set_index(["strategy", "example_id", "k", "retriever", "order"])["prediction"]
+    for e, s, sc, pred in zip(chunk["ex"], chunk["sys"], chunk["sc"], chunk["pred"], strict=True):
+        system, example = idx.systems[s]["cols"]["strategy"], chunk["id"][e - chunk["ex0"]]
+        assert len(pred) == len(sc) == len(idx.sys_cells[s])
+        assert pred == [by_cell[(system, example, *cells[c])] for c in idx.sys_cells[s]]
+    want = 0
+    for _, grp in table.groupby(["strategy", "example_id"]):
+        cb = grp.loc[grp["k"] == 0, "score"]
+        want += bool(cb.mean() <= 0 and (grp.loc[grp["k"] > 0, "score"] >= 1).any())
+    assert 0 < want < idx.n_list_rows
+    assert int(helped_rows(idx).sum()) == want
+    index = index_data(idx, flips, Pairs([], []), [], [0], [0], PassageFiles([0], [], 0, 0, ()))
+    assert index["helped"]["rows"] == want
 
 
 def test_json_runs_are_the_runs_json_lists_a_few_at_a_time() -> None:

@@ -31,6 +31,8 @@ FLIP_LABELS = {
         "verdict changes when the documents are perturbed, same cell (LR or WR)",
     ),
 }
+#: The RAG-helped rows (:func:`helped_count`), the counterpart of the NDR flips: label, metric, meaning.
+HELPED = ("RAG helped", "closed-book vs RAG", "wrong closed-book (k = 0), right at some k > 0 cell")
 #: Characters of a flip mask (0..31).
 FLIP_CHARS = "0123456789abcdefghijklmnopqrstuv"
 
@@ -121,3 +123,23 @@ def flip_counts(idx: ScoreIndex, flips: Flips) -> dict[str, Any]:
             FlipCount.errors: flips.errors[kind],
         }
     return out
+
+
+def helped_rows(idx: ScoreIndex) -> np.ndarray:
+    """Per list row: whether RAG helped it (wrong closed-book, right at some k > 0 cell)."""
+    right = (idx.k > 0) & (idx.score >= 1.0)
+    right_rag = np.bincount(idx.row[right], minlength=idx.n_list_rows) > 0
+    with np.errstate(invalid="ignore"):
+        return right_rag & (idx.cb <= 0.0)
+
+
+def helped_count(idx: ScoreIndex) -> dict[str, Any]:
+    """The RAG-helped rows as a :class:`~rr.reporting.site.format.FlipCount` (:data:`HELPED`)."""
+    label, metric, means = HELPED
+    return {
+        FlipCount.label: label,
+        FlipCount.metric: metric,
+        FlipCount.means: means,
+        FlipCount.rows: int(helped_rows(idx).sum()),
+        FlipCount.errors: [],
+    }

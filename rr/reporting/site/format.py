@@ -14,7 +14,7 @@ Every data file is a script ``RR.load(kind, key, payload);`` (:func:`~rr.reporti
 from __future__ import annotations
 
 #: The data format's version (``format_version`` of ``index.js`` and ``overview.js``).
-FORMAT_VERSION = 3  # 3: example keys (identity) and the jobs a report left out (issue 36)
+FORMAT_VERSION = 4  # 4: the examples list's predictions, the RAG-helped count, tables' verdicts (issue 52)
 
 
 class Field(str):
@@ -59,6 +59,7 @@ class Index(Record):
     corpora = Field("corpora", "list of {name, status} of each corpus read")
     flips = Field("flips", "flip kind -> FlipCount")
     flip_bits = Field("flip_bits", "flip kind -> its bit in a flip character")
+    helped = Field("helped", "FlipCount of the RAG-helped rows: wrong closed-book, right at some k > 0 cell")
     pairs = Field("pairs", "list of IndexPair (pairs.js adds their PairExamples)")
     notes = Field("notes", "what the site could not do")
     format_version = Field("format_version", "FORMAT_VERSION")
@@ -118,6 +119,7 @@ class RowsChunk(Record):
     fl = Field("fl", "per row: one flip-mask character per cell of its system (Index.flip_bits)")
     acc = Field("acc", "per row: mean score over its k > 0 cells (null: none)")
     cb = Field("cb", "per row: mean closed-book (k = 0) score (null: none)")
+    pred = Field("pred", "per row: its prediction at each cell of its system, in sc's order ('': missing)")
 
 
 class ExampleShard(Record):
@@ -263,6 +265,9 @@ class Table(Record):
     columns = Field("columns", "its column names")
     rows = Field("rows", "its first rows, each a list of values in column order")
     total_rows = Field("total_rows", "how many rows it has")
+    verdicts = Field(
+        "verdicts", "verdict -> how many of all its rows have it, where it has a verdict column (else null)"
+    )
 
 
 class Figure(Record):

@@ -173,6 +173,11 @@ def overview_data(
     }
 
 
+#: A report table's column of verdicts (the paper section's): the overview folds such a table behind
+#: one line of its verdicts' counts.
+VERDICT = "verdict"
+
+
 def _table(table: ReportTable) -> dict[str, Any]:
     df = table.df
     cols = [str(c) for c in df.columns]
@@ -188,6 +193,11 @@ def _table(table: ReportTable) -> dict[str, Any]:
         Table.columns: cols,
         Table.rows: rows,
         Table.total_rows: int(len(df)),
+        Table.verdicts: (
+            {str(k): int(n) for k, n in df[VERDICT].astype(str).value_counts(sort=False).items()}
+            if VERDICT in df.columns
+            else None
+        ),
     }
 
 

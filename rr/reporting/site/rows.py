@@ -30,7 +30,7 @@ from rr.reporting.site.encoding import (
     to_json,
     write_data_file,
 )
-from rr.reporting.site.flips import FLIP_BITS, FLIP_CHARS, Flips, flip_counts
+from rr.reporting.site.flips import FLIP_BITS, FLIP_CHARS, Flips, flip_counts, helped_count
 from rr.reporting.site.format import FORMAT_VERSION, IndexPair, System
 from rr.reporting.site.format import Example as E
 from rr.reporting.site.format import ExampleCells as C
@@ -54,6 +54,7 @@ def write_rows(idx: ScoreIndex, flips: Flips, data: Path) -> list[int]:
     return the first list row of each."""
     score_str = idx.score_buf.tobytes().decode("ascii")
     flip_str = flips.chars().tobytes().decode("ascii")
+    preds = slot_predictions(idx)
     row_chunks = []  # first list row of each chunk
     start = 0
     n = idx.n_list_rows
@@ -77,11 +78,21 @@ def write_rows(idx: ScoreIndex, flips: Flips, data: Path) -> list[int]:
             R.fl: [flip_str[off[i] : off[i + 1]] for i in range(start, end)],
             R.acc: [json_number(v) for v in idx.acc[start:end]],
             R.cb: [json_number(v) for v in idx.cb[start:end]],
+            R.pred: [preds[off[i] : off[i + 1]] for i in range(start, end)],
         }
         write_data_file(data / f"rows-{chunk:03d}.js", R.kind, chunk, payload)
         row_chunks.append(start)
         start, chunk = end, chunk + 1
     return row_chunks
+
+
+def slot_predictions(idx: ScoreIndex) -> list[str]:
+    """Each slot's prediction ('' where its cell is missing; the first row wins, as for scores)."""
+    preds = np.full(int(idx.offsets[-1]), "", dtype=object)
+    if "prediction" in idx.df.columns:
+        values = idx.df["prediction"].fillna("").astype(str).to_numpy(dtype=object)
+        preds[idx.slots(np.arange(len(idx.df)))[::-1]] = values[::-1]
+    return preds.tolist()
 
 
 def write_examples(
@@ -226,6 +237,7 @@ def index_data(
         I.corpora: passages.corpora,
         I.flips: flip_counts(idx, flips),
         I.flip_bits: FLIP_BITS,
+        I.helped: helped_count(idx),
         I.pairs: [{k: v for k, v in p.items() if k in IndexPair.fields().values()} for p in pairs.compared],
         I.notes: list(notes),
         I.format_version: FORMAT_VERSION,

@@ -8,6 +8,7 @@
   var idx = null;
   var item = null;   // this example's data
   var target = "a";  // which panel a click fills
+  var PANELS = ["a", "b", "c"];  // left, middle, right: each an address key "system.cell"
   var CELL = { id: 0, score: 1, pred: 2, raw: 3, marker: 4, refused: 5, over: 6, judge: 7, dp: 8, ref: 9, docs: 10, flips: 11, given: 12, row: 13 };
 
   /* A shard stores its rows column by column (exs.cells); a system's cells are its rows r[0]..r[1],
@@ -199,11 +200,17 @@
     return [+p[0], +p[1]];
   }
 
+  var EMPTY = {
+    a: "Choose a cell in a grid above.",
+    b: 'Choose "second panel" above, then a cell, to compare two cells side by side.',
+    c: 'Choose "third panel" above, then a cell, to compare three cells.'
+  };
+
   function showPanels() {
     var p = RR.hashParams();
-    var a = parseSel(p.a), b = parseSel(p.b);
+    var sels = PANELS.map(function (w) { return parseSel(p[w]); });
     var pids = [];
-    [a, b].forEach(function (sel) {
+    sels.forEach(function (sel) {
       if (!sel) return;
       var sysd = sysOf(sel[0]);
       var c = sysd && cellOf(sysd, sel[1]);
@@ -211,15 +218,16 @@
     });
     document.querySelectorAll("button.cell").forEach(function (btn) {
       var key = btn.getAttribute("data-s") + "." + btn.getAttribute("data-c");
-      btn.classList.toggle("sel-a", key === p.a);
-      btn.classList.toggle("sel-b", key === p.b);
-      btn.setAttribute("aria-pressed", key === p.a || key === p.b ? "true" : "false");
+      PANELS.forEach(function (w) { btn.classList.toggle("sel-" + w, key === p[w]); });
+      btn.setAttribute("aria-pressed", PANELS.some(function (w) { return key === p[w]; }) ? "true" : "false");
     });
     return loadPassages(pids).then(function () {
-      document.getElementById("panel-a").innerHTML = a ? panelHtml("a", a[0], a[1]) : '<p class="muted">Choose a cell in a grid above.</p>';
-      document.getElementById("panel-b").innerHTML = b ? panelHtml("b", b[0], b[1]) :
-        '<p class="muted">Choose "right panel" above, then a cell, to compare two cells side by side.</p>';
-      document.getElementById("panels").classList.toggle("two", !!b);
+      PANELS.forEach(function (w, i) {
+        var sel = sels[i];
+        document.getElementById("panel-" + w).innerHTML = sel ? panelHtml(w, sel[0], sel[1]) : '<p class="muted">' + esc(EMPTY[w]) + "</p>";
+      });
+      document.getElementById("panels").classList.toggle("two", !!(sels[1] || sels[2]));
+      document.getElementById("panels").classList.toggle("three", !!sels[2]);
       document.querySelectorAll("details.prompt").forEach(function (box) {
         box.addEventListener("toggle", function () { loadPrompt(box); });
       });
@@ -231,13 +239,15 @@
     var p = RR.hashParams();
     var h = '<nav class="pager" aria-label="examples"><a id="prev" href="example.html#e=' + Math.max(0, item.e - 1) + '">← previous example</a> ' +
       '<a id="next" href="example.html#e=' + Math.min(idx.n_examples - 1, item.e + 1) + '">next example →</a></nav>';
-    h += '<h1>Example <bdi class="id"><code>' + esc(item.id) + "</code></bdi>" + (item.ds ? ' <bdi class="muted">' + esc(item.ds) + "</bdi>" : "") + "</h1>";
-    h += '<p class="question" dir="auto">' + esc(item.q) + "</p>";
+    /* labelled by its question; its id (and dataset) below it */
+    h += '<h1 class="question" dir="auto">' + esc(item.q) + "</h1>";
+    h += '<p class="muted small">example <bdi class="id"><code>' + esc(item.id) + "</code></bdi>" + (item.ds ? ' · <bdi>' + esc(item.ds) + "</bdi>" : "") + "</p>";
     h += '<p>Gold answers: <span class="answers">' + item.a.map(function (a) { return '<mark class="gold">' + esc(a) + "</mark>"; }).join(" ") + "</span></p>";
     h += '<fieldset class="target"><legend>A click on a cell fills</legend>' +
       '<input type="radio" name="target" id="target-a" value="a"' + (target === "a" ? " checked" : "") + '><label for="target-a">left panel</label>' +
-      '<input type="radio" name="target" id="target-b" value="b"' + (target === "b" ? " checked" : "") + '><label for="target-b">right panel</label>' +
-      ' <button type="button" id="clear-b">close right panel</button></fieldset>';
+      '<input type="radio" name="target" id="target-b" value="b"' + (target === "b" ? " checked" : "") + '><label for="target-b">second panel</label>' +
+      '<input type="radio" name="target" id="target-c" value="c"' + (target === "c" ? " checked" : "") + '><label for="target-c">third panel</label>' +
+      ' <button type="button" id="clear-b">close the second panel</button> <button type="button" id="clear-c">close the third panel</button></fieldset>';
     var only = p.s === undefined ? null : +p.s;
     var systems = item.sys.slice().sort(function (x, y) { return (x.s === only ? -1 : 0) - (y.s === only ? -1 : 0) || x.s - y.s; });
     h += '<div class="systems">';
@@ -255,16 +265,19 @@
       " is a comparison that flip counts against the system (the examples list's flip filters): NDR below the closed-book score, " +
       "RSR below a smaller k, ROR orders that disagree, a perturbed query's or documents' verdict that differs.</p>";
     h += '<div id="panels" class="panels"><section id="panel-a" class="panel" aria-label="left cell"></section>' +
-      '<section id="panel-b" class="panel" aria-label="right cell"></section></div>';
+      '<section id="panel-b" class="panel" aria-label="second cell"></section>' +
+      '<section id="panel-c" class="panel" aria-label="third cell"></section></div>';
     document.getElementById("main").innerHTML = h;
-    document.title = "rr report: " + item.id;
+    document.title = "rr report: " + (item.q.length > 60 ? item.q.slice(0, 60) + "…" : item.q);
     document.querySelectorAll("input[name=target]").forEach(function (el) {
       el.addEventListener("change", function () { target = el.value; });
     });
-    document.getElementById("clear-b").addEventListener("click", function () {
-      var q = RR.hashParams(); delete q.b; RR.setHash(q); target = "a";
-      document.getElementById("target-a").checked = true;
-      showPanels().catch(RR.fail);
+    ["b", "c"].forEach(function (w) {
+      document.getElementById("clear-" + w).addEventListener("click", function () {
+        var q = RR.hashParams(); delete q[w]; RR.setHash(q); target = "a";
+        document.getElementById("target-a").checked = true;
+        showPanels().catch(RR.fail);
+      });
     });
     document.querySelectorAll("button.cell").forEach(function (btn) {
       btn.addEventListener("click", function (ev) {
@@ -278,12 +291,27 @@
     var q = RR.hashParams();
     if (!q.a) {
       var first = systems[0];
-      var rag = first.cells.filter(function (c) { return idx.cells[c[CELL.id]][0] > 0; });
-      var pick = rag.length ? rag[0] : first.cells[0];
-      q.a = first.s + "." + pick[CELL.id];
+      openingCells(first).forEach(function (c, i) { q[PANELS[i]] = first.s + "." + c[CELL.id]; });
       RR.setHash(q);
     }
     return showPanels();
+  }
+
+  /* The cells an example opens on (one system's): its closed-book cell beside its best and worst
+     k > 0 cells (highest and lowest score, the first in grid order on a tie; the worst only where it
+     scores below the best); without a closed-book cell, the best and the worst. */
+  function openingCells(sysd) {
+    var closed = sysd.cells.filter(function (c) { return idx.cells[c[CELL.id]][0] === 0; });
+    var rag = sysd.cells.filter(function (c) { return idx.cells[c[CELL.id]][0] > 0 && c[CELL.score] !== null; });
+    var best = null, worst = null;
+    rag.forEach(function (c) {
+      if (best === null || c[CELL.score] > best[CELL.score]) best = c;
+      if (worst === null || c[CELL.score] < worst[CELL.score]) worst = c;
+    });
+    var out = closed.slice(0, 1);
+    if (best) out.push(best);
+    if (worst && worst[CELL.score] < best[CELL.score]) out.push(worst);
+    return out.length ? out : sysd.cells.slice(0, 1);
   }
 
   function open() {

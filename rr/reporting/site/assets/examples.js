@@ -5,7 +5,7 @@
   var esc = RR.esc;
   var PAGE = 50;
   var idx = null;
-  var rows = [];        // {ex, sys, sc, fl, acc, cb}
+  var rows = [];        // {ex, sys, sc, fl, acc, cb, pred}
   var ex = { id: [], ds: [], q: [], a: [] };
   var loaded = 0;
   var page = 0;
@@ -32,13 +32,13 @@
     { id: "f-system", label: "system", key: "sys", group: "rows",
       options: function () { return idx.systems.map(function (sys, i) { return [i, sys.label]; }); },
       test: function (v) { return function (r) { return r.sys === +v; }; } },
-    { id: "f-search", label: "question contains", key: "q", group: "rows", search: "words…",
+    { id: "f-search", label: "question or prediction contains", key: "q", group: "rows", search: "words…",
       test: function (v) {
         var words = v.toLowerCase().split(/\s+/).filter(Boolean);
         if (!words.length) return null;
         return function (r) {
-          var q = ex.q[r.ex].toLowerCase();
-          for (var w = 0; w < words.length; w++) if (q.indexOf(words[w]) < 0) return false;
+          var text = searchText(r);
+          for (var w = 0; w < words.length; w++) if (text.indexOf(words[w]) < 0) return false;
           return true;
         };
       } },
@@ -60,6 +60,8 @@
       options: function () { return uniq(ragCells().map(function (c) { return c[2]; })).sort().map(function (o) { return [o, o]; }); },
       cell: function (v, c) { return c[2] === v; } },
     { flips: true },
+    { id: "f-helped", key: "flip", group: "flips", check: "helped", flip: function () { return idx.helped; },
+      test: function () { return function (r, cells) { return cells.helped; }; } },
     { id: "f-orders", label: "verdict differs between orders", key: "orders", group: "flips",
       options: function () {
         var orders = uniq(ragCells().map(function (c) { return c[2]; })).sort(), out = [];
@@ -90,7 +92,7 @@
   function flipFilters() {
     return Object.keys(idx.flips).map(function (k) {
       var bit = idx.flip_bits[k];
-      return { id: "f-flip-" + k, key: "flip", group: "flips", check: k, flip: idx.flips[k],
+      return { id: "f-flip-" + k, key: "flip", group: "flips", check: k, flip: function () { return idx.flips[k]; },
         test: function () { return function (r, cells) { return (cells.got & bit) !== 0; }; } };
     });
   }
@@ -151,6 +153,12 @@
     };
   }
 
+  /* What the search box looks in: the row's question and its predictions, lower case (made once). */
+  function searchText(r) {
+    if (r.text === undefined) r.text = (ex.q[r.ex] + "\n" + r.pred.join("\n")).toLowerCase();
+    return r.text;
+  }
+
   function ragCells() { return idx.cells.filter(function (c) { return c[0] > 0; }); }
 
   function options(id, label, values, any) {
@@ -167,7 +175,7 @@
 
   function control(f) {
     if (f.check) {
-      var fc = f.flip;
+      var fc = f.flip();
       return '<span class="f check"><input type="checkbox" id="' + f.id + '" value="' + f.check + '"' + (fc.rows ? "" : " disabled") +
         '><label for="' + f.id + '" title="' + esc(fc.means) + '">' + esc(fc.label) + ' <span class="muted">' + esc(fc.metric) +
         ", " + fc.rows + "</span></label></span>";
@@ -209,6 +217,7 @@
       var v = f.check ? f.check : s[f.id];
       p[f.key] = f.check && p[f.key] ? p[f.key] + "," + v : v;
     });
+    if (sortKey) p.sort = (sortDir < 0 ? "-" : "") + sortKey;
     if (page) p.page = page + 1;
     RR.setHash(p);
   }
@@ -225,6 +234,9 @@
       else el.value = v === undefined ? "" : v;
     });
     page = p.page ? Math.max(0, parseInt(p.page, 10) - 1) : 0;
+    var sort = p.sort || "";
+    sortDir = sort.charAt(0) === "-" ? -1 : 1;
+    sortKey = sort.replace(/^-/, "");
   }
 
   /* Per system: which of its cells the cell filters select (null: all). */
@@ -254,29 +266,96 @@
       var r = rows[i];
       var mask = masks ? masks[r.sys] : null;
       if (mask && mask.indexOf(true) < 0) continue;
-      var sum = 0, n = 0, got = 0;
+      var sum = 0, n = 0, got = 0, right = false;
       for (var c = 0; c < r.sc.length; c++) {
         if (mask && !mask[c]) continue;
         got |= RR.flipMask(r.fl[c]);
         if (idx.cells[idx.systems[r.sys].cells[c]][0] === 0) continue;
         var v = RR.score(r.sc[c]);
-        if (v !== null) { sum += v; n++; }
+        if (v !== null) { sum += v; n++; if (v >= 1) right = true; }
       }
-      var cells = { got: got };
+      /* RAG helped: wrong closed-book, right at some selected k > 0 cell (the NDR flip's converse) */
+      var cells = { got: got, helped: r.cb !== null && r.cb <= 0 && right };
       var keep = true;
       for (var t = 0; t < tests.length && keep; t++) keep = tests[t](r, cells);
-      if (keep) out.push({ r: r, acc: masks ? (n ? sum / n : null) : r.acc, n: masks ? n : null, got: got });
+      if (keep) out.push({ r: r, acc: masks ? (n ? sum / n : null) : r.acc, n: masks ? n : null, got: got, helped: cells.helped, mask: mask });
     }
     return out;
   }
 
   /* The flips of a row at its selected cells (m.got: the cell filters apply, as the box says). */
   function badges(m) {
-    var h = "";
+    var h = m.helped ? '<span class="badge helped" title="' + esc(idx.helped.means) + '">HELPED</span>' : "";
     Object.keys(idx.flips).forEach(function (k) {
       if (m.got & idx.flip_bits[k]) h += '<span class="badge flip-' + k + '" title="' + esc(idx.flips[k].means) + '">' + esc(k.toUpperCase()) + "</span>";
     });
     return h;
+  }
+
+  /* The list's columns: name, sort key (in the address: sort=key, or -key descending), the value it
+     sorts by (null last either way), whether it shows (dataset: only with several). */
+  var COLUMNS = [
+    { name: "question", key: "q", value: function (m) { return ex.q[m.r.ex]; } },
+    { name: "system", key: "sys", value: function (m) { return idx.systems[m.r.sys].label; } },
+    { name: "dataset", key: "ds", value: function (m) { return ex.ds[m.r.ex]; },
+      shown: function () { return idx.datasets.length > 1; } },
+    { name: "gold answers", key: "a", value: function (m) { return (ex.a[m.r.ex] || []).join(" | "); } },
+    { name: "predictions", key: "pred", value: function (m) { return predictions(m)[0] ? predictions(m)[0].text : null; } },
+    { name: "closed-book", key: "cb", value: function (m) { return m.r.cb; } },
+    { name: "accuracy", key: "acc", value: function (m) { return m.acc; } },
+    { name: "flips", key: "flips", value: function (m) { return badgeCount(m); } }
+  ];
+  var sortKey = "", sortDir = 1;  // "" keeps the list in example order
+
+  function columns() { return COLUMNS.filter(function (c) { return !c.shown || c.shown(); }); }
+
+  function sortMatches() {
+    var col = COLUMNS.filter(function (c) { return c.key === sortKey; })[0];
+    if (!col) return;
+    var keyed = matches.map(function (m, i) { return [col.value(m), i, m]; });
+    keyed.sort(function (x, y) { return RR.compare(x[0], y[0], sortDir) || x[1] - y[1]; });
+    matches = keyed.map(function (x) { return x[2]; });
+  }
+
+  /* A row's distinct predictions at its selected cells, in cell order: {text, cells: labels, v: score}. */
+  function predictions(m) {
+    if (m.preds) return m.preds;
+    var r = m.r, sys = idx.systems[r.sys], seen = {}, out = [];
+    for (var c = 0; c < r.pred.length; c++) {
+      if (m.mask && !m.mask[c]) continue;
+      var t = r.pred[c], label = RR.cellLabel(idx.cells[sys.cells[c]]);
+      if (Object.prototype.hasOwnProperty.call(seen, t)) { out[seen[t]].cells.push(label); continue; }
+      seen[t] = out.length;
+      out.push({ text: t, cells: [label], v: RR.score(r.sc[c]) });
+    }
+    m.preds = out;
+    return out;
+  }
+
+  var SHOWN_PREDICTIONS = 3, PREDICTION_CHARS = 80;
+  function predictionsHtml(m) {
+    var ps = predictions(m);
+    var h = ps.slice(0, SHOWN_PREDICTIONS).map(function (p) {
+      var t = p.text.length > PREDICTION_CHARS ? p.text.slice(0, PREDICTION_CHARS) + "…" : p.text;
+      return '<span class="pred ' + RR.scoreClass(p.v) + '" title="' + esc(p.cells.join("; ") + (t === p.text ? "" : ": " + p.text)) +
+        '"><bdi>' + (t ? esc(t) : '<span class="muted">(empty)</span>') + "</bdi></span>";
+    }).join(" ");
+    if (ps.length > SHOWN_PREDICTIONS) h += ' <span class="muted">+' + (ps.length - SHOWN_PREDICTIONS) + " more</span>";
+    return h;
+  }
+
+  function badgeCount(m) {
+    var n = m.helped ? 1 : 0;
+    Object.keys(idx.flips).forEach(function (k) { if (m.got & idx.flip_bits[k]) n++; });
+    return n;
+  }
+
+  function headHtml() {
+    return "<tr>" + columns().map(function (c) {
+      var sort = c.key === sortKey ? (sortDir > 0 ? "ascending" : "descending") : "none";
+      return '<th scope="col" aria-sort="' + sort + '"><button type="button" class="sort" data-sort="' + c.key + '">' +
+        esc(c.name) + '<span class="sort-mark" aria-hidden="true"></span></button></th>';
+    }).join("") + "</tr>";
   }
 
   function renderRows() {
@@ -291,13 +370,15 @@
       var link = "example.html#e=" + r.ex + "&s=" + r.sys;
       var cb = r.cb === null ? '<span class="muted">–</span>' :
         '<span class="' + RR.scoreClass(r.cb) + '">' + (r.cb >= 1 ? "right" : r.cb <= 0 ? "wrong" : RR.fmt(r.cb)) + "</span>";
+      /* labelled by its question; its id in the link's tooltip (and data-ex) */
       body += '<tr data-ex="' + esc(ex.id[r.ex]) + '" data-ds="' + esc(ex.ds[r.ex]) + '" data-sys="' + r.sys + '">' +
-        '<td><a href="' + link + '"><bdi>' + esc(ex.id[r.ex]) + "</bdi></a></td>" +
-        (idx.datasets.length > 1 ? "<td>" + esc(ex.ds[r.ex]) + "</td>" : "") +
-        "<td>" + esc(sys.label) + '</td><td class="q"><bdi>' + esc(ex.q[r.ex]) + "</bdi></td><td>" + esc((ex.a[r.ex] || []).join(" | ")) + "</td>" +
+        '<td class="q"><a href="' + link + '" title="example ' + esc(ex.id[r.ex]) + '"><bdi>' + esc(ex.q[r.ex]) + "</bdi></a></td>" +
+        "<td>" + esc(sys.label) + "</td>" + (idx.datasets.length > 1 ? "<td>" + esc(ex.ds[r.ex]) + "</td>" : "") +
+        "<td>" + esc((ex.a[r.ex] || []).join(" | ")) + '</td><td class="preds">' + predictionsHtml(m) + "</td>" +
         "<td>" + cb + '</td><td class="num">' + (m.acc === null ? "–" : RR.fmt(m.acc)) + "</td><td>" + badges(m) + "</td></tr>";
     });
-    document.getElementById("rows").innerHTML = body || '<tr><td colspan="8" class="muted">No rows match.</td></tr>';
+    document.getElementById("rows").innerHTML = body || '<tr><td colspan="' + columns().length + '" class="muted">No rows match.</td></tr>';
+    document.getElementById("examples-head").innerHTML = headHtml();
     document.getElementById("count").textContent = total + " of " + rows.length + " rows" +
       (loaded < idx.row_chunks.length ? " (loading " + loaded + "/" + idx.row_chunks.length + " chunks)" : "") +
       "; page " + (page + 1) + " of " + pages;
@@ -308,22 +389,21 @@
   function update(resetPage) {
     if (resetPage) page = 0;
     matches = filter();
+    sortMatches();
     toHash(state());
     renderRows();
   }
 
   function render() {
     var h = "<h1>Examples</h1>";
-    h += '<p class="lead">One row per example and system: the question, gold answers, the closed-book verdict, accuracy over the ' +
-      'selected k &gt; 0 cells and the flips. Open an example for its cells, documents and outputs.</p>';
+    h += '<p class="lead">One row per example and system: the question, gold answers, the predictions, the closed-book verdict, ' +
+      'accuracy over the selected k &gt; 0 cells and the flips. Click a column header to sort by it. Open an example (its question) ' +
+      'for its cells, documents and outputs.</p>';
     h += form();
     h += '<p id="count" class="count" aria-live="polite"></p>';
     h += '<nav class="pager" aria-label="pages of rows"><button type="button" id="pg-prev">← previous</button>' +
       '<button type="button" id="pg-next">next →</button></nav>';
-    h += '<div class="scroll"><table class="report" id="examples"><thead><tr><th scope="col">example</th>' +
-      (idx.datasets.length > 1 ? '<th scope="col">dataset</th>' : "") +
-      '<th scope="col">system</th><th scope="col">question</th><th scope="col">gold answers</th><th scope="col">closed-book</th>' +
-      '<th scope="col">accuracy</th><th scope="col">flips</th></tr></thead><tbody id="rows"></tbody></table></div>';
+    h += '<div class="scroll"><table class="report" id="examples"><thead id="examples-head"></thead><tbody id="rows"></tbody></table></div>';
     document.getElementById("main").innerHTML = h;
     fromHash();
     filters.forEach(function (f) {
@@ -335,6 +415,15 @@
       document.getElementById("filters").reset();
       update(true);
     });
+    document.getElementById("examples-head").addEventListener("click", function (ev) {
+      var btn = ev.target.closest("button.sort");
+      if (!btn) return;
+      var key = btn.getAttribute("data-sort");
+      sortDir = key === sortKey ? -sortDir : 1;
+      sortKey = key;
+      update(true);
+      document.querySelector('#examples-head button[data-sort="' + key + '"]').focus();
+    });
     document.getElementById("pg-prev").addEventListener("click", function () { page--; update(false); });
     document.getElementById("pg-next").addEventListener("click", function () { page++; update(false); });
   }
@@ -345,7 +434,7 @@
       ex.id[e] = chunk.id[j]; ex.ds[e] = chunk.ds[j]; ex.q[e] = chunk.q[j]; ex.a[e] = chunk.a[j];
     }
     for (var i = 0; i < chunk.ex.length; i++) {
-      rows.push({ ex: chunk.ex[i], sys: chunk.sys[i], sc: chunk.sc[i], fl: chunk.fl[i], acc: chunk.acc[i], cb: chunk.cb[i] });
+      rows.push({ ex: chunk.ex[i], sys: chunk.sys[i], sc: chunk.sc[i], fl: chunk.fl[i], acc: chunk.acc[i], cb: chunk.cb[i], pred: chunk.pred[i] });
     }
     loaded++;
   }

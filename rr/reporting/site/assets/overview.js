@@ -52,11 +52,21 @@
       '<a href="examples.html">Browse the examples</a>.</p>';
     (d.notes || []).forEach(function (n) { h += '<p class="note">' + esc(n) + "</p>"; });
     var toc = ['<li><a href="#jobs">Jobs</a></li>', '<li><a href="#flips">Flips</a></li>', '<li><a href="#pairs">McNemar pairs</a></li>'];
-    d.sections.forEach(function (sec) {
+    var ran = d.sections.filter(function (sec) { return !sec.skipped; });
+    var skipped = d.sections.filter(function (sec) { return sec.skipped; });
+    ran.forEach(function (sec) {
       toc.push('<li><a href="#sec-' + esc(sec.name) + '">' + esc(sec.title) + "</a>" +
-        (sec.skipped ? ' <span class="muted">(skipped)</span>' : "") + (sec.error ? ' <span class="bad">(failed)</span>' : "") + "</li>");
+        (sec.error ? ' <span class="bad">(failed)</span>' : "") + "</li>");
     });
     h += '<nav aria-label="contents" class="toc"><ul>' + toc.join("") + "</ul></nav>";
+    /* the sections that did not run: one line, their reasons one click away */
+    if (skipped.length) {
+      h += '<details id="skipped" class="skipped"><summary>' + RR.count(skipped.length, "section") + " skipped: " +
+        skipped.map(function (sec) { return esc(sec.title); }).join("; ") + "</summary><ul>" +
+        skipped.map(function (sec) {
+          return '<li id="sec-' + esc(sec.name) + '">' + esc(sec.title) + ' <span class="muted">(' + esc(sec.name) + ")</span>: " + esc(sec.skipped) + "</li>";
+        }).join("") + "</ul></details>";
+    }
 
     h += '<section id="jobs"><h2>Jobs</h2>';
     h += '<div class="scroll"><table class="report" id="jobs-table"><thead><tr><th scope="col">job</th><th scope="col">rows</th>' +
@@ -130,10 +140,17 @@
     }
     h += "</section>";
 
-    d.sections.forEach(function (sec) {
+    ran.forEach(function (sec) {
       h += '<section id="sec-' + esc(sec.name) + '" class="section"><h2>' + esc(sec.title) + "</h2>";
-      if (sec.skipped) h += '<p class="muted">Skipped (' + esc(sec.name) + "): " + esc(sec.skipped) + "</p>";
       if (sec.error) h += '<p class="bad">Failed (' + esc(sec.name) + "): <code>" + esc(sec.error) + "</code></p>";
+      /* a section of verdicts (the paper's): one line of counts per table, its items one click away */
+      var judged = sec.items.filter(function (it) { return it.verdicts; });
+      judged.forEach(function (t) {
+        var counts = Object.keys(t.verdicts).sort(function (a, b) { return t.verdicts[b] - t.verdicts[a]; });
+        h += '<p class="verdicts" data-table="' + esc(t.table) + '"><strong>' + esc(t.title) + "</strong>: " +
+          (counts.length ? counts.map(function (v) { return t.verdicts[v] + " " + esc(v); }).join(" · ") : '<span class="muted">no rows</span>') + "</p>";
+      });
+      if (judged.length) h += '<details class="fold"><summary>' + RR.count(sec.items.length, "table") + " of this section</summary>";
       sec.items.forEach(function (it) {
         if (it.table) {
           h += "<h3>" + esc(it.title) + "</h3>";
@@ -147,9 +164,11 @@
             (it.width && it.height ? ' width="' + it.width + '" height="' + it.height + '"' : "") + "></figure>";
         }
       });
+      if (judged.length) h += "</details>";
       h += "</section>";
     });
     document.getElementById("main").innerHTML = h;
+    document.querySelectorAll("#main table.report").forEach(RR.sortable);
     document.body.setAttribute("data-ready", "1");
   }
 

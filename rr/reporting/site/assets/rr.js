@@ -142,6 +142,60 @@ var RR = (function () {
     return lo;
   }
 
+  /* Order of two values of a column, dir 1 ascending or -1 descending: missing values (null, "",
+     "–") last either way, numbers (and numeric strings) by value before text, text
+     numeric-aware ("k 5" before "k 10") and case-insensitive. */
+  var NUMBER = /^[-+]?(\d+\.?\d*|\.\d+)(e[-+]?\d+)?$/i;
+  function sortValue(v) {
+    if (v === null || v === undefined) return null;
+    if (typeof v === "number") return isNaN(v) ? null : v;
+    var t = String(v).trim();
+    if (t === "" || t === "–" || t === "-") return null;
+    return NUMBER.test(t) ? parseFloat(t) : t;
+  }
+  var collator = typeof Intl !== "undefined" ? new Intl.Collator(undefined, { numeric: true, sensitivity: "base" }) : null;
+  function compare(a, b, dir) {
+    var x = sortValue(a), y = sortValue(b);
+    if (x === null || y === null) return x === y ? 0 : x === null ? 1 : -1;
+    var nx = typeof x === "number", ny = typeof y === "number";
+    var c = nx && ny ? x - y : nx ? -1 : ny ? 1 : collator ? collator.compare(x, y) : x < y ? -1 : x > y ? 1 : 0;
+    return (dir < 0 ? -c : c);
+  }
+
+  /* Make a table's columns sortable: each header a button (keyboard: Tab, Enter/Space) that sorts
+     its body rows by that column, ascending, then descending on a second press; aria-sort says
+     which. A cell sorts by its data-v when it has one, else by its text. */
+  function sortable(table) {
+    var head = table.tHead && table.tHead.rows[0];
+    var body = table.tBodies[0];
+    if (!head || !body || table.getAttribute("data-sortable")) return;
+    table.setAttribute("data-sortable", "1");
+    Array.prototype.forEach.call(head.cells, function (th, col) {
+      var btn = document.createElement("button");
+      btn.type = "button";
+      btn.className = "sort";
+      while (th.firstChild) btn.appendChild(th.firstChild);
+      var mark = document.createElement("span");
+      mark.className = "sort-mark";
+      mark.setAttribute("aria-hidden", "true");
+      btn.appendChild(mark);
+      th.appendChild(btn);
+      th.setAttribute("aria-sort", "none");
+      btn.addEventListener("click", function () {
+        var dir = th.getAttribute("aria-sort") === "ascending" ? -1 : 1;
+        Array.prototype.forEach.call(head.cells, function (o) { o.setAttribute("aria-sort", "none"); });
+        th.setAttribute("aria-sort", dir > 0 ? "ascending" : "descending");
+        var rows = Array.prototype.slice.call(body.rows).map(function (tr, i) {
+          var td = tr.cells[col];
+          var v = !td ? null : td.hasAttribute("data-v") ? td.getAttribute("data-v") : td.textContent;
+          return [v, i, tr];
+        });
+        rows.sort(function (x, y) { return compare(x[0], y[0], dir) || x[1] - y[1]; });
+        rows.forEach(function (x) { body.appendChild(x[2]); });
+      });
+    });
+  }
+
   function fail(err) {
     var main = document.getElementById("main");
     var p = document.createElement("p");
@@ -167,6 +221,8 @@ var RR = (function () {
     setHash: setHash,
     highlight: highlight,
     shardOf: shardOf,
+    compare: compare,
+    sortable: sortable,
     fail: fail,
     data: data
   };
