@@ -787,7 +787,7 @@ def test_unreadable_corpus_shows_the_ids_and_says_so(
     assert any("not readable" in n for n in info.notes)
     row = sweep["scores"].query("k == 5 and strategy == 'vanilla'").iloc[0]
     open_example(page, info.out_dir, row["example_id"], label(row))
-    texts = page.eval_on_selector_all("#panel-a li.doc", "lis => lis.map(li => li.textContent)")
+    texts = page.eval_on_selector_all(".panel li.doc", "lis => lis.map(li => li.textContent)")
     assert texts and all("not readable: FileNotFoundError" in t for t in texts)
 
 
