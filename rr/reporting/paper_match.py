@@ -2,11 +2,14 @@
 ``paper_beside`` report section, :mod:`rr.reporting.paper_beside`, which lays the tables out; the
 claims' verdicts, :mod:`rr.reporting.paper_claims`, use the same estimators and verdict words).
 
-A paper value is matched to a run only on what the run recorded: the job's
-``summary.json`` ``model.model_id`` (or its public model, through the value's aliases) must be one of
-the value's ``model_ids``, the score rows' ``dataset`` one of its ``rr_datasets`` (all of them where
-the paper pools several), and every condition of its ``setting`` must hold on the rows (strategy,
-noise ratio, documents given, retrievers, k grid, orders, ...). Where nothing matches, the verdict
+A paper value is matched to a run only on what the run recorded: the model the job verifiably is
+(:func:`job_identities`: the server-reported snapshot, the hub id, a local folder's checked claim) must be
+one of the ids of the value's ``model_ids`` model (:func:`rr.papers.model_identities`, the one alias list),
+the score rows' ``dataset`` one of its ``rr_datasets`` (all of them where the paper pools several), every
+condition of its ``setting`` must hold on the rows (strategy, noise ratio, documents given, retrievers, k
+grid, orders, ...), and every job-level key of it (corpus, rewriter, judge, decoding, ...:
+:mod:`rr.papers.settings`) on the job's recorded config. A folder whose claim its weights do not bear out
+gets no verdict (*claimed by config.json, not verified*). Where nothing matches, the verdict
 is *no matching setting in this run* and :func:`nearest_values` says what differs; nothing is
 matched by a similar name. A matched value gets rr's value on the matched rows, its interval (the
 small-sample intervals ``rr report`` prints everywhere) and a verdict: *inside the interval* or
