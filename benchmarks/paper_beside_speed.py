@@ -23,7 +23,14 @@ from rr.jobfolder import JobSummary
 from rr.papers import paper_values
 from rr.reporting.loading import JobInfo, ReportContext
 from rr.reporting.paper_beside import _job_papers, paper_beside
-from rr.reporting.paper_match import RunIndex, compare_values, job_model_ids, nearest_values, setting_keys
+from rr.reporting.paper_match import (
+    MEASURED,
+    RunIndex,
+    compare_values,
+    job_model_ids,
+    nearest_values,
+    setting_keys,
+)
 
 
 def synthetic(n_examples: int, n_resamples: int = 1000) -> tuple[pd.DataFrame, ReportContext]:
@@ -89,7 +96,7 @@ def main() -> None:
         paper_beside(scores, ReportContext(jobs=ctx.jobs, n_resamples=resamples))
     )  # the section, claims included
     mark()
-    matched = int(got["verdict"].isin(["inside the interval", "outside"]).sum())
+    matched = int(got["verdict"].isin(MEASURED).sum())
     names = [
         "index",
         f"compare_values ({matched} values matched)",

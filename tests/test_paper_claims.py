@@ -30,7 +30,7 @@ from rr.reporting.paper_claims import (
     OUTSIDE_SCOPE,
     evaluate_claims,
 )
-from rr.reporting.paper_match import CONTRADICTED, HOLDS, INSIDE, OUTSIDE, _verdict, estimator
+from rr.reporting.paper_match import CONTRADICTED, HOLDS, INSIDE, OUTSIDE, UNDECIDED, _verdict, estimator
 from tests.conftest import compose_config
 from tests.test_paper_beside import PAPER_FILES, PAPERS
 
@@ -268,3 +268,23 @@ def test_approximately_has_a_stated_tolerance():
     assert _verdict(0.86, "~", est) == OUTSIDE  # 0.025 above
     assert _verdict(0.85, "=", est) == OUTSIDE
     assert _verdict(0.81, "~", est) == INSIDE and _verdict(0.80, "~", est) == OUTSIDE
+
+
+def test_a_value_the_interval_cannot_decide_at_this_n_is_not_decided():
+    """Issue 49: at 4 questions an interval of [0, 0.49] read "inside the interval" beside any value in it;
+    it cannot tell a value within the claims' tolerance (0.02) from one outside, so it decides nothing."""
+    wide = Estimate(0.25, 0.0, 0.49, 4)
+    assert _verdict(0.3, "=", wide) == UNDECIDED and _verdict(0.3, "~", wide) == UNDECIDED
+    assert _verdict(0.55, "=", wide) == OUTSIDE  # outside the interval is decided at any n
+    assert _verdict(0.3, "=", Estimate(0.31, 0.29, 0.33, 2000)) == INSIDE  # the band 0.3 +- 0.02 holds it
+    assert _verdict(0.3, "=", Estimate(0.31, 0.28, 0.345, 900)) == UNDECIDED  # 0.065 wide: wider than 0.04
+
+
+def test_a_bound_value_is_inside_only_where_the_whole_interval_supports_it():
+    """Cao's "higher than 80%" beside NDR [0.74, 0.81] read "inside the interval" (its top exceeds 0.8)."""
+    assert _verdict(0.8, ">", Estimate(0.78, 0.74, 0.81, 500)) == UNDECIDED
+    assert _verdict(0.8, ">", Estimate(0.84, 0.81, 0.87, 500)) == INSIDE
+    assert _verdict(0.8, ">", Estimate(0.75, 0.72, 0.79, 500)) == OUTSIDE
+    assert _verdict(0.45, "<", Estimate(0.43, 0.40, 0.46, 500)) == UNDECIDED
+    assert _verdict(0.45, "<", Estimate(0.40, 0.37, 0.44, 500)) == INSIDE
+    assert _verdict(0.45, "<", Estimate(0.50, 0.46, 0.54, 500)) == OUTSIDE

@@ -14,7 +14,7 @@ from omegaconf import OmegaConf
 
 from rr.jobfolder import JobSummary, ModelRecord
 from rr.reporting.loading import JobInfo, ReportContext
-from rr.reporting.paper_match import INSIDE, NO_MATCH, OUTSIDE, compare_values, job_model_ids
+from rr.reporting.paper_match import MEASURED, NO_MATCH, compare_values, job_model_ids
 from rr.reporting.run_identity import (
     NOT_VERIFIED,
     check_claim,
@@ -110,7 +110,7 @@ def test_a_folder_that_only_claims_to_be_the_papers_model_gets_no_verdict(tmp_pa
     real = fake_weights(tmp_path / "real", 7_721_324_544, "Qwen/Qwen-7B-Chat")
     ctx = _ctx({"model_id": str(real), "revision": "sha256:def"}, "Qwen/Qwen-7B-Chat")
     (row,) = compare_values(ROWS, ctx, _value("Qwen/Qwen-7B-Chat")).to_dict("records")
-    assert row["verdict"] in (INSIDE, OUTSIDE) and row["rr"] == 0.5
+    assert row["verdict"] in MEASURED and row["rr"] == 0.5
     assert row["identity"].startswith(f"local folder {real}: config.json claims Qwen/Qwen-7B-Chat")
 
 
@@ -139,7 +139,4 @@ def test_a_hub_model_says_its_commit():
         _ctx({"model_id": "meta-llama/Llama-3.1-8B-Instruct", "revision": "0e9e39f"}, ""),
         _value("meta-llama/Llama-3.1-8B-Instruct"),
     ).to_dict("records")
-    assert row["identity"] == "hub meta-llama/Llama-3.1-8B-Instruct@0e9e39f" and row["verdict"] in (
-        INSIDE,
-        OUTSIDE,
-    )
+    assert row["identity"] == "hub meta-llama/Llama-3.1-8B-Instruct@0e9e39f" and row["verdict"] in MEASURED

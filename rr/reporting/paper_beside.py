@@ -8,8 +8,8 @@ condition of its ``setting`` must hold on the rows (strategy, noise ratio, docum
 retrievers, k grid, orders, ...). Where nothing matches, the verdict is *no matching setting in this
 run*; nothing is matched by a similar name. A matched value gets rr's value on the matched rows,
 its interval (the small-sample intervals ``rr report`` prints everywhere: :func:`rr.stats.bootstrap_mean`
-and :func:`rr.analysis.intervals.robustness_ci`) and a verdict: *inside the interval* or *outside*
-(for a bound the paper states, ``> 0.8``: whether the interval reaches the bound's side).
+and :func:`rr.analysis.intervals.robustness_ci`) and a verdict: *inside the interval*, *outside* or *not decided at this n*
+(:func:`rr.reporting.paper_match._verdict`).
 
 *Claims.* Their verdicts are :mod:`rr.reporting.paper_claims`'s; this section lays both tables out.
 """
@@ -20,15 +20,17 @@ from collections.abc import Iterator
 
 import pandas as pd
 
-from rr.papers import paper_claims, paper_values
+from rr.papers import APPROX_TOLERANCE, paper_claims, paper_values
 from rr.papers.settings import stand_in_of
 from rr.reporting.loading import ReportContext
 from rr.reporting.paper_claims import claim_keys, claims_caption, evaluate_claims
 from rr.reporting.paper_match import (
     INSIDE,
+    MEASURED,
     NO_MATCH,
     OUT_OF_REACH,
     OUTSIDE,
+    UNDECIDED,
     RunIndex,
     compare_values,
     job_model_ids,
@@ -113,8 +115,10 @@ def paper_beside(df: pd.DataFrame, ctx: ReportContext) -> Iterator[Item]:
             "_name_or_path, the API's reported model; the value's ids include aliases such as older hub names "
             "and dated API versions), the dataset and every condition of the setting; run_model: the matched "
             f"jobs' model; rr = the metric (rr.metrics.SPECS) on the matched rows with its {ctx.confidence:.0%} "
-            f"small-sample interval; verdict: {INSIDE!r} / {OUTSIDE!r} (relation > or <: the paper states a "
-            f"bound, and the verdict says whether the interval reaches its side) / {NO_MATCH!r} (differs: the "
+            f"small-sample interval; verdict: {INSIDE!r} / {OUTSIDE!r} / {UNDECIDED!r} (the interval excludes the "
+            f"value, or is wider than the value ± {APPROX_TOLERANCE:g}, the claims' tolerance, so cannot tell; "
+            "relation > or <: the paper states a bound, inside only where the whole interval lies on its side) / "
+            f"{NO_MATCH!r} (differs: the "
             f"nearest job and the keys it differs in, as this run vs the paper) / {OUT_OF_REACH!r} (differs says "
             f"why) / {NOT_VERIFIED!r} (a local folder whose config.json names the paper's model while its weights' "
             "parameter count does not bear it out, or cannot be counted: no verdict); identity: where the matched "
@@ -157,7 +161,7 @@ def console_lines(outcomes: list) -> list[str]:  # list[SectionOutcome]
         for paper, part in values.groupby("paper", sort=True):
             counts = part["verdict"].value_counts()
             lines.append(f"  {paper}: " + ", ".join(f"{n} {v}" for v, n in counts.items()))
-        for v in values[values["verdict"].isin([INSIDE, OUTSIDE])].itertuples(index=False):
+        for v in values[values["verdict"].isin(MEASURED)].itertuples(index=False):
             lines.append(
                 f"    {v.paper} {v.location} {v.model} (run: {v.identity}) {v.metric} [{v.setting}]: paper "
                 f"{v.paper_value}, rr {v.rr:.3f} [{v.rr_ci_low:.3f}, {v.rr_ci_high:.3f}]: {v.verdict}"

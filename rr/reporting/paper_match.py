@@ -12,8 +12,9 @@ grid, orders, ...), and every job-level key of it (corpus, rewriter, judge, deco
 gets no verdict (*claimed by config.json, not verified*). Where nothing matches, the verdict
 is *no matching setting in this run* and :func:`nearest_values` says what differs; nothing is
 matched by a similar name. A matched value gets rr's value on the matched rows, its interval (the
-small-sample intervals ``rr report`` prints everywhere) and a verdict: *inside the interval* or
-*outside* (for a bound the paper states, ``> 0.8``: whether the interval reaches the bound's side).
+small-sample intervals ``rr report`` prints everywhere) and a verdict: *inside the interval*, *outside* or
+*not decided at this n* (:func:`_verdict`; for a bound the paper states, ``> 0.8``: inside only where the
+whole interval lies on the bound's side).
 """
 
 from __future__ import annotations
@@ -45,6 +46,8 @@ INSIDE, OUTSIDE, NO_MATCH = "inside the interval", "outside", "no matching setti
 NOT_MEASURED = "not measured in this run"
 OUT_OF_REACH = "out of reach of rr"
 HOLDS, CONTRADICTED, UNDECIDED = "holds", "contradicted", "not decided at this n"
+#: The verdicts of a value that was matched and measured (a value's *not decided* reads as a claim's).
+MEASURED = (INSIDE, OUTSIDE, UNDECIDED)
 #: Significance level of the claims' paired tests (two-sided).
 ALPHA = 0.05
 #: Setting keys that describe the documents given, so hold on the ``k > 0`` rows only (a job's
@@ -187,15 +190,22 @@ def estimator(name: str) -> Callable[..., Estimate | None] | None:
 
 
 def _verdict(value: float, relation: str, est: Estimate) -> str:
+    """The paper's ``value`` (``relation``: ``=`` as printed, ``~`` approximately, ``>`` / ``<`` a bound) against
+    rr's interval: *outside* where the interval excludes it (for ``~``: by more than
+    :data:`rr.papers.APPROX_TOLERANCE`); *not decided at this n* where the interval is wider than the claims'
+    tolerance band (value ± APPROX_TOLERANCE), so it cannot tell a value inside that band from one outside it
+    (4 questions, [0, 0.49]); *inside the interval* otherwise. A bound is inside only where the whole interval
+    lies on its side (NDR [0.74, 0.81] is not "higher than 80%"), outside where it lies on the other side."""
     lo, hi = est.ci_low, est.ci_high
     if math.isnan(lo) or math.isnan(hi):
         lo = hi = est.value
-    if relation == ">":
-        return INSIDE if hi > value else OUTSIDE
-    if relation == "<":
-        return INSIDE if lo < value else OUTSIDE
+    if relation in (">", "<"):
+        side, other = (lo > value, hi < value) if relation == ">" else (hi < value, lo > value)
+        return INSIDE if side else OUTSIDE if other else UNDECIDED
     tol = APPROX_TOLERANCE if relation == "~" else 1e-12  # "approximately 14%": within the stated tolerance
-    return INSIDE if lo - tol <= value <= hi + tol else OUTSIDE
+    if not lo - tol <= value <= hi + tol:
+        return OUTSIDE
+    return UNDECIDED if hi - lo > 2 * APPROX_TOLERANCE + 1e-12 else INSIDE
 
 
 @cache
