@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 from rr.jobfolder import METRIC_COLUMNS, SCORES_FILE, SUMMARY_FILE, JobSummary
-from rr.metrics.robustness import metric_notes
 from rr.registry import component
 
 log = logging.getLogger(__name__)
@@ -70,7 +69,7 @@ def flat_summary(summary: JobSummary) -> dict[str, float | int | str | None]:
             out[f"answer_recall/{retriever}/k={k}"] = v
     for row in summary.metrics:
         prefix = f"metrics/{row.value('strategy')}/{row.retriever}"
-        notes = metric_notes(row)  # what the console and the report blank, and why
+        notes = _notes(row)  # what the console and the report blank, and why
         for m in METRIC_COLUMNS[:-1]:  # not n_examples
             if m in notes:
                 out[f"{prefix}/{m}"] = None
@@ -80,10 +79,18 @@ def flat_summary(summary: JobSummary) -> dict[str, float | int | str | None]:
     return out
 
 
+def _notes(row: Any) -> dict[str, str]:
+    """:func:`rr.metrics.robustness.metric_notes`, imported when a run is logged (it brings pandas:
+    building the logger, as every job does, stays cheap)."""
+    from rr.metrics.robustness import metric_notes
+
+    return metric_notes(row)
+
+
 def _shown(row: dict[str, Any]) -> dict[str, Any]:
     """A robustness-table row as the console shows it: undefined or degenerate metrics blank, a
     ``notes`` column saying why."""
-    notes = metric_notes(row)
+    notes = _notes(row)
     return {
         **{k: (None if k in notes else v) for k, v in row.items()},
         "notes": "; ".join(dict.fromkeys(notes.values())),
