@@ -896,7 +896,7 @@ def test_rows_chunks_hold_each_cells_prediction_and_the_rag_helped_rows(tmp_path
     table["prediction"] = [f"p{i}" for i in range(len(table))]  # each row's own
     idx = index_scores(table)
     flips = compute_flips(idx)
-    write_rows(idx, flips, tmp_path)
+    write_rows(idx, flips, tmp_path, [""] * len(idx.examples))
     chunk = site_payload(tmp_path / "rows-000.js")
     cells = [tuple(c) for c in idx.cells]
     by_cell = table.set_index(["strategy", "example_id", "k", "retriever", "order"])["prediction"]
@@ -1130,6 +1130,32 @@ def test_one_system_is_singular_and_a_skip_link_leads_to_the_content(
 
 
 # ----------------------------------------------------------------------------- text
+
+
+def test_search_finds_the_examples_whose_documents_a_title_names(page: Any, tmp_path: Path) -> None:
+    """A word only a document's title holds finds the examples that retrieved that document (the
+    rows-*.js titles; the texts stay in the passage shards), and no other."""
+    from rr.records import Passage
+    from rr.reporting.report import build_report
+    from rr.reporting.site import build_site
+
+    table = job_rows("m", "vanilla", 4, base=0.5, gain=0.2)
+    table["doc_ids"] = [
+        [f"{e}-{j}" for j in range(int(k))] for e, k in zip(table["example_id"], table["k"], strict=True)
+    ]
+    corpus = {
+        f"{e}-{j}": Passage(f"{e}-{j}", "filler text", "Kowloon" if (e, j) == ("q002", 3) else f"Title {j}")
+        for e in table["example_id"].unique()
+        for j in range(25)
+    }
+    write_job(tmp_path / "sweep", table)
+    report = build_report([tmp_path / "sweep"], tmp_path / "report", n_resamples=20, only=["robustness"])
+    site = build_site(report, corpus_loader=lambda job_dir: corpus).out_dir
+    goto(page, site, "examples.html")
+    page.fill("#f-search", "kowloon")
+    assert list_rows(page) == {("m / vanilla", "q002")}
+    page.fill("#f-search", "Title 24")  # only k = 25 cells hold the 25th document
+    assert list_rows(page) == {("m / vanilla", e) for e in table["example_id"].unique()}
 
 
 def test_passage_text_highlights_wraps_keeps_lines_and_isolates_bidi(page: Any, tmp_path: Path) -> None:

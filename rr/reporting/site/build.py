@@ -7,9 +7,10 @@ Each stage takes what it needs and returns a record; none changes another's:
     compute_flips(index)                       -> Flips         (flips.py)
     compute_pairs(index, report)               -> Pairs         (pairs.py)
     overview_data(report, ctx, index, ...)     -> overview.js   (pages.py)
-    write_rows(index, flips, data)             -> row chunks    (rows.py: rows-NNN.js)
     write_examples(index, flips, documents, …) -> example shards (rows.py: ex/, pr/)
     documents.passages.write(data, clock)      -> PassageFiles  (passages.py: p/)
+    write_rows(index, flips, data, titles)     -> row chunks    (rows.py: rows-NNN.js; titles:
+                                                  documents.document_titles of the passages')
     index_data(index, flips, pairs, …)         -> index.js      (rows.py)
 """
 
@@ -28,7 +29,7 @@ import pandas as pd
 from rr.reporting.loading import ReportContext
 from rr.reporting.report import Report
 from rr.reporting.site.clock import Clock
-from rr.reporting.site.documents import number_documents
+from rr.reporting.site.documents import document_titles, number_documents
 from rr.reporting.site.encoding import write_data_file
 from rr.reporting.site.flips import compute_flips
 from rr.reporting.site.format import Index, Overview, PairExamples
@@ -128,11 +129,11 @@ def _build_site(
         data / "overview.js", Overview.kind, None, overview_data(report, ctx, idx, flips, pairs, notes)
     )
     clock("overview")
-    row_chunks = write_rows(idx, flips, data)
-    clock("rows")
     ex_shards = write_examples(idx, flips, documents, ctx.jobs, data / "ex")
     clock("examples")
     passages = documents.passages.write(data, clock)
+    row_chunks = write_rows(idx, flips, data, document_titles(documents.ranked, passages.titles))
+    clock("rows")
     index = index_data(idx, flips, pairs, notes, row_chunks, ex_shards, passages)
     write_data_file(data / "index.js", Index.kind, None, index)
     write_data_file(

@@ -5,6 +5,7 @@ numbered (:class:`rr.reporting.site.passages.Passages`)."""
 from __future__ import annotations
 
 import array
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +30,17 @@ class Documents:
     docs: pa.Array  # per row: the JSON of its documents
     ranked: list[str]  # per example: the JSON of its rankings' passage numbers
     passages: Passages  # the passages they show, numbered (their texts read and written later)
+
+
+def document_titles(ranked: Sequence[str], titles: Sequence[str]) -> list[str]:
+    """Per example: the distinct titles of the passages in its rankings (``ranked``: each example's
+    JSON of lists of passage numbers), in order of first appearance, one per line; what the examples
+    list's search box looks in for documents (their texts are too large to load with the list)."""
+    out = []
+    for lists in ranked:
+        seen = dict.fromkeys(titles[p] for ranking in json.loads(lists) for p in ranking)
+        out.append("\n".join(t for t in seen if t))
+    return out
 
 
 def number_documents(

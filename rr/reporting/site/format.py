@@ -113,6 +113,7 @@ class RowsChunk(Record):
     ds = Field("ds", "per example: its dataset")
     q = Field("q", "per example: its original question")
     a = Field("a", "per example: its gold answers")
+    dt = Field("dt", "per example: the distinct titles of its rankings' documents, one per line")
     ex = Field("ex", "per row: its example number")
     sys = Field("sys", "per row: its system number")
     sc = Field("sc", "per row: one score character per cell of its system (rr.js RR.score)")

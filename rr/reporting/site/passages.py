@@ -70,6 +70,7 @@ class PassageFiles:
     count: int  # passages written
     unreadable: int  # of them, those without a text
     notes: tuple[str, ...]  # the corpora that could not be read
+    titles: list[str] = dataclasses.field(default_factory=list)  # per passage number: its title ('' none)
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,7 @@ class _Texts:
     corpora: list[dict[str, Any]]  # per corpus: {name, status}
     unreadable: int
     notes: tuple[str, ...]
+    plain_titles: list[str] = dataclasses.field(default_factory=list)  # titles as read ('' for none)
 
 
 class Passages:
@@ -230,7 +232,10 @@ class Passages:
     def _shard_texts(self) -> _Texts:
         """:meth:`_texts`, the titles and texts as JSON literals (:func:`json_strings`)."""
         got = self._texts()
-        return dataclasses.replace(got, titles=json_strings(got.titles), texts=json_strings(got.texts))
+        plain = [t or "" for t in got.titles.to_pylist()]
+        return dataclasses.replace(
+            got, titles=json_strings(got.titles), texts=json_strings(got.texts), plain_titles=plain
+        )
 
     def write(self, data: Path, clock: Clock) -> PassageFiles:
         """Write the passage shards, ~:data:`PASSAGE_SHARD_BYTES` each (``corpus``: the wait for
@@ -261,4 +266,4 @@ class Passages:
                 f'"{P.text}":{next(shard_texts)}}});\n'
             )
             (data / "p" / f"p-{shard:04d}.js").write_bytes(text.encode("utf-8"))
-        return PassageFiles(bounds[:-1], got.corpora, n, got.unreadable, got.notes)
+        return PassageFiles(bounds[:-1], got.corpora, n, got.unreadable, got.notes, got.plain_titles)

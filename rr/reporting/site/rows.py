@@ -49,8 +49,9 @@ ROWS_PER_CHUNK = 4000
 EXAMPLE_SHARD_BYTES = 300_000
 
 
-def write_rows(idx: ScoreIndex, flips: Flips, data: Path) -> list[int]:
-    """Write the examples list's chunks (whole examples, ~:data:`ROWS_PER_CHUNK` list rows each);
+def write_rows(idx: ScoreIndex, flips: Flips, data: Path, titles: Sequence[str]) -> list[int]:
+    """Write the examples list's chunks (whole examples, ~:data:`ROWS_PER_CHUNK` list rows each;
+    ``titles``: each example's document titles, :func:`~rr.reporting.site.documents.document_titles`);
     return the first list row of each."""
     score_str = idx.score_buf.tobytes().decode("ascii")
     flip_str = flips.chars().tobytes().decode("ascii")
@@ -72,6 +73,7 @@ def write_rows(idx: ScoreIndex, flips: Flips, data: Path) -> list[int]:
             R.ds: idx.examples["ds"].iloc[ex0:ex1].tolist(),
             R.q: idx.questions[ex0:ex1],
             R.a: idx.answers[ex0:ex1],
+            R.dt: list(titles[ex0:ex1]),
             R.ex: idx.list_ex[start:end].tolist(),
             R.sys: idx.list_sys[start:end].tolist(),
             R.sc: [score_str[off[i] : off[i + 1]] for i in range(start, end)],

@@ -6,7 +6,7 @@
   var PAGE = 50;
   var idx = null;
   var rows = [];        // {ex, sys, sc, fl, acc, cb, pred}
-  var ex = { id: [], ds: [], q: [], a: [] };
+  var ex = { id: [], ds: [], q: [], a: [], dt: [] };
   var loaded = 0;
   var page = 0;
   var matches = [];
@@ -32,7 +32,7 @@
     { id: "f-system", label: "system", key: "sys", group: "rows",
       options: function () { return idx.systems.map(function (sys, i) { return [i, sys.label]; }); },
       test: function (v) { return function (r) { return r.sys === +v; }; } },
-    { id: "f-search", label: "question or prediction contains", key: "q", group: "rows", search: "words…",
+    { id: "f-search", label: "question, prediction or document title contains", key: "q", group: "rows", search: "words…",
       test: function (v) {
         var words = v.toLowerCase().split(/\s+/).filter(Boolean);
         if (!words.length) return null;
@@ -153,9 +153,10 @@
     };
   }
 
-  /* What the search box looks in: the row's question and its predictions, lower case (made once). */
+  /* What the search box looks in: the row's question, its predictions and its example's document
+     titles, lower case (made once). */
   function searchText(r) {
-    if (r.text === undefined) r.text = (ex.q[r.ex] + "\n" + r.pred.join("\n")).toLowerCase();
+    if (r.text === undefined) r.text = (ex.q[r.ex] + "\n" + r.pred.join("\n") + "\n" + ex.dt[r.ex]).toLowerCase();
     return r.text;
   }
 
@@ -431,7 +432,7 @@
   function addChunk(chunk) {
     for (var j = 0; j < chunk.id.length; j++) {
       var e = chunk.ex0 + j;
-      ex.id[e] = chunk.id[j]; ex.ds[e] = chunk.ds[j]; ex.q[e] = chunk.q[j]; ex.a[e] = chunk.a[j];
+      ex.id[e] = chunk.id[j]; ex.ds[e] = chunk.ds[j]; ex.q[e] = chunk.q[j]; ex.a[e] = chunk.a[j]; ex.dt[e] = chunk.dt[j];
     }
     for (var i = 0; i < chunk.ex.length; i++) {
       rows.push({ ex: chunk.ex[i], sys: chunk.sys[i], sc: chunk.sc[i], fl: chunk.fl[i], acc: chunk.acc[i], cb: chunk.cb[i], pred: chunk.pred[i] });
