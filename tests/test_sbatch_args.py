@@ -107,11 +107,14 @@ def test_a_job_gone_from_the_queue_without_a_result_fails_the_sweep_in_one_line(
     code, out, err = rr_main(["-m", *SWEEP, f"paths.output_root={tmp_path / 'out'}"], monkeypatch, capsys)
     assert code == 2 and "Traceback" not in err, err[-3000:]
     assert "0 done, 0 skipped, 0 resumed, 2 failed" in out
-    last = err.strip().splitlines()[-1]
+    # "rr: 2 of 2 jobs failed:", then one line per failed job
+    lines = [ln.strip() for ln in err.strip().splitlines()]
+    assert "rr: 2 of 2 jobs failed:" in lines, err[-3000:]
+    first = lines[lines.index("rr: 2 of 2 jobs failed:") + 1]
     sweep_dir = tmp_path / "out" / "multirun" / "cao2025_mini"
     log = sweep_dir / ".submitit" / "4242_0" / "4242_0_0_log.err"
-    assert last.startswith("rr: 2 of 2 jobs failed: seed=0: SLURM job 4242_0 ended CANCELLED "), last
-    assert f"without a result; its log: {log}" in last
+    assert first.startswith("seed=0: SLURM job 4242_0 ended CANCELLED "), first
+    assert f"without a result; its log: {log}" in first
     lines = _sbatch_lines(fake_slurm)
     assert {"#SBATCH --array=0-1%2", "#SBATCH --gpus-per-node=0", "#SBATCH --cpus-per-task=1"} <= lines
 
