@@ -39,6 +39,24 @@ def packaged_model_path() -> str:
     return HFGenerator()._model_path()
 
 
+def wait_for_health(proc: subprocess.Popen, port: int, log_path: Path, startup_s: float, what: str) -> None:
+    """Wait until the server ``proc`` answers ``/health`` on ``port``; raise (with its log's end)
+    when it exits first or is not up within ``startup_s``."""
+    deadline = time.monotonic() + startup_s
+    while True:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{what} exited {proc.returncode}: {log_path.read_text()[-2000:]}")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r:
+                if r.status == 200:
+                    return
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            pass
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{what} did not start in {startup_s}s: {log_path.read_text()[-2000:]}")
+        time.sleep(0.5)
+
+
 @contextmanager
 def transformers_serve(
     model_path: str, log_path: Path, startup_s: float = 240, extra_args: list[str] | None = None
@@ -66,19 +84,7 @@ def transformers_serve(
             env=env,
         )
     try:
-        deadline = time.monotonic() + startup_s
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"transformers serve exited: {log_path.read_text()[-2000:]}")
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except (urllib.error.URLError, ConnectionError, TimeoutError):
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"transformers serve did not start in {startup_s}s")
-            time.sleep(0.5)
+        wait_for_health(proc, port, log_path, startup_s, "transformers serve")
         yield f"http://127.0.0.1:{port}/v1"
     finally:
         proc.terminate()

@@ -42,6 +42,7 @@ for _name, _ref in {
     "chunk-wiki": "rr.commands.chunk_wiki:main",
     "report": "rr.commands.report:main",
     "score": "rr.commands.score:main",
+    "serve": "rr.commands.serve:main",
     "judge-agreement": "rr.commands.judge_agreement:main",
     "perturb-queries": "rr.commands.perturb_queries:main",
     "sure-prelim": "rr.commands.sure_prelim:main",
