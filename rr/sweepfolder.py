@@ -116,12 +116,12 @@ def sweep_records(folder: str | Path) -> list[Path]:
 def read_sweep(folder: str | Path, record: Path | None = None) -> Sweep:
     """The sweep record of ``folder`` (``record``: one of :func:`sweep_records`; default its
     ``multirun.yaml``); raises what OmegaConf raises on a missing or torn file."""
-    record = OmegaConf.load(record or multirun_file(folder))
-    assert isinstance(record, DictConfig)
+    loaded = OmegaConf.load(record or multirun_file(folder))
+    assert isinstance(loaded, DictConfig)
     return Sweep(
         Path(folder),
-        [str(o) for o in OmegaConf.select(record, "hydra.overrides.task") or []],
-        OmegaConf.select(record, "hydra.sweeper.params"),
+        [str(o) for o in OmegaConf.select(loaded, "hydra.overrides.task") or []],
+        OmegaConf.select(loaded, "hydra.sweeper.params"),
     )
 
 

@@ -137,4 +137,3 @@ FIXTURE_MARKERS = {"chromium": pytest.mark.browser, "textattack_env": pytest.mar
 def pytest_itemcollected(item: pytest.Item) -> None:
     for fixture in set(getattr(item, "fixturenames", ())) & FIXTURE_MARKERS.keys():
         item.add_marker(FIXTURE_MARKERS[fixture])
-

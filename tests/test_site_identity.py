@@ -98,11 +98,16 @@ def test_the_overview_names_the_jobs_the_report_left_out(
     site = _report(root, tmp_path / "report")
     left = site_data(site, "overview")["left_out"]
     assert [j["state"] for j in left] == ["partial", "missing"]
+    # the partial job: the command it recorded (that job alone); the missing one: its sweep's
+    own = json.loads((jobs[1] / "command.json").read_text())["argv"]
     finish = "rr -m " + " ".join(shlex.quote(o) for o in sweep[1:])
-    assert all(j["command"] == finish for j in left)
+    assert [j["command"] for j in left] == [
+        " ".join(shlex.quote(a) if i else a for i, a in enumerate(own)),
+        finish,
+    ]
     goto(page, site, "index.html")
     shown = page.inner_text("#left-out")
-    assert "2 of 3 jobs" in shown and finish in shown
+    assert "2 of 3 jobs" in shown and finish in shown and left[0]["command"] in shown
     for j in left:
         assert j["job_id"] in shown
 
