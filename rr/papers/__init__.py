@@ -215,18 +215,22 @@ class Claim:
         b: Side b's.
         metric_a: Side a's metric where it is not ``metric`` (e.g. closed-book accuracy).
         metric_b: Side b's.
-        relation: For ``bound``: ``>`` or ``<``.
+        relation: For ``bound``: ``>`` or ``<`` (strict: the paper says "higher than"), ``<=`` or ``>=`` (the
+            paper's own extreme: "the highest ... only 45%", which a faithful replication reaches; decided
+            with ``tolerance``).
         threshold: For ``bound``.
         reading: How rr reads the quote into this comparison (where it is an interpretation).
         scope_text: The paper's scope of the claim in words (which models, setting, what is pooled).
         scope_models: Model ids the paper states it of (empty: LLMs in general).
         scope_datasets: rr dataset names it is stated on (empty: any).
-        scope_pooled: The paper pools ``scope_datasets`` (rr tests each of them on its own).
+        scope_pooled: The paper pools ``scope_datasets``: rr judges the claim on them together (a run lacking
+            one of them is outside the paper's scope).
         scope_setting: Setting the paper measured it in (beyond ``scope``, which rr needs to test at all):
             a run without it is outside the paper's scope, not a counterexample.
         scope_condition: A condition on the model's own measurement (``rgb_closed_book_accuracy>0.7``:
             RGB Table 7 keeps models with closed-book accuracy above 70%).
-        tolerance: For ``approx``: how far from ``threshold`` still counts as the printed value.
+        tolerance: For ``approx``: how far from ``threshold`` still counts as the printed value; for a ``<=`` /
+            ``>=`` bound: how far past ``threshold`` still counts as reaching it.
         evaluable: Whether rr's score tables can test it; ``why_not`` says why not.
         why_not: Where ``evaluable`` is false: the reason, printed by the report.
     """
@@ -264,8 +268,8 @@ class Claim:
             raise ValueError(f"claim {d.get('id')}: an approx claim needs the printed value as threshold")
         if d.get("evaluable", True) is False and not d.get("why_not"):
             raise ValueError(f"claim {d.get('id')}: a claim rr cannot evaluate says why (why_not)")
-        if kind == "bound" and d.get("relation") not in (">", "<"):
-            raise ValueError(f"claim {d.get('id')}: a bound needs relation '>' or '<'")
+        if kind == "bound" and d.get("relation") not in (">", "<", ">=", "<="):
+            raise ValueError(f"claim {d.get('id')}: a bound needs relation '>', '<', '>=' or '<='")
         if kind in ("direction", "no_gain") and not (d.get("a") and d.get("b")):
             raise ValueError(f"claim {d.get('id')}: a {kind} claim needs settings a and b")
         return cls(

@@ -1,8 +1,8 @@
 """The paper's claims beside this run (:mod:`rr.papers` ``claims/``), the claims half of the
 ``paper_beside`` report section (:mod:`rr.reporting.paper_beside`, which lays both out; the values are matched in :mod:`rr.reporting.paper_match`).
 
-Each claim (:class:`rr.papers.Claim`) is tested per model and dataset of the run, on the rows of its
-``scope``: a ``direction`` claim (a above b) by a paired test over the examples both sides answered
+Each claim (:class:`rr.papers.Claim`) is tested per model and dataset of the run (on the datasets together
+where the paper pools them: Cao's NQ, HotpotQA and ASQA), on the rows of its ``scope``: a ``direction`` claim (a above b) by a paired test over the examples both sides answered
 (:func:`rr.stats.paired_permutation_test` of per-example values; for NDR, RSR, ROR and their geometric
 mean a paired example bootstrap of the difference, :func:`rr.stats.bootstrap_cluster_means`), a ``bound``
 by the metric's interval, an ``approx`` (the paper's "about 12%") by whether the interval lies within the
@@ -66,6 +66,26 @@ def _groups(
         (str(m), str(d), part)
         for (m, d), part in cells.groupby(["model_id", cells["dataset"].astype(str)], sort=True)
     ]
+
+
+def _pooled(
+    groups: list[tuple[str, str, pd.DataFrame]], datasets: tuple[str, ...]
+) -> list[tuple[str, str, pd.DataFrame]]:
+    """``groups`` as a claim the paper states pooled over ``datasets`` is judged: each model's cells on those
+    datasets as one group (dataset ``nq_open+hotpot_qa+asqa``, those of them the run has, in the paper's
+    order); the cells on any other dataset as they were."""
+    out: list[tuple[str, str, pd.DataFrame]] = []
+    pooled: dict[str, list[tuple[str, pd.DataFrame]]] = {}
+    for mid, dataset, cells in groups:
+        if dataset in datasets:
+            pooled.setdefault(mid, []).append((dataset, cells))
+        else:
+            out.append((mid, dataset, cells))
+    for mid, parts in pooled.items():
+        have = {d for d, _ in parts}
+        name = "+".join(d for d in datasets if d in have)
+        out.append((mid, name, pd.concat([c for _, c in parts]) if len(parts) > 1 else parts[0][1]))
+    return sorted(out, key=lambda g: (g[0], g[1]))
 
 
 def claim_keys(claims: Iterable[Claim]) -> set[str]:
@@ -251,7 +271,11 @@ def outside_scope(
     out = []
     if model and claim.scope_models and model not in claim.scope_models:
         out.append(f"model {model}, not one the paper states it of")
-    if claim.scope_datasets and dataset not in claim.scope_datasets:
+    have = dataset.split("+")
+    if claim.scope_pooled and set(have) <= set(claim.scope_datasets):
+        if len(have) < len(claim.scope_datasets):
+            out.append(f"dataset {', '.join(have)} (the paper pools {', '.join(claim.scope_datasets)})")
+    elif claim.scope_datasets and dataset not in claim.scope_datasets:
         out.append(f"dataset {dataset} (paper: {', '.join(claim.scope_datasets)})")
     rag = rows[rows["k"].astype(int) > 0]
     for key, want in claim.scope_setting.items():
@@ -283,6 +307,25 @@ def _approx(claim: Claim, est: Estimate) -> str:
     return CONTRADICTED if hi < band_lo or lo > band_hi else UNDECIDED
 
 
+def _bound(claim: Claim, est: Estimate) -> str:
+    """A bound: holds where the interval lies on its side, contradicted where it lies on the other. ``<=`` /
+    ``>=`` (the paper's own extreme) move the bound by the claim's tolerance, so an interval around the paper's
+    value itself can hold and only one clear of the tolerance contradicts."""
+    lo, hi = est.ci_low, est.ci_high
+    if math.isnan(lo) or math.isnan(hi):
+        lo = hi = est.value
+    if claim.relation in (">", "<"):
+        edge = claim.threshold
+        ok, bad = (lo > edge, hi < edge) if claim.relation == ">" else (hi < edge, lo > edge)
+    elif claim.relation == ">=":
+        edge = claim.threshold - claim.tolerance
+        ok, bad = lo >= edge - 1e-12, hi < edge - 1e-12
+    else:
+        edge = claim.threshold + claim.tolerance
+        ok, bad = hi <= edge + 1e-12, lo > edge + 1e-12
+    return HOLDS if ok else CONTRADICTED if bad else UNDECIDED
+
+
 def _single(claim: Claim, rows: pd.DataFrame, cache: _Cache, params: Mapping[str, str]) -> dict | None:
     """A ``bound`` or ``approx`` claim on one set of rows (None: the rows lack what the metric needs)."""
     assert estimator(claim.metric) is not None, claim.id
@@ -305,13 +348,12 @@ def _single(claim: Claim, rows: pd.DataFrame, cache: _Cache, params: Mapping[str
         )
         rec["verdict"] = _approx(claim, est)
     else:
-        lo, hi = est.ci_low, est.ci_high
-        ok = lo > claim.threshold if claim.relation == ">" else hi < claim.threshold
-        bad = hi < claim.threshold if claim.relation == ">" else lo > claim.threshold
         rec["test"] = (
-            f"{claim.metric} {claim.relation} {claim.threshold:g}: the metric's interval ({est.n} examples)"
+            f"{claim.metric} {claim.relation} {claim.threshold:g}"
+            + (f" (within {claim.tolerance:g})" if "=" in claim.relation else "")
+            + f": the metric's interval ({est.n} examples)"
         )
-        rec["verdict"] = HOLDS if ok else CONTRADICTED if bad else UNDECIDED
+        rec["verdict"] = _bound(claim, est)
     if why:
         rec["verdict"] = f"{DEGENERATE}: {why}"
     return rec
@@ -371,7 +413,9 @@ def evaluate_claims(
     claims: tuple[Claim, ...] | None = None,
     index: RunIndex | None = None,
 ) -> pd.DataFrame:
-    """One row per claim and (model, dataset) of the run that has its setting (one row saying *no
+    """One row per claim and (model, dataset) of the run that has its setting (a claim the paper states
+    pooled over datasets: one row per model on those datasets together, outside the paper's scope where the
+    run lacks one of them; one row saying *no
     matching setting in this run* for a claim no part of the run has, and one saying *not evaluable* with
     the reason for a claim rr's tables cannot test). Rows are selected on ``index``'s cells (built here
     unless given with a column for every key the claims name, :func:`claim_keys`), so the claims and the
@@ -381,6 +425,7 @@ def evaluate_claims(
     if index is None or not claim_keys(claims) <= index.keys:
         index = RunIndex(scores, job_model_ids(ctx), claim_keys(claims))
     groups = {across: _groups(index, models, across) for across in (False, True)}
+    pooled: dict[tuple[bool, tuple[str, ...]], list[tuple[str, str, pd.DataFrame]]] = {}
     cache = _Cache(ctx, index)
     out = []
     for claim in claims:
@@ -405,7 +450,11 @@ def evaluate_claims(
         found = False
         across = "model_id" in claim.a or "model_id" in claim.b
         scope, scope_params = split_setting(claim.scope)
-        for mid, dataset, rows in groups[across]:
+        judged = groups[across]
+        if claim.scope_pooled and claim.scope_datasets:  # judged pooled, as the paper pools them
+            key = (across, claim.scope_datasets)
+            judged = pooled.setdefault(key, _pooled(judged, claim.scope_datasets))
+        for mid, dataset, rows in judged:
             scoped_cells = cache.select(rows, scope) if scope else rows
             if scoped_cells.empty:
                 continue
@@ -418,9 +467,9 @@ def evaluate_claims(
             if got is None:
                 continue
             outside = outside_scope(claim, mid, dataset, scoped, ctx, cache)
-            if claim.scope_pooled and not outside and claim.scope_datasets:
+            if "+" in dataset:
                 got["test"] = (
-                    f"{got['test']}; the paper pools {', '.join(claim.scope_datasets)}: this is {dataset} alone"
+                    f"{got['test']}; pooled over {dataset.replace('+', ', ')}, as the paper pools them"
                 )
             got["verdict"] = _in_scope(str(got["verdict"]), outside)
             out.append({**base, "model": mid, "dataset": dataset, **got})
@@ -433,10 +482,12 @@ def evaluate_claims(
 def claims_caption() -> str:
     """The caption of the report's ``paper_claims`` table."""
     return (
-        "rr/papers/claims, per model and dataset of the run: direction claims (a above b) by a paired test "
+        "rr/papers/claims, per model and dataset of the run (the datasets together where the paper pools "
+        "them; a run lacking one of them is outside the paper's scope): direction claims (a above b) by a paired test "
         f"over the examples both sides answered (two-sided, alpha {ALPHA}: permutation test of per-example "
         "values, or a paired example bootstrap of the difference for NDR/RSR/ROR and their geometric mean); "
-        "bounds by the metric's interval; approx claims by whether the interval lies within the stated "
+        "bounds by the metric's interval (a <= or >= bound, the paper's own extreme, moved by the claim's "
+        "tolerance); approx claims by whether the interval lies within the stated "
         f"tolerance. Verdicts {HOLDS!r}, {CONTRADICTED!r}, {UNDECIDED!r}, {NO_MATCH!r}; {DEGENERATE!r} where the "
         "metric is one the robustness table blanks on these rows (its reason follows); "
         f"{OUTSIDE_SCOPE!r} where the run is not what the paper states the claim of (model, setting, dataset: "
