@@ -368,3 +368,28 @@ def test_a_bound_at_the_papers_own_maximum_can_hold_for_a_faithful_replication(c
     assert _bound(claim, Estimate(t + tol + 0.03, t + tol + 0.01, t + tol + 0.05, 3000)) == CONTRADICTED
     assert _bound(claim, Estimate(t, t - 0.05, t + 0.05, 300)) == UNDECIDED
     assert _bound(claim, Estimate(t - 0.2, t - 0.25, t - 0.15, 300)) == HOLDS
+
+
+def test_errors_flagged_far_more_often_than_table_7_contradict_its_claim():
+    """Table 7's ED* is 3-7%: "hard for LLMs to identify ... factual errors" held beside an ED* of 0.6 (it
+    compared ED* with closed-book accuracy only). It is a bound at the table's own 7% now."""
+    rows = []
+    for e in range(40):
+        base = {"job_id": "j", "example_id": f"q{e}", "dataset": "rgb_en_fact", "strategy": "rgb"}
+        base["order"] = "original"
+        rows.append({**base, "k": 0, "doc_perturbation": "none", "retriever": "none", "score": float(e < 36)})
+        rows.append(
+            {
+                **base,
+                **{"k": 20, "doc_perturbation": "counterfactual", "retriever": "bm25", "score": 0.0},
+                "error_detected": False,
+                "error_detected_llm": e < 24,  # ED* 0.6
+            }
+        )
+    scores = pd.DataFrame(rows)
+    claim = _claim("rgb2024.counterfactual_errors_not_identified")
+    (row,) = evaluate_claims(scores, _ctx({"j": "gpt-3.5-turbo"}), (claim,)).to_dict("records")
+    assert row["a"] == pytest.approx(0.6) and row["verdict"] == CONTRADICTED  # before: holds
+    scores["error_detected_llm"] = [False if r["k"] == 0 else r["example_id"] in ("q0", "q1") for r in rows]
+    (row,) = evaluate_claims(scores, _ctx({"j": "gpt-3.5-turbo"}), (claim,)).to_dict("records")
+    assert row["a"] == pytest.approx(0.05) and row["verdict"] != CONTRADICTED
