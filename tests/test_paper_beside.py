@@ -555,6 +555,8 @@ def test_the_link_opens_the_examples_behind_the_value(planted_site, page):  # no
     goto(page, site, "index.html")
     link = page.locator("#t-paper_values a", has_text="the examples")
     assert link.count() == 1  # the one matched value
+    # the paper section is folded to its counts per verdict: its tables are one click away
+    page.locator("details.fold:has(#t-paper_values) > summary").click()
     link.click()
     page.wait_for_selector("body[data-ready='1']", timeout=15000)
     assert page.input_value("#f-k") == "20" and page.input_value("#f-dataset") == "synthetic"
