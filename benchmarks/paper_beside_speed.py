@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rr.jobfolder import JobSummary
+from rr.jobfolder import JobSummary, ModelRecord
 from rr.papers import paper_values
 from rr.reporting.loading import JobInfo, ReportContext
 from rr.reporting.paper_beside import _job_papers, paper_beside
@@ -62,7 +62,7 @@ def synthetic(n_examples: int, n_resamples: int = 1000) -> tuple[pd.DataFrame, R
                     n_docs_given=rows["k"],
                 )
             )
-            summary = JobSummary(name="cao2025", model={"model_id": model}, public_model=model)
+            summary = JobSummary(name="cao2025", model=ModelRecord(model_id=model), public_model=model)
             jobs.append(JobInfo(job, Path(job), len(rows), summary, None))
     return pd.concat(frames, ignore_index=True), ReportContext(jobs=jobs, n_resamples=n_resamples)
 

@@ -96,11 +96,11 @@ def reported_models(summary: JobSummary | None) -> dict[str, str]:
     test and its other models): what its job id was computed with."""
     if summary is None:
         return {}
-    idents = [summary.model, *(m.get("model") for m in summary.other_models if isinstance(m, dict))]
+    idents = [summary.model, *(m.model for m in summary.other_models)]
     return {
-        str(i["model_id"]): str(i["reported_model"])
+        str(i.model_id): str(i.extra["reported_model"])
         for i in idents
-        if isinstance(i, dict) and i.get("model_id") and i.get("reported_model")
+        if i is not None and i.model_id and i.extra.get("reported_model")
     }
 
 
