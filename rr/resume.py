@@ -344,7 +344,7 @@ def finish_command(state: JobState) -> str:
     import shlex
 
     if state.path is not None and (argv := recorded_command(state.path)) is not None:
-        return " ".join(shlex.quote(a) if i else a for i, a in enumerate(argv))
+        return shell_command(argv)
     sweep = state.sweep
     if sweep is None and state.path is not None and is_sweep(state.path.parent):
         sweep = state.path.parent
@@ -358,13 +358,23 @@ def finish_command(state: JobState) -> str:
     return "" if found is None else " ".join(["rr", *(shlex.quote(o) for o in found)])
 
 
-def failed_on_configuration(state: JobState) -> bool:
-    """Whether ``state`` is a job that failed on what it was given (its ``failed.json`` says
+def shell_command(argv: list[str]) -> str:
+    """A recorded command as one line to paste into a shell (each argument after the program quoted)."""
+    import shlex
+
+    return " ".join(shlex.quote(a) if i else a for i, a in enumerate(argv))
+
+
+def config_failure(folder: str | Path) -> bool:
+    """Whether the job in ``folder`` failed on what it was given (its ``failed.json`` says
     ``cause: config``): re-running its command as it is fails the same way."""
-    if state.state != "failed" or state.path is None:
-        return False
-    mark = stopped(state.path)
+    mark = stopped(folder)
     return mark is not None and mark.cause == "config"
+
+
+def failed_on_configuration(state: JobState) -> bool:
+    """:func:`config_failure` of a listed job (``False`` for one that did not fail)."""
+    return state.state == "failed" and state.path is not None and config_failure(state.path)
 
 
 #: What a hint says before the command of a job that failed on its configuration.

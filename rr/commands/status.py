@@ -24,7 +24,7 @@ from rr.commands.errors import user_message
 from rr.errors import UserError
 from rr.jobfolder import JobSummary
 from rr.model_identity import recorded_identities
-from rr.resume import CONFIG_FAILURE, differing_overrides, status_report
+from rr.resume import CONFIG_FAILURE, config_failure, differing_overrides, shell_command, status_report
 
 OUTCOMES = ("done", "skipped", "resumed", "failed")
 
@@ -174,16 +174,12 @@ def print_sweep_table(rows: list[JobRow], title: str, file: TextIO | None = None
 def rerun_hint(folder: str | Path | None) -> str:
     """``; re-run: <the command the job recorded>`` (:func:`rr.sweepfolder.recorded_command`), said
     as :data:`rr.resume.CONFIG_FAILURE` for a job that failed on its configuration; ``""`` without one."""
-    import shlex
-
-    from rr.sweepfolder import recorded_command, stopped
+    from rr.sweepfolder import recorded_command
 
     argv = recorded_command(folder) if folder else None
-    if not argv:
+    if not folder or not argv:
         return ""
-    mark = stopped(folder) if folder else None
-    lead = CONFIG_FAILURE if mark is not None and mark.cause == "config" else "re-run"
-    return f"; {lead}: {' '.join(shlex.quote(a) if i else a for i, a in enumerate(argv))}"
+    return f"; {CONFIG_FAILURE if config_failure(folder) else 're-run'}: {shell_command(argv)}"
 
 
 class SweepFailed(UserError):
